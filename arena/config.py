@@ -1,0 +1,317 @@
+"""Settings and model families, validated once at start-up.
+
+Sources, highest priority first: ``ARENA_*`` environment variables (``__`` for nesting), then
+the YAML file (``--config``, ``ARENA_CONFIG``, or ``config.yaml``). Secrets are never read from
+the file: ``OPENROUTER_API_KEY`` and ``ARENA_ADMIN_TOKEN`` come from the environment only.
+"""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+import yaml
+from pydantic import (
+    AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from arena.errors import ConfigError
+
+DEFAULT_CONFIG_PATH = Path("config.yaml")
+METHODOLOGY_VERSIONS = ("v1", "v2")
+PROMPT_VERSION = "v1"
+FAMILY_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Benchmark(_Strict):
+    starting_balance: Annotated[Decimal, Field(gt=0)] = Decimal(10000)
+    min_bet: Annotated[Decimal, Field(gt=0)] = Decimal(50)
+    max_bet_fraction: Annotated[Decimal, Field(gt=0, le=1)] = Decimal("0.25")
+    universe_size: Annotated[int, Field(ge=1, le=5000)] = 500
+    malformed_retries: Annotated[int, Field(ge=0, le=10)] = 2
+    decision_cohort_limit: Annotated[int, Field(ge=1)] = 5
+    cancel_after_days: Annotated[int, Field(ge=1)] = 14
+    claim_lease_seconds: Annotated[int, Field(ge=10)] = 300
+    min_scored_bets: Annotated[int, Field(ge=0)] = 10  # fewer: leaderboard row is provisional
+
+
+class Schedule(_Strict):
+    cohort_start: str = "sun 00:00"
+    decision_run: str = "sun 00:05"
+    market_sync_minutes: Annotated[int, Field(ge=1, le=1440)] = 5
+    snapshot_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
+    resolution_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
+    misfire_grace_seconds: Annotated[int, Field(ge=1)] = 300
+
+    @field_validator("cohort_start", "decision_run")
+    @classmethod
+    def _weekly(cls, value: str) -> str:
+        parse_weekly(value)
+        return value
+
+
+_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def parse_weekly(value: str) -> tuple[str, int, int]:
+    """Parse ``"sun 00:05"`` into (day, hour, minute); raises ValueError."""
+    try:
+        day, clock = value.strip().lower().split()
+        hour_text, minute_text = clock.split(":")
+        hour, minute = int(hour_text), int(minute_text)
+    except ValueError:
+        raise ValueError(f"expected 'day HH:MM' (e.g. 'sun 00:05'), got {value!r}") from None
+    if day not in _DAYS or not (0 <= hour < 24 and 0 <= minute < 60):
+        raise ValueError(f"expected 'day HH:MM' (e.g. 'sun 00:05'), got {value!r}")
+    return day, hour, minute
+
+
+class Polymarket(_Strict):
+    gamma_url: AnyHttpUrl = AnyHttpUrl("https://gamma-api.polymarket.com")
+    timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+    max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    page_size: Annotated[int, Field(ge=1, le=100)] = 100
+
+
+class OpenRouter(_Strict):
+    base_url: AnyHttpUrl = AnyHttpUrl("https://openrouter.ai/api/v1")
+    max_tokens: Annotated[int, Field(ge=1)] = 16000
+    timeout_seconds: Annotated[float, Field(gt=0)] = 120.0
+    max_attempts: Annotated[int, Field(ge=1, le=20)] = 4
+    app_url: str = "https://github.com/arena-benchmark/arena"
+    app_title: str = "arena"
+
+
+class Budget(_Strict):
+    """Optional USD spend limits; ``None`` means unlimited."""
+
+    per_run_usd: Annotated[Decimal | None, Field(ge=0)] = None
+    per_family_usd: Annotated[Decimal | None, Field(ge=0)] = None
+
+
+class V2(_Strict):
+    """Methodology v2 settings (forecast panel and research ranking)."""
+
+    panel_size: Annotated[int, Field(ge=1, le=200)] = 20
+    panel_min_price: Annotated[Decimal, Field(gt=0, lt=1)] = Decimal("0.03")
+    panel_max_price: Annotated[Decimal, Field(gt=0, lt=1)] = Decimal("0.97")
+    difficulty_weight: Annotated[float, Field(ge=0, le=1)] = 1.0
+
+
+class Logging(_Strict):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    json_logs: bool = False
+
+
+class OpenRouterFamily(_Strict):
+    """A model family called through OpenRouter (a family without ``kind``)."""
+
+    kind: Literal["openrouter"] = "openrouter"
+    id: Annotated[str, Field(pattern=FAMILY_ID_PATTERN)]
+    display_name: str
+    provider: str = ""
+    openrouter_id: Annotated[str, Field(min_length=3, pattern=r"^[\w.:-]+/[\w.:-]+$")]
+    active: bool = True
+    max_tokens: Annotated[int | None, Field(ge=1)] = None
+    provider_routing: dict[str, Any] | None = None  # OpenRouter `provider` object
+    reasoning: dict[str, Any] | None = None  # OpenRouter `reasoning` object
+
+
+class BaselineFamily(_Strict):
+    """A built-in deterministic strategy answering through the same validation path."""
+
+    kind: Literal["baseline"]
+    id: Annotated[str, Field(pattern=FAMILY_ID_PATTERN)]
+    strategy: Literal["always-hold", "market-follower", "random"]
+    display_name: str = ""
+    provider: str = "arena baseline"
+    active: bool = True
+    seed: int = 0
+
+    @property
+    def openrouter_id(self) -> None:
+        return None
+
+
+Family = Annotated[OpenRouterFamily | BaselineFamily, Field(discriminator="kind")]
+
+
+def _default_kind(raw: Any) -> Any:
+    if isinstance(raw, dict) and "kind" not in raw:
+        return {**raw, "kind": "openrouter"}
+    return raw
+
+
+class Settings(BaseSettings):
+    """The whole validated configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ARENA_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+    _yaml_path: ClassVar[Path | None] = None
+
+    database_url: str = "sqlite:///arena.db"
+    methodology: Literal["v1", "v2"] = "v1"
+    benchmark: Benchmark = Benchmark()
+    schedule: Schedule = Schedule()
+    polymarket: Polymarket = Polymarket()
+    openrouter: OpenRouter = OpenRouter()
+    budget: Budget = Budget()
+    v2: V2 = V2()
+    logging: Logging = Logging()
+    families: list[Family] = Field(default_factory=list)
+
+    @field_validator("families", mode="before")
+    @classmethod
+    def _families_kind(cls, raw: Any) -> Any:
+        if isinstance(raw, list):
+            return [_default_kind(item) for item in raw]
+        return raw
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        if not value.startswith(("sqlite://", "postgresql")):
+            raise ValueError("must start with sqlite:/// or postgresql+psycopg://")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_families(self) -> Settings:
+        seen: set[str] = set()
+        for family in self.families:
+            if family.id in seen:
+                raise ValueError(f"duplicate family id {family.id!r}")
+            seen.add(family.id)
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _YamlSource(settings_cls, cls._yaml_path))
+
+    @property
+    def active_families(self) -> list[OpenRouterFamily | BaselineFamily]:
+        return [f for f in self.families if f.active]
+
+    def family(self, family_id: str) -> OpenRouterFamily | BaselineFamily:
+        for family in self.families:
+            if family.id == family_id:
+                return family
+        raise ConfigError(f"families: no family with id {family_id!r}")
+
+    def masked(self) -> dict[str, Any]:
+        """The configuration as a dict safe to log (credentials in URLs masked)."""
+        data = self.model_dump(mode="json")
+        data["database_url"] = mask_url(self.database_url)
+        return data
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls)
+        self._data: dict[str, Any] = {}
+        if path is not None:
+            self._data = read_yaml(path)
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"config: cannot read {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config: {path} is not valid YAML: {exc}".splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config: {path} must hold a mapping at the top level")
+    for secret in ("openrouter_api_key", "api_key", "admin_token"):
+        if secret in data or secret in (data.get("openrouter") or {}):
+            raise ConfigError(f"{secret}: secrets come from the environment only, not the file")
+    return data
+
+
+def resolve_config_path(explicit: str | Path | None = None) -> Path | None:
+    """``--config`` beats ``ARENA_CONFIG`` beats ``./config.yaml`` (if present)."""
+    if explicit:
+        return Path(explicit)
+    if env := os.environ.get("ARENA_CONFIG"):
+        return Path(env)
+    return DEFAULT_CONFIG_PATH if DEFAULT_CONFIG_PATH.exists() else None
+
+
+def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
+    """Load and validate settings; any problem raises :class:`ConfigError` naming the key."""
+    Settings._yaml_path = resolve_config_path(path)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc)) from None
+    finally:
+        Settings._yaml_path = None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line: the dotted key of the first error and what is wrong with it."""
+    error = exc.errors()[0]
+    loc = [str(part) for part in error["loc"] if part not in ("openrouter", "baseline")]
+    key = ".".join(loc) or "config"
+    message = error["msg"]
+    if error["type"] == "extra_forbidden":
+        message = "unknown key"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{key}: {message}{more}"
+
+
+def openrouter_api_key() -> SecretStr | None:
+    """The OpenRouter key, from the environment only."""
+    value = os.environ.get("OPENROUTER_API_KEY", "").strip()
+    return SecretStr(value) if value else None
+
+
+def admin_token() -> SecretStr | None:
+    value = os.environ.get("ARENA_ADMIN_TOKEN", "").strip()
+    return SecretStr(value) if value else None
+
+
+def mask_url(url: str) -> str:
+    """Hide a password in a database URL."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable url>"

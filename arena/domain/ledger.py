@@ -1,0 +1,180 @@
+"""Exact-decimal ledger rules (methodology: Execution, Valuation, Settlement).
+
+Pure functions over immutable values; no I/O. Precision and rounding, the one place they live:
+
+* money (cash, amounts, cost basis, proceeds, payouts, P/L) is kept to the cent
+  (``MONEY = 0.01``); a model's bet amount is rounded *down* to the cent, every computed sum
+  (proceeds, payouts, basis taken out by a partial SELL) is rounded half-even to the cent;
+* shares are kept to 1e-6 (``SHARES``), rounded *down* on BUY so a bet never buys more than it paid;
+* prices are used exactly as stored (Gamma quotes at most a few decimals).
+
+Because realized P/L is always defined as ``proceeds - basis_out`` (or ``payout - basis``) in
+cents, the invariant ``cash + open cost basis = starting balance + realized P/L`` holds exactly,
+to the cent, after any sequence of operations; rounding only ever moves money between "cash"
+and "realized P/L" together, never creates or destroys it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, Decimal
+
+from arena.errors import ExecutionError
+
+MONEY = Decimal("0.01")
+SHARES = Decimal("0.000001")
+CONFIDENCE = Decimal("0.000001")
+ZERO = Decimal(0)
+ONE = Decimal(1)
+HUNDRED = Decimal(100)
+
+
+def to_money(value: Decimal | int | str) -> Decimal:
+    """Round a computed amount half-even to the cent."""
+    return Decimal(value).quantize(MONEY, rounding=ROUND_HALF_EVEN)
+
+
+def money_floor(value: Decimal | int | str) -> Decimal:
+    """Round an amount down to the cent (used for amounts a model asks to spend)."""
+    return Decimal(value).quantize(MONEY, rounding=ROUND_DOWN)
+
+
+def check_price(price: Decimal) -> Decimal:
+    """A tradable side price is strictly between 0 and 1."""
+    if not price.is_finite() or not (ZERO < price < ONE):
+        raise ExecutionError(f"price {price} is outside (0, 1)")
+    return price
+
+
+class SettlementOutcome(enum.StrEnum):
+    WON = "WON"
+    LOST = "LOST"
+    VOID = "VOID"  # 50-50 resolution: every share pays 0.50, not scored
+    CANCELLED = "CANCELLED"  # no determinable winner or overdue: cost basis refunded
+
+
+@dataclass(frozen=True)
+class Holding:
+    """An open position's quantities: one per (agent, market, side)."""
+
+    shares: Decimal
+    cost_basis: Decimal
+
+    @property
+    def avg_entry_price(self) -> Decimal:
+        return self.cost_basis / self.shares if self.shares else ZERO
+
+
+@dataclass(frozen=True)
+class Buy:
+    amount: Decimal
+    price: Decimal
+    shares: Decimal
+    cash_after: Decimal
+    holding_after: Holding
+
+
+@dataclass(frozen=True)
+class Sell:
+    percentage: Decimal
+    price: Decimal
+    shares_sold: Decimal
+    proceeds: Decimal
+    basis_out: Decimal
+    realized_pnl: Decimal
+    cash_after: Decimal
+    holding_after: Holding | None  # None: the position closed
+
+
+@dataclass(frozen=True)
+class Settlement:
+    outcome: SettlementOutcome
+    payout_per_share: Decimal | None  # None for a CANCELLED refund
+    payout: Decimal
+    realized_pnl: Decimal
+    cash_after: Decimal
+
+
+def buy(cash: Decimal, holding: Holding | None, amount: Decimal, price: Decimal) -> Buy:
+    """BUY ``amount`` dollars of a side at ``price``: ``shares = amount / price``."""
+    check_price(price)
+    amount = money_floor(amount)
+    if amount <= ZERO:
+        raise ExecutionError(f"amount {amount} must be positive")
+    if amount > cash:
+        raise ExecutionError(f"amount {amount} exceeds cash {cash}")
+    shares = (amount / price).quantize(SHARES, rounding=ROUND_DOWN)
+    if shares <= ZERO:
+        raise ExecutionError(f"amount {amount} buys no shares at {price}")
+    before = holding or Holding(ZERO, ZERO)
+    after = Holding(before.shares + shares, before.cost_basis + amount)
+    return Buy(amount, price, shares, cash - amount, after)
+
+
+def sell(cash: Decimal, holding: Holding, percentage: Decimal, price: Decimal) -> Sell:
+    """SELL ``percentage`` (0, 100] of a holding at ``price``; 100 closes the position."""
+    check_price(price)
+    if not percentage.is_finite() or not (ZERO < percentage <= HUNDRED):
+        raise ExecutionError(f"percentage {percentage} is outside (0, 100]")
+    if holding.shares <= ZERO:
+        raise ExecutionError("position holds no shares")
+    if percentage == HUNDRED:
+        sold, basis_out = holding.shares, holding.cost_basis
+    else:
+        fraction = percentage / HUNDRED
+        sold = (holding.shares * fraction).quantize(SHARES, rounding=ROUND_DOWN)
+        basis_out = to_money(holding.cost_basis * fraction)
+        if sold <= ZERO:
+            raise ExecutionError(f"selling {percentage}% sells no shares")
+    proceeds = to_money(sold * price)
+    remaining = Holding(holding.shares - sold, holding.cost_basis - basis_out)
+    closed = remaining.shares <= ZERO
+    if closed:
+        # Whatever basis is left on a position with no shares goes out with the last share.
+        basis_out += remaining.cost_basis
+    return Sell(
+        percentage=percentage,
+        price=price,
+        shares_sold=sold,
+        proceeds=proceeds,
+        basis_out=basis_out,
+        realized_pnl=proceeds - basis_out,
+        cash_after=cash + proceeds,
+        holding_after=None if closed else remaining,
+    )
+
+
+PAYOUT_PER_SHARE = {
+    SettlementOutcome.WON: ONE,
+    SettlementOutcome.LOST: ZERO,
+    SettlementOutcome.VOID: Decimal("0.5"),
+}
+
+
+def settle(cash: Decimal, holding: Holding, outcome: SettlementOutcome) -> Settlement:
+    """Close a holding at resolution: $1/$0/$0.50 a share, or refund the basis if CANCELLED."""
+    if outcome is SettlementOutcome.CANCELLED:
+        payout, per_share = holding.cost_basis, None
+    else:
+        per_share = PAYOUT_PER_SHARE[outcome]
+        payout = to_money(holding.shares * per_share)
+    return Settlement(outcome, per_share, payout, payout - holding.cost_basis, cash + payout)
+
+
+def position_value(holding: Holding, price: Decimal) -> Decimal:
+    """Marked value ``shares * side price`` to the cent."""
+    return to_money(holding.shares * price)
+
+
+def implied_confidence(amount: Decimal, cash_shown: Decimal, max_bet_fraction: Decimal) -> Decimal:
+    """``amount / (max_bet_fraction * cash shown in the prompt)``, clipped to [0, 1]."""
+    cap = cash_shown * max_bet_fraction
+    if cap <= ZERO:
+        return ZERO
+    return min(ONE, max(ZERO, amount / cap)).quantize(CONFIDENCE, rounding=ROUND_HALF_EVEN)
+
+
+def max_bet(cash_shown: Decimal, max_bet_fraction: Decimal) -> Decimal:
+    """The largest single bet allowed for a decision: a fraction of the cash shown, to the cent."""
+    return money_floor(cash_shown * max_bet_fraction)

@@ -1,0 +1,64 @@
+"""The exception tree of arena.
+
+    ArenaError                      base of everything arena raises on purpose
+    ├── UserError                   something the operator can fix; CLI prints one line, exit 2
+    │   ├── ConfigError             invalid config file or environment (names the key)
+    │   └── DatabaseUnavailable     missing database directory, unreachable PostgreSQL
+    ├── LedgerError                 a trade that the ledger rules refuse (no state change)
+    │   └── ExecutionError          a price outside (0, 1), an unknown side, too little cash
+    ├── SourceError                 the outside world failed (after retries)
+    │   ├── GammaError              Polymarket Gamma
+    │   └── ProviderError           an LLM provider
+    │       └── ProviderFatal       401/402: stop the whole run at once
+    └── JobFailed                   a job ran and failed; CLI exits 1
+"""
+
+from __future__ import annotations
+
+
+class ArenaError(Exception):
+    """Base of every error arena raises on purpose."""
+
+
+class UserError(ArenaError):
+    """An error the operator can fix; reported as one line, exit code 2."""
+
+    exit_code = 2
+
+
+class ConfigError(UserError):
+    """Invalid configuration; the message names the offending key."""
+
+
+class DatabaseUnavailable(UserError):
+    """The database cannot be opened or reached."""
+
+
+class LedgerError(ArenaError):
+    """A ledger operation was refused; no state changed."""
+
+
+class ExecutionError(LedgerError):
+    """A trade could not execute (bad price, unknown side, insufficient cash...)."""
+
+
+class SourceError(ArenaError):
+    """An outside service failed after retries."""
+
+
+class GammaError(SourceError):
+    """Polymarket Gamma failed."""
+
+
+class ProviderError(SourceError):
+    """An LLM provider failed."""
+
+
+class ProviderFatal(ProviderError):
+    """Authentication or credit failure: the whole run must stop (401/402)."""
+
+
+class JobFailed(ArenaError):
+    """A job ran and failed; the CLI exits 1."""
+
+    exit_code = 1
