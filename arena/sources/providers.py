@@ -1,0 +1,228 @@
+"""The small interface every model provider implements, and its failure taxonomy.
+
+A provider turns one :class:`ModelRequest` into one :class:`ModelReply` with ONE call, or raises
+one classified :class:`ProviderCallError`. Retrying is not the provider's business: the engine
+calls :func:`call_with_retries`, which owns the backoff loop and reports every try (reply or
+error) to a callback, so every attempt can be stored with its metadata.
+
+    ProviderError (arena.errors)
+    └── ProviderCallError           one failed call, with the attempt's metadata
+        ├── TransientProviderError  retry after a pause (408, 429, 5xx, timeouts, cold starts)
+        ├── PermanentProviderError  a plain retry will not help (400, 403, 404, exhausted tokens)
+        └── FatalProviderError      also an arena.errors.ProviderFatal: 401/402, stop the run
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from arena.errors import ProviderError, ProviderFatal
+
+logger = logging.getLogger(__name__)
+
+FailureKind = Literal["transient", "permanent", "fatal"]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One call to a model: which family, which model id, the messages and the output cap."""
+
+    family_id: str
+    model: str
+    messages: list[dict[str, Any]]
+    max_tokens: int
+    context: object | None = None  # provider-specific extras (baselines: universe, portfolio)
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What one successful call returned, with everything worth storing about it."""
+
+    content: str | None
+    reasoning: str | None
+    finish_reason: str | None
+    provider: str | None  # the upstream that served (OpenRouter's `provider`)
+    model: str | None  # the model that actually served
+    generation_id: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: Decimal | None
+    latency_ms: int
+    raw: dict[str, Any] | None
+    content_from_reasoning: bool = False  # content was empty; the answer came from `reasoning`
+
+
+@runtime_checkable
+class ModelProvider(Protocol):
+    """Anything that answers a :class:`ModelRequest` with one call."""
+
+    def complete(self, request: ModelRequest) -> ModelReply: ...
+
+
+class ProviderCallError(ProviderError):
+    """One failed call, carrying the attempt's metadata so the engine can store it.
+
+    ``reason`` is a short stable label (``http_429``, ``error_in_200``, ``null_choices``,
+    ``empty_content``, ``reasoning_only``, ``length_exhausted``, ``timeout``, ``connection``...).
+    """
+
+    kind: FailureKind = "transient"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        status: int | None = None,
+        error_code: int | str | None = None,
+        error_type: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        generation_id: str | None = None,
+        latency_ms: int | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        cost_usd: Decimal | None = None,
+        retry_after: float | None = None,
+        raw: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+        self.status = status
+        self.error_code = error_code
+        self.error_type = error_type
+        self.provider = provider
+        self.model = model
+        self.generation_id = generation_id
+        self.latency_ms = latency_ms
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.cost_usd = cost_usd
+        self.retry_after = retry_after
+        self.raw = raw
+
+    def as_dict(self) -> dict[str, Any]:
+        """The attempt's metadata as plain data (for storage and structured logs)."""
+        return {
+            "kind": self.kind,
+            "reason": self.reason,
+            "message": self.message,
+            "status": self.status,
+            "error_code": self.error_code,
+            "error_type": self.error_type,
+            "provider": self.provider,
+            "model": self.model,
+            "generation_id": self.generation_id,
+            "latency_ms": self.latency_ms,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
+            "retry_after": self.retry_after,
+            "raw": self.raw,
+        }
+
+
+class TransientProviderError(ProviderCallError):
+    """Worth retrying after a pause; ``retry_after`` (seconds) when the server said so."""
+
+    kind: FailureKind = "transient"
+
+
+class PermanentProviderError(ProviderCallError):
+    """The same request will fail the same way: do not retry it unchanged."""
+
+    kind: FailureKind = "permanent"
+
+
+class FatalProviderError(ProviderCallError, ProviderFatal):
+    """Bad key or no credit (401/402): stop the whole run, leave the rest retryable."""
+
+    kind: FailureKind = "fatal"
+
+
+AttemptOutcome = ModelReply | ProviderCallError
+OnAttempt = Callable[[int, AttemptOutcome], None]
+
+
+@dataclass
+class _RetryWait:
+    """Exponential backoff with jitter, replaced by the server's Retry-After when given."""
+
+    max_retry_after: float
+    backoff: Callable[[RetryCallState], float] = field(
+        default_factory=lambda: wait_exponential_jitter(initial=1, max=30, jitter=1)
+    )
+
+    def __call__(self, state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome else None
+        if isinstance(error, TransientProviderError) and error.retry_after is not None:
+            return min(max(error.retry_after, 0.0), self.max_retry_after)
+        return self.backoff(state)
+
+
+def call_with_retries(
+    provider: ModelProvider,
+    request: ModelRequest,
+    *,
+    max_attempts: int,
+    on_attempt: OnAttempt | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    max_retry_after: float = 120.0,
+) -> ModelReply:
+    """Call ``provider.complete`` until it answers, retrying only transient failures.
+
+    ``on_attempt(number, reply_or_error)`` is called after every try (1-based), before any
+    pause, so the caller can store each attempt. The last error is re-raised when attempts
+    run out; permanent and fatal errors are raised at once.
+    """
+
+    def log_retry(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        logger.warning(
+            "provider call failed, retrying: family=%s model=%s attempt=%d/%d reason=%s "
+            "status=%s wait=%.2fs",
+            request.family_id,
+            request.model,
+            state.attempt_number,
+            max_attempts,
+            getattr(error, "reason", type(error).__name__),
+            getattr(error, "status", None),
+            wait,
+        )
+
+    retrying = Retrying(
+        retry=retry_if_exception_type(TransientProviderError),
+        stop=stop_after_attempt(max_attempts),
+        wait=_RetryWait(max_retry_after=max_retry_after),
+        sleep=sleep,
+        before_sleep=log_retry,
+        reraise=True,
+    )
+    for attempt in retrying:
+        with attempt:
+            number = attempt.retry_state.attempt_number
+            try:
+                reply = provider.complete(request)
+            except ProviderCallError as error:
+                if on_attempt is not None:
+                    on_attempt(number, error)
+                raise
+            if on_attempt is not None:
+                on_attempt(number, reply)
+            return reply
+    raise AssertionError("unreachable: tenacity either returns or re-raises")
