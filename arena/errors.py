@@ -10,6 +10,7 @@
     │   ├── GammaError              Polymarket Gamma
     │   └── ProviderError           an LLM provider
     │       └── ProviderFatal       401/402: stop the whole run at once
+    ├── MalformedResponse           a model's answer failed extraction or validation (repairable)
     └── JobFailed                   a job ran and failed; CLI exits 1
 """
 
@@ -56,6 +57,13 @@ class ProviderError(SourceError):
 
 class ProviderFatal(ProviderError):
     """Authentication or credit failure: the whole run must stop (401/402)."""
+
+
+class MalformedResponse(ArenaError):
+    """A model's answer is not a valid decision; the message names the exact error.
+
+    The message is written for the model: the repair prompt quotes it verbatim.
+    """
 
 
 class JobFailed(ArenaError):
