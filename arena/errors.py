@@ -8,6 +8,7 @@
     │   └── ExecutionError          a price outside (0, 1), an unknown side, too little cash
     ├── SourceError                 the outside world failed (after retries)
     │   ├── GammaError              Polymarket Gamma
+    │   │   └── MarketParseError    one Gamma market row that cannot be parsed (skip it)
     │   └── ProviderError           an LLM provider
     │       └── ProviderFatal       401/402: stop the whole run at once
     ├── MalformedResponse           a model's answer failed extraction or validation (repairable)
@@ -49,6 +50,15 @@ class SourceError(ArenaError):
 
 class GammaError(SourceError):
     """Polymarket Gamma failed."""
+
+
+class MarketParseError(GammaError):
+    """One raw Gamma market could not be parsed; callers log it and skip the row."""
+
+    def __init__(self, market_id: str | None, reason: str) -> None:
+        super().__init__(f"market {market_id or '<no id>'}: {reason}")
+        self.market_id = market_id
+        self.reason = reason
 
 
 class ProviderError(SourceError):

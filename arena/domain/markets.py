@@ -47,6 +47,7 @@ class Market:
     event_slug: str | None = None
     event_title: str | None = None
     tags: tuple[str, ...] = field(default=())
+    market_type: str | None = None  # Gamma `marketType`; "scalar" on legacy scalar markets
 
     @property
     def is_binary(self) -> bool:
