@@ -1,0 +1,1 @@
+"""Faithful local fakes of the outside services, for tests and the demo."""
