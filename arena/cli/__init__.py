@@ -1,1 +1,86 @@
-def main() -> None: ...
+"""The ``arena`` command line (typer). Thin: one command = one call into jobs/ or analytics/.
+
+Each command group lives in its own module exposing ``register(app)``; :data:`COMMAND_MODULES`
+lists them. User errors end as one line on stderr and exit code 2; a failed job exits 1.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Annotated
+
+import typer
+
+from arena import __version__
+from arena.cli.common import AppState
+from arena.errors import ArenaError, JobFailed, UserError
+from arena.logs import configure_logging
+
+COMMAND_MODULES = [
+    "arena.cli.core",
+]
+
+app = typer.Typer(
+    name="arena",
+    help="Benchmark LLMs as forecasters by paper-trading Polymarket markets.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"arena {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="Path to config.yaml (default: $ARENA_CONFIG, else ./config.yaml).",
+            show_default=False,
+        ),
+    ] = None,
+    json_logs: Annotated[
+        bool | None,
+        typer.Option("--json-logs/--text-logs", help="Log as JSON lines (default: config)."),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Benchmark LLMs as forecasters by paper-trading Polymarket markets."""
+    app_state = AppState(config_path=config, json_logs=json_logs)
+    ctx.obj = app_state
+    ctx.call_on_close(app_state.close)
+    settings = app_state.settings
+    configure_logging(
+        settings.logging.level, settings.logging.json_logs if json_logs is None else json_logs
+    )
+
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(_module).register(app)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point with clean one-line errors and the documented exit codes."""
+    try:
+        app(args=argv, prog_name="arena")
+    except UserError as exc:
+        print(f"arena: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except JobFailed as exc:
+        print(f"arena: failed: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except ArenaError as exc:
+        print(f"arena: failed: {exc}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,153 @@
+"""Cohort job: open this week's cohort with one agent per active family; cohort lifecycle.
+
+Exactly one cohort per week start is guaranteed by the unique constraint on
+``cohorts.week_start`` (insert-or-nothing), never by check-then-insert, so any number of
+concurrent callers leave one cohort. Agents are created in the same transaction as their cohort.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import exists, func, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.clock import Clock, week_start
+from arena.config import PROMPT_VERSION, BaselineFamily, OpenRouterFamily, Settings
+from arena.store.db import transaction
+from arena.store.models import Agent, Cohort, Family, Position
+from arena.store.upsert import insert_ignore, upsert
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CohortReport:
+    cohort_id: int
+    week_start: datetime
+    created: bool
+    agents: int
+
+
+def family_row(family: OpenRouterFamily | BaselineFamily, now: datetime) -> dict[str, object]:
+    return {
+        "id": family.id,
+        "kind": family.kind,
+        "display_name": family.display_name or family.id,
+        "provider": family.provider,
+        "openrouter_id": family.openrouter_id,
+        "strategy": getattr(family, "strategy", None),
+        "active": family.active,
+        "first_seen_at": now,
+        "updated_at": now,
+    }
+
+
+def sync_families(session: Session, settings: Settings, now: datetime) -> None:
+    """Mirror the configured families into the families table (agents keep their frozen copy)."""
+    rows = [family_row(family, now) for family in settings.families]
+    upsert(
+        session,
+        Family.__table__,  # type: ignore[arg-type]
+        rows,
+        conflict=["id"],
+        update=["kind", "display_name", "provider", "openrouter_id", "strategy", "active",
+                "updated_at"],
+    )
+
+
+def start_cohort(factory: sessionmaker[Session], settings: Settings, clock: Clock) -> CohortReport:
+    """Create the cohort of the week containing ``clock.now()`` (no-op if it exists)."""
+    now = clock.now()
+    start = week_start(now)
+    with transaction(factory) as session:
+        sync_families(session, settings, now)
+        created = insert_ignore(
+            session,
+            Cohort.__table__,  # type: ignore[arg-type]
+            {
+                "week_start": start,
+                "created_at": now,
+                "methodology_version": settings.methodology,
+                "prompt_version": PROMPT_VERSION,
+                "starting_balance": settings.benchmark.starting_balance,
+                "status": "active",
+            },
+            conflict=["week_start"],
+        )
+        cohort = session.execute(select(Cohort).where(Cohort.week_start == start)).scalar_one()
+        if created:
+            for family in settings.active_families:
+                session.add(new_agent(cohort, family, settings, now))
+            session.flush()
+        agents = session.scalar(
+            select(func.count()).select_from(Agent).where(Agent.cohort_id == cohort.id)
+        )
+    if created:
+        log.info("cohort %s opened for week %s with %s agents", cohort.id, start, agents)
+    return CohortReport(cohort.id, start, bool(created), int(agents or 0))
+
+
+def new_agent(
+    cohort: Cohort, family: OpenRouterFamily | BaselineFamily, settings: Settings, now: datetime
+) -> Agent:
+    """An agent with the family's identity and the versions frozen on it."""
+    return Agent(
+        cohort_id=cohort.id,
+        family_id=family.id,
+        kind=family.kind,
+        display_name=family.display_name or family.id,
+        provider=family.provider,
+        openrouter_id=family.openrouter_id,
+        strategy=getattr(family, "strategy", None),
+        prompt_version=cohort.prompt_version,
+        methodology_version=cohort.methodology_version,
+        starting_balance=cohort.starting_balance,
+        cash=cohort.starting_balance,
+        realized_pnl=0,
+        created_at=now,
+    )
+
+
+def decision_window(session: Session, limit: int, now: datetime) -> list[Cohort]:
+    """The newest ``limit`` cohorts that have started by ``now``: the ones that still decide."""
+    statement = (
+        select(Cohort)
+        .where(Cohort.week_start <= now)
+        .order_by(Cohort.week_start.desc())
+        .limit(limit)
+    )
+    return list(session.execute(statement).scalars())
+
+
+def unfinished_cohorts(session: Session, now: datetime) -> list[Cohort]:
+    """Cohorts not yet completed (snapshots and settlement still follow them)."""
+    statement = (
+        select(Cohort)
+        .where(Cohort.status != "completed", Cohort.week_start <= now)
+        .order_by(Cohort.week_start)
+    )
+    return list(session.execute(statement).scalars())
+
+
+def complete_cohorts(factory: sessionmaker[Session], limit: int, clock: Clock) -> list[int]:
+    """Mark completed every cohort outside the decision window with no open position."""
+    now = clock.now()
+    with transaction(factory) as session:
+        window = {c.id for c in decision_window(session, limit, now)}
+        open_position = exists().where(
+            Position.cohort_id == Cohort.id, Position.status == "OPEN"
+        )
+        candidates = session.execute(
+            select(Cohort.id).where(Cohort.status == "active", ~open_position)
+        ).scalars()
+        done = [cohort_id for cohort_id in candidates if cohort_id not in window]
+        if done:
+            session.execute(
+                update(Cohort)
+                .where(Cohort.id.in_(done), Cohort.status == "active")
+                .values(status="completed", completed_at=now)
+            )
+    return done

@@ -1,0 +1,63 @@
+"""Dialect-aware INSERT ... ON CONFLICT for SQLite and PostgreSQL.
+
+Uniqueness is enforced by the database, never by check-then-insert: these helpers are how jobs
+create a row "unless it already exists" safely under concurrency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import Insert
+
+
+def _insert(session: Session, table: Table) -> Any:
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    if dialect == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"unsupported database dialect {dialect!r}")
+
+
+def insert_ignore(
+    session: Session,
+    table: Table,
+    rows: dict[str, Any] | Sequence[dict[str, Any]],
+    conflict: Sequence[str] | None = None,
+) -> int:
+    """Insert rows, silently skipping those that violate the unique key ``conflict``.
+
+    Returns the number of rows actually inserted.
+    """
+    if isinstance(rows, dict):
+        rows = [rows]
+    if not rows:
+        return 0
+    statement: Insert = _insert(session, table).values(list(rows))
+    statement = statement.on_conflict_do_nothing(  # type: ignore[attr-defined]
+        index_elements=conflict
+    ).returning(*table.primary_key.columns)
+    return len(session.execute(statement).all())
+
+
+def upsert(
+    session: Session,
+    table: Table,
+    rows: Sequence[dict[str, Any]],
+    conflict: Sequence[str],
+    update: Sequence[str],
+) -> None:
+    """Insert rows or, on a conflict of ``conflict``, update the ``update`` columns."""
+    if not rows:
+        return
+    statement = _insert(session, table).values(list(rows))
+    excluded = statement.excluded
+    statement = statement.on_conflict_do_update(
+        index_elements=list(conflict), set_={name: excluded[name] for name in update}
+    )
+    session.execute(statement)
