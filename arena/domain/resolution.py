@@ -1,0 +1,110 @@
+"""Decide from a market's Gamma state whether it is over and, if so, who won.
+
+Pure functions over :class:`Market` (gamma-api.md "Resolution", methodology "Settlement"):
+
+- Only a market that is ``closed`` *and* has ``umaResolutionStatus == "resolved"`` has a final
+  result: a decisive winner (one price >= 0.99, every other <= 0.01, mapped through the
+  outcomes), a 50-50 void (every price 0.5), or ambiguous (no determinable winner: refund).
+- ``proposed`` and ``disputed`` are not final: wait.
+- An open market is never resolved, however near-certain its price (0.9995/0.0005 is common).
+- Closed without a UMA status is *closed_awaiting*, including the "rare outlier" that shows
+  decisive prices while ``acceptingOrders`` is still true: it is not treated as a result, so the
+  overdue rule (:func:`is_overdue`, ``cancel_after_days`` after close) refunds it if no
+  resolution ever comes. Two legacy shapes with no UMA status are over for good and classified
+  *ambiguous*: every price 0 (``["0","0"]``), and scalar markets (``marketType`` "scalar",
+  Long/Short), which pay proportionally and so never have a single winner.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from arena.clock import ensure_utc
+from arena.domain.ledger import ZERO
+from arena.domain.markets import NO, YES, Market, Resolution, ResolutionState
+
+WIN_MIN = Decimal("0.99")
+LOSE_MAX = Decimal("0.01")
+HALF = Decimal("0.5")
+
+_WAITING = {"proposed": ResolutionState.PROPOSED, "disputed": ResolutionState.DISPUTED}
+
+
+def classify(market: Market) -> Resolution:
+    """The resolution state of ``market`` and, when decided, the canonical winning side."""
+    status = market.uma_resolution_status
+    if not market.closed:
+        if status in _WAITING:
+            return Resolution(_WAITING[status], reason=f"open, UMA {status}")
+        return Resolution(ResolutionState.OPEN, reason="market is open")
+    if status in _WAITING:
+        return Resolution(_WAITING[status], reason=f"closed, UMA {status}: not final")
+    if status == "resolved":
+        return _resolved(market)
+    if market.prices is not None and all(price == ZERO for price in market.prices):
+        return Resolution(
+            ResolutionState.AMBIGUOUS, reason="closed with every price 0: no determinable winner"
+        )
+    if (market.market_type or "").lower() == "scalar":
+        return Resolution(
+            ResolutionState.AMBIGUOUS, reason="closed scalar market: pays proportionally"
+        )
+    if market.accepting_orders and winner_index(market.prices) is not None:
+        reason = "closed with decisive prices but no UMA status and accepting orders: not final"
+    elif status:
+        reason = f"closed, unknown UMA status {status!r}"
+    else:
+        reason = "closed, no resolution proposed yet"
+    return Resolution(ResolutionState.CLOSED_AWAITING, reason=reason)
+
+
+def _resolved(market: Market) -> Resolution:
+    prices = market.prices
+    if prices is None:
+        return Resolution(ResolutionState.AMBIGUOUS, reason="resolved without prices")
+    if all(price == HALF for price in prices):
+        return Resolution(ResolutionState.RESOLVED_50_50, reason="resolved 50-50")
+    index = winner_index(prices)
+    if index is None:
+        shown = ", ".join(str(price) for price in prices)
+        return Resolution(
+            ResolutionState.AMBIGUOUS, reason=f"resolved at [{shown}]: no determinable winner"
+        )
+    winner = winning_side(market, index)
+    return Resolution(ResolutionState.RESOLVED_WINNER, winner=winner, reason=f"{winner} won")
+
+
+def winner_index(prices: tuple[Decimal, ...] | None) -> int | None:
+    """The index priced >= 0.99 while every other is <= 0.01, if there is exactly one."""
+    if not prices or len(prices) < 2:
+        return None
+    winners = [i for i, price in enumerate(prices) if price >= WIN_MIN]
+    if len(winners) != 1:
+        return None
+    if all(price <= LOSE_MAX for i, price in enumerate(prices) if i != winners[0]):
+        return winners[0]
+    return None
+
+
+def winning_side(market: Market, index: int) -> str:
+    """The canonical side for outcome ``index``: YES/NO for binary, else the outcome name."""
+    outcome = market.outcomes[index]
+    if market.is_binary:
+        return YES if outcome.strip().lower() == "yes" else NO
+    return outcome
+
+
+def is_overdue(market: Market, now: datetime, cancel_after_days: int) -> bool:
+    """A closed market still without a result ``cancel_after_days`` after it closed.
+
+    The close instant is ``closed_time``, else ``end_date``; with neither it is never overdue.
+    An open market is never overdue (many trade past their ``endDate``). Whether the state is
+    still unresolved is the caller's business (refund only awaiting/proposed/disputed markets).
+    """
+    if not market.closed:
+        return False
+    closed_at = market.closed_time or market.end_date
+    if closed_at is None:
+        return False
+    return ensure_utc(now) >= ensure_utc(closed_at) + timedelta(days=cancel_after_days)
