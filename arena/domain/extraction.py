@@ -1,0 +1,103 @@
+"""Find the answer object in a model's text, tolerating how models actually answer.
+
+openrouter-api.md, "Content quirks": JSON mode is ignored by some providers, so answers arrive
+wrapped in code fences, with prose before or after, with several objects (a draft, then the
+answer), trailing commas, single quotes or comments. Strategy, cheapest first:
+
+1. the whole text as JSON;
+2. every strictly valid JSON object in the text (``json.JSONDecoder.raw_decode`` at each ``{``);
+3. if none of those carries ``action``: every outermost *complete* ``{...}`` span, repaired by
+   the ``json-repair`` package.
+
+The last object carrying ``action`` wins, else the last object found. A truncated answer (an
+object whose braces never close) is never completed by guesswork: it is reported as cut off.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import json_repair
+
+from arena.errors import MalformedResponse
+
+
+def extract_json_object(text: str | None) -> dict[str, Any]:
+    """The answer object in a model's text; raises MalformedResponse when there is none."""
+    if text is None or not text.strip():
+        raise MalformedResponse("the response is empty; answer with one JSON object")
+    try:
+        whole = json.loads(text.strip())
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict):
+        return whole
+    found = _strict_objects(text)
+    if not any("action" in obj for obj in found):
+        found += [obj for span in _balanced_spans(text) if (obj := _repaired(span)) is not None]
+    if not found:
+        if "{" in text:
+            raise MalformedResponse(
+                "no complete JSON object found in the response (is it cut off?); "
+                "answer with one JSON object"
+            )
+        raise MalformedResponse("no JSON object found in the response; answer with one")
+    with_action = [obj for obj in found if "action" in obj]
+    return (with_action or found)[-1]
+
+
+def _strict_objects(text: str) -> list[dict[str, Any]]:
+    """Every valid JSON object starting at a ``{`` not inside an earlier one, in order."""
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    index = text.find("{")
+    while index != -1:
+        try:
+            value, end = decoder.raw_decode(text, index)
+        except ValueError:
+            index = text.find("{", index + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        index = text.find("{", end)
+    return found
+
+
+def _balanced_spans(text: str) -> list[str]:
+    """Outermost ``{...}`` spans whose braces balance (double-quoted strings respected).
+
+    One pass with a stack: a ``{`` that never closes (a stray brace in prose, a truncated
+    object) does not hide the complete objects after or inside it.
+    """
+    stack: list[int] = []
+    pairs: list[tuple[int, int]] = []
+    in_string = escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"' and stack:
+            in_string = True
+        elif char == "{":
+            stack.append(index)
+        elif char == "}" and stack:
+            pairs.append((stack.pop(), index))
+    outermost: list[tuple[int, int]] = []
+    for start, end in sorted(pairs):
+        if outermost and start < outermost[-1][1]:
+            continue  # nested inside an earlier complete span
+        outermost.append((start, end))
+    return [text[start : end + 1] for start, end in outermost]
+
+
+def _repaired(span: str) -> dict[str, Any] | None:
+    try:
+        value = json_repair.loads(span)
+    except Exception:  # the repair library's failure modes are not ours to enumerate
+        return None
+    return value if isinstance(value, dict) and value else None

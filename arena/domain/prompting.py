@@ -1,0 +1,358 @@
+"""Render the decision prompts from versioned template files (methodology: What the model sees).
+
+The templates (``prompts/<version>/{system,user,repair}.txt``, jinja2) own the wording and the
+layout; this module owns the *values*: it orders markets and positions deterministically,
+formats numbers, and sanitises every piece of market text before it reaches a template.
+
+Market text (questions, categories, outcome names) comes from a public website and is untrusted:
+control and format characters are removed, whitespace collapsed, length bounded, the table's
+column separator ``|`` replaced, and the block delimiters (``<<<`` / ``>>>``) neutralised, so a
+market can neither break out of its table row nor forge the end of a data block.
+
+Outcome names are shown in sanitised form; :func:`display_outcome` is the single definition, and
+decision validation accepts a side written either way.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+
+from arena.domain.ledger import MONEY, ONE, ZERO, to_money
+from arena.domain.markets import Market
+from arena.errors import ConfigError, ExecutionError
+
+PROMPT_VERSION = "v1"
+"""The prompt version used for methodology v1 (the default)."""
+
+PROMPT_VERSIONS: dict[str, str] = {"v1": "v1", "v2": "v2"}
+"""The current prompt version for each methodology version."""
+
+PROMPTS_DIR_ENV = "ARENA_PROMPTS_DIR"
+TEMPLATE_NAMES = ("system.txt", "user.txt", "repair.txt")
+QUESTION_LIMIT = 300
+CATEGORY_LIMIT = 60
+OUTCOME_LIMIT = 60
+ID_LIMIT = 80
+REPAIR_ECHO_LIMIT = 20_000
+"""The previous answer is echoed back to the model at most this long (characters)."""
+
+Methodology = Literal["v1", "v2"]
+_VERSION_PATTERN = re.compile(r"^v[0-9][0-9a-z._-]{0,30}$")
+_DROPPED_CATEGORIES = {"Cc", "Cf", "Cs", "Co"}
+_WHITESPACE = re.compile(r"\s+")
+_ANGLES = re.compile(r"<{2,}|>{2,}")
+PRICE_STEP = Decimal("0.0001")
+SHARES_STEP = Decimal("0.01")
+
+
+@dataclass(frozen=True)
+class PositionView:
+    """One open position as the prompt shows it.
+
+    ``current_price`` is the *side-correct* current price (NO = 1 - YES price), the last valid
+    mark, or ``None`` when there never was one. ``cost_basis`` defaults to shares x average
+    entry price when the caller does not pass the exact stored figure.
+    """
+
+    position_id: str
+    market: Market
+    side: str
+    shares: Decimal
+    avg_entry_price: Decimal
+    current_price: Decimal | None
+    cost_basis: Decimal | None = None
+
+    @property
+    def basis(self) -> Decimal:
+        if self.cost_basis is not None:
+            return self.cost_basis
+        return to_money(self.shares * self.avg_entry_price)
+
+    @property
+    def value(self) -> Decimal | None:
+        """Marked value ``shares x current side price`` to the cent."""
+        if self.current_price is None:
+            return None
+        return to_money(self.shares * self.current_price)
+
+    @property
+    def unrealized_pnl(self) -> Decimal | None:
+        value = self.value
+        return None if value is None else value - self.basis
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    """Everything one agent's decision prompt is rendered from (and baselines decide from).
+
+    ``markets`` is the list of new opportunities (the frozen universe); markets held only in
+    positions appear in ``positions``. ``panel`` is the v2 forecast panel. ``cohort_id`` and
+    ``agent_id`` are never shown to the model: they seed the random baseline.
+    """
+
+    now: datetime
+    decision_week: int
+    cash: Decimal
+    max_bet: Decimal
+    min_bet: Decimal
+    positions: Sequence[PositionView] = ()
+    markets: Sequence[Market] = ()
+    methodology: Methodology = "v1"
+    panel: Sequence[Market] = ()
+    max_bet_fraction: Decimal = Decimal("0.25")
+    starting_balance: Decimal = Decimal(10000)
+    cohort_id: str = ""
+    agent_id: str = ""
+
+
+def prompt_version_for(methodology: str) -> str:
+    """The current prompt version for a methodology version."""
+    try:
+        return PROMPT_VERSIONS[methodology]
+    except KeyError:
+        raise ConfigError(f"methodology: unknown version {methodology!r}") from None
+
+
+# --- ordering ---------------------------------------------------------------------------------
+
+
+def ordered_markets(markets: Iterable[Market]) -> list[Market]:
+    """Volume descending (missing volume last), then id: the order every agent sees."""
+    return sorted(markets, key=lambda m: (-(m.volume or ZERO), _id_key(m.id)))
+
+
+def ordered_positions(positions: Iterable[PositionView]) -> list[PositionView]:
+    """By market id, then side, then position id."""
+    return sorted(positions, key=lambda p: (_id_key(p.market.id), p.side, _id_key(p.position_id)))
+
+
+def _id_key(value: str) -> tuple[int, str]:
+    """Digit-string ids in numeric order, others after them, then text order."""
+    return (len(value), value) if value.isdigit() else (1 << 30, value)
+
+
+# --- sanitising -------------------------------------------------------------------------------
+
+
+def clean_text(value: object, limit: int) -> str:
+    """Untrusted text as one bounded, delimiter-free line (see module docstring)."""
+    if value is None:
+        return ""
+    text = unicodedata.normalize("NFKC", str(value))
+    text = "".join(" " if unicodedata.category(ch) in _DROPPED_CATEGORIES else ch for ch in text)
+    text = _ANGLES.sub(lambda m: m.group(0)[0], text)
+    text = _WHITESPACE.sub(" ", text.replace("|", "/")).strip()
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text
+
+
+def display_outcome(name: str) -> str:
+    """An outcome name as the prompt shows it (``;`` and ``=`` separate prices in a row)."""
+    return clean_text(name, OUTCOME_LIMIT).replace(";", ",").replace("=", "-")
+
+
+def display_side(market: Market, side: str) -> str:
+    return side if market.is_binary else display_outcome(side)
+
+
+# --- formatting -------------------------------------------------------------------------------
+
+
+def fmt_price(price: Decimal) -> str:
+    """A price as stored, without trailing zeros (0.62, 0.0015)."""
+    text = f"{price.normalize():f}"
+    return text if "." not in text else text.rstrip("0").rstrip(".")
+
+
+def fmt_money(amount: Decimal) -> str:
+    return f"{amount.quantize(MONEY, rounding=ROUND_HALF_EVEN):,.2f}"
+
+
+def fmt_signed_money(amount: Decimal) -> str:
+    return ("+" if amount >= 0 else "-") + fmt_money(abs(amount))
+
+
+def fmt_volume(volume: Decimal | None) -> str:
+    """Three significant figures with K/M/B (the model needs the scale, not the cents)."""
+    if volume is None:
+        return "-"
+    for threshold, suffix in ((10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if abs(volume) >= threshold:
+            scaled = volume / threshold
+            step = Decimal("0.01") if scaled < 10 else Decimal("0.1") if scaled < 100 else ONE
+            return f"{scaled.quantize(step, rounding=ROUND_HALF_EVEN):f}{suffix}"
+    return f"{volume.quantize(ONE, rounding=ROUND_HALF_EVEN):f}"
+
+
+def fmt_prices(market: Market) -> str:
+    """``YES=0.62; NO=0.38`` for binary markets, ``Name=p; ...`` for named outcomes."""
+    if market.prices is None:
+        return "-"
+    if market.is_binary and market.yes_price is not None:
+        p_yes = market.yes_price
+        return f"YES={fmt_price(p_yes)}; NO={fmt_price(1 - p_yes)}"
+    return "; ".join(
+        f"{display_outcome(o)}={fmt_price(p)}"
+        for o, p in zip(market.outcomes, market.prices, strict=True)
+    )
+
+
+def fmt_date(value: datetime | None) -> str:
+    return "-" if value is None else value.astimezone(UTC).date().isoformat()
+
+
+def current_side_price(market: Market, side: str) -> Decimal | None:
+    """The side-correct price from a market's stored prices, ``None`` when it has none valid."""
+    try:
+        return market.side_price(side)
+    except ExecutionError:
+        return None
+
+
+def market_row(market: Market) -> dict[str, str]:
+    category = market.category or (market.tags[0] if market.tags else None)
+    return {
+        "id": clean_text(market.id, ID_LIMIT),
+        "question": clean_text(market.question, QUESTION_LIMIT),
+        "category": clean_text(category, CATEGORY_LIMIT) or "-",
+        "prices": fmt_prices(market),
+        "volume": fmt_volume(market.volume),
+        "closes": fmt_date(market.end_date),
+    }
+
+
+def position_row(position: PositionView) -> dict[str, str]:
+    value, pnl, price = position.value, position.unrealized_pnl, position.current_price
+    return {
+        "position_id": clean_text(position.position_id, ID_LIMIT),
+        "market_id": clean_text(position.market.id, ID_LIMIT),
+        "question": clean_text(position.market.question, QUESTION_LIMIT),
+        "side": display_side(position.market, position.side),
+        "shares": f"{position.shares.quantize(SHARES_STEP, rounding=ROUND_HALF_EVEN):f}",
+        "avg_entry_price": fmt_price(position.avg_entry_price.quantize(PRICE_STEP)),
+        "current_price": "n/a" if price is None else fmt_price(price),
+        "cost_basis": fmt_money(position.basis),
+        "value": "n/a" if value is None else fmt_money(value),
+        "unrealized_pnl": "n/a" if pnl is None else fmt_signed_money(pnl),
+    }
+
+
+def panel_row(market: Market) -> dict[str, str]:
+    if market.is_binary:
+        wanted = "probability of YES"
+    else:
+        wanted = "probabilities of: " + "; ".join(display_outcome(o) for o in market.outcomes)
+    return {
+        "id": clean_text(market.id, ID_LIMIT),
+        "question": clean_text(market.question, QUESTION_LIMIT),
+        "forecast": wanted,
+    }
+
+
+def template_values(ctx: PromptContext) -> dict[str, Any]:
+    """The formatted values every template may use."""
+    now = ctx.now.astimezone(UTC)
+    percent = (ctx.max_bet_fraction * 100).normalize()
+    return {
+        "methodology": ctx.methodology,
+        "now": now.strftime("%Y-%m-%d %H:%M"),
+        "weekday": now.strftime("%A"),
+        "decision_week": ctx.decision_week,
+        "cash": fmt_money(ctx.cash),
+        "max_bet": fmt_money(ctx.max_bet),
+        "min_bet": fmt_money(ctx.min_bet),
+        "max_bet_percent": f"{percent:f}",
+        "starting_balance": fmt_money(ctx.starting_balance),
+        "positions": [position_row(p) for p in ordered_positions(ctx.positions)],
+        "markets": [market_row(m) for m in ordered_markets(ctx.markets)],
+        "panel": [panel_row(m) for m in ordered_markets(ctx.panel)],
+    }
+
+
+# --- templates --------------------------------------------------------------------------------
+
+
+def prompts_dir() -> Path:
+    """``$ARENA_PROMPTS_DIR``, else ``prompts/`` at the repository root beside the package."""
+    configured = os.environ.get(PROMPTS_DIR_ENV, "").strip()
+    if configured:
+        return Path(configured)
+    import arena
+
+    return Path(arena.__file__).resolve().parent.parent / "prompts"
+
+
+@functools.lru_cache(maxsize=16)
+def _environment(directory: str) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(directory),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+
+
+def _template(version: str, name: str) -> jinja2.Template:
+    if not _VERSION_PATTERN.match(version):
+        raise ConfigError(f"prompt version {version!r} is not a valid version name")
+    base = prompts_dir()
+    path = base / version / name
+    if not path.is_file():
+        raise ConfigError(
+            f"prompt template {path} is missing (prompt version {version}; "
+            f"set {PROMPTS_DIR_ENV} to the prompts directory)"
+        )
+    return _environment(str(base)).get_template(f"{version}/{name}")
+
+
+def prompt_fingerprint(version: str) -> str:
+    """sha256 of a version's template files, to detect an edit made without a new version."""
+    digest = hashlib.sha256()
+    for name in TEMPLATE_NAMES:
+        _template(version, name)  # raises ConfigError when missing
+        digest.update(name.encode())
+        digest.update((prompts_dir() / version / name).read_bytes())
+    return digest.hexdigest()
+
+
+def render_messages(ctx: PromptContext, prompt_version: str | None = None) -> list[dict[str, str]]:
+    """The system and user chat messages of one decision (OpenAI message format)."""
+    version = prompt_version or prompt_version_for(ctx.methodology)
+    values = template_values(ctx)
+    system = _template(version, "system.txt").render(values).strip()
+    user = _template(version, "user.txt").render(values).strip()
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def render_repair(
+    error: str, previous_content: str | None, prompt_version: str = PROMPT_VERSION
+) -> list[dict[str, str]]:
+    """Messages to append for a repair retry: the previous answer, then the exact error.
+
+    An empty previous answer is not echoed (some providers refuse empty assistant messages).
+    """
+    previous = (previous_content or "").strip()
+    if len(previous) > REPAIR_ECHO_LIMIT:
+        previous = previous[:REPAIR_ECHO_LIMIT] + "\n[... answer cut here ...]"
+    text = (
+        _template(prompt_version, "repair.txt")
+        .render(error=error.strip(), empty=not previous)
+        .strip()
+    )
+    messages = [{"role": "assistant", "content": previous}] if previous else []
+    return [*messages, {"role": "user", "content": text}]
