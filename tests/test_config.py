@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from arena.config import load_settings
+from arena.errors import ConfigError
+from tests.helpers import SEVEN_FAMILIES, cli_env, run_arena, write_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_config_has_reference_lineup_and_baselines() -> None:
+    settings = load_settings(REPO / "config.yaml")
+    openrouter = [f.id for f in settings.families if f.kind == "openrouter"]
+    assert openrouter == [
+        "gpt-5.1", "gemini-2.5-flash", "grok-4", "claude-opus-4.5",
+        "deepseek-v3.1", "kimi-k2", "qwen-3-next",
+    ]
+    assert settings.family("gpt-5.1").display_name == "GPT-5.2"
+    assert {f.strategy for f in settings.families if f.kind == "baseline"} == {
+        "market-follower", "always-hold", "random",
+    }
+    assert settings.benchmark.starting_balance == 10000
+    assert settings.methodology == "v1"
+
+
+def test_env_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = write_config(tmp_path / "c.yaml", "sqlite:///a.db")
+    monkeypatch.setenv("ARENA_DATABASE_URL", "sqlite:///b.db")
+    monkeypatch.setenv("ARENA_OPENROUTER__BASE_URL", "http://127.0.0.1:9/api/v1")
+    monkeypatch.setenv("ARENA_BENCHMARK__MALFORMED_RETRIES", "4")
+    settings = load_settings(config)
+    assert settings.database_url == "sqlite:///b.db"
+    assert str(settings.openrouter.base_url) == "http://127.0.0.1:9/api/v1"
+    assert settings.benchmark.malformed_retries == 4
+
+
+def test_arena_config_env_selects_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = write_config(tmp_path / "c.yaml", "sqlite:///picked.db")
+    monkeypatch.setenv("ARENA_CONFIG", str(config))
+    assert load_settings().database_url == "sqlite:///picked.db"
+
+
+@pytest.mark.parametrize(
+    ("patch", "key"),
+    [
+        ({"bogus": 1}, "bogus: unknown key"),
+        ({"benchmark": {"min_bet": -5}}, "benchmark.min_bet"),
+        ({"benchmark": {"decision_cohort_limit": 0}}, "benchmark.decision_cohort_limit"),
+        ({"polymarket": {"gamma_url": "not a url"}}, "polymarket.gamma_url"),
+        ({"schedule": {"decision_run": "someday"}}, "schedule.decision_run"),
+        ({"families": [*SEVEN_FAMILIES, SEVEN_FAMILIES[0]]}, "duplicate family id 'gpt-5.1'"),
+        ({"families": [{"id": "x", "kind": "baseline", "strategy": "nope"}]}, "families.0"),
+        ({"openrouter": {"api_key": "sk-or-v1-x"}}, "secrets come from the environment"),
+        ({"methodology": "v9"}, "methodology"),
+    ],
+)
+def test_invalid_config_names_the_key(tmp_path: Path, patch: dict, key: str) -> None:
+    config = write_config(tmp_path / "c.yaml", "sqlite:///x.db", **patch)
+    with pytest.raises(ConfigError) as info:
+        load_settings(config)
+    assert key in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_cli_bad_config_is_one_line_exit_2(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"benchmark": {"universe_size": -1}}))
+    result = run_arena("--config", str(config), "families", env=cli_env(), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "benchmark.universe_size" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unsupported_database_url_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="database_url"):
+        load_settings(write_config(tmp_path / "c.yaml", "mysql://x"))
