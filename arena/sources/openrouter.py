@@ -402,7 +402,7 @@ def _error_from_object(
     message = str(error.get("message") or reason)
     if metadata.get("raw") and isinstance(metadata["raw"], str):
         message = f"{message}: {metadata['raw'][:300]}"
-    provider = meta.get("provider") or metadata.get("provider_name")
+    provider = metadata.get("provider_name") or meta.get("provider")  # who failed, if named
     return cls(
         message,
         reason=reason,
