@@ -46,9 +46,11 @@ from arena.sources.providers import (
     FatalProviderError,
     ModelReply,
     ModelRequest,
+    OnAttempt,
     PermanentProviderError,
     ProviderCallError,
     TransientProviderError,
+    call_with_retries,
 )
 
 logger = logging.getLogger(__name__)
@@ -86,7 +88,7 @@ class OpenRouterProvider:
     """Calls OpenRouter chat completions, one HTTP request per :meth:`complete`.
 
     ``http_client`` is shared by every call (and closed only if this provider created it).
-    ``sleep`` is kept for callers that pass it on to ``call_with_retries``; ``monotonic``
+    ``sleep`` is the pause between retries in :meth:`complete_with_retries`; ``monotonic``
     measures latency and the pricing cache age.
     """
 
@@ -183,6 +185,18 @@ class OpenRouterProvider:
             raise
         _log_attempt(request, reply)
         return reply
+
+    def complete_with_retries(
+        self, request: ModelRequest, on_attempt: OnAttempt | None = None
+    ) -> ModelReply:
+        """:meth:`complete` in the retry loop, with ``openrouter.max_attempts`` and ``sleep``."""
+        return call_with_retries(
+            self,
+            request,
+            max_attempts=self.settings.openrouter.max_attempts,
+            on_attempt=on_attempt,
+            sleep=self.sleep,
+        )
 
     def fetch_model_pricing(self, *, refresh: bool = False) -> dict[str, ModelPrice]:
         """Prices per model id from ``GET /models``, cached for ``pricing_ttl_seconds``.

@@ -472,6 +472,17 @@ def test_no_retry_on_other_4xx(rig: Rig, status: int) -> None:
     assert len(rig.fake.chat_requests()) == 1
 
 
+def test_complete_with_retries_uses_the_settings(make_rig: MakeRig) -> None:
+    rig = make_rig()
+    rig.provider.sleep = rig.clock.sleep
+    rig.fake.set_default(MODEL, http_error(408))
+    seen: list[tuple[int, object]] = []
+    with pytest.raises(TransientProviderError):
+        rig.provider.complete_with_retries(req(), lambda n, o: seen.append((n, o)))
+    assert [n for n, _ in seen] == [1, 2, 3, 4]
+    assert len(rig.clock.slept) == 3
+
+
 def test_retry_after_is_capped() -> None:
     calls: list[int] = []
 
@@ -581,3 +592,29 @@ def test_generation_is_404_then_available(rig: Rig) -> None:
     assert data["id"] == reply.generation_id
     assert Decimal(str(data["total_cost"])) == reply.cost_usd
     assert rig.provider.generation("gen-unknown") is None
+
+
+# -- the fake's pure handler -----------------------------------------------------------------
+
+
+def test_fake_handler_shapes() -> None:
+    fake = FakeOpenRouter("k")
+    chat = "/api/v1/chat/completions"
+    status, _, body = fake.handle("POST", chat, {}, b"{}")
+    assert (status, json.loads(body)["error"]["message"]) == (401, "No auth credentials found")
+    auth = {"Authorization": "Bearer k"}
+    status, _, body = fake.handle("POST", chat, auth, b'{"model": "openai/gpt-4o-mini"}')
+    assert status == 400
+    request = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 9}
+    status, headers, body = fake.handle("POST", chat, auth, json.dumps(request).encode())
+    answer_body = json.loads(body)
+    assert status == 200
+    assert headers["X-Generation-Id"] == answer_body["id"]
+    assert answer_body["choices"][0]["message"]["role"] == "assistant"
+    assert set(answer_body["usage"]) >= {"prompt_tokens", "completion_tokens", "cost"}
+    assert fake.handle("GET", "/models", {}, b"")[0] == 200  # public, like the real one
+    assert fake.handle("GET", "/api/v1/key", {}, b"")[0] == 401
+    assert fake.handle("GET", "/api/v1/nothing", auth, b"")[0] == 404
+    assert [r.path for r in fake.requests][:3] == [chat, chat, chat]
+    assert fake.requests[2].json == request
+    assert fake.chat_requests(MODEL)[0].headers["authorization"] == "Bearer k"
