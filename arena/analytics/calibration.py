@@ -1,0 +1,125 @@
+"""Calibration: reliability diagram data, expected calibration error, Brier decomposition.
+
+Forecasts are put in ``n_bins`` equal-width bins of [0, 1] (1.0 goes in the last bin). For bin
+k with ``n_k`` forecasts, mean forecast ``f_k`` and observed frequency ``o_k``, over N forecasts
+with base rate ``o``:
+
+* ECE = ``sum_k n_k / N * |f_k - o_k|``;
+* Murphy's decomposition: reliability ``REL = sum_k n_k (f_k - o_k)^2 / N``, resolution
+  ``RES = sum_k n_k (o_k - o)^2 / N``, uncertainty ``UNC = o (1 - o)``, and
+  ``REL - RES + UNC`` equals exactly the *binned* Brier score, the Brier score of the forecasts
+  replaced by their bin means. It differs from the raw Brier by the within-bin spread of the
+  forecasts (both are reported).
+
+Every resolved forecast counts (each agent's forecast separately): calibration is a property
+of forecasts, not a ranking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Calibration of one forecaster; ``bins`` lists only non-empty bins."""
+
+    forecaster: str
+    n: int
+    brier: float
+    binned_brier: float
+    reliability: float
+    resolution: float
+    uncertainty: float
+    ece: float
+    base_rate: float
+    bins: list[dict[str, float]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable dict."""
+        return asdict(self)
+
+
+def bin_index(probability: NDArray[np.float64], n_bins: int) -> NDArray[np.int64]:
+    """Bin of each probability among ``n_bins`` equal-width bins of [0, 1]."""
+    return np.minimum((np.asarray(probability) * n_bins).astype(np.int64), n_bins - 1)
+
+
+def calibrate(
+    probability: NDArray[np.float64],
+    outcome: NDArray[np.float64],
+    n_bins: int = 10,
+    forecaster: str = "",
+) -> Calibration:
+    """Calibration statistics of forecasts ``probability`` against 0/1 ``outcome``."""
+    p = np.asarray(probability, dtype=np.float64)
+    o = np.asarray(outcome, dtype=np.float64)
+    n = len(p)
+    if n == 0:
+        nan = float("nan")
+        return Calibration(forecaster, 0, nan, nan, nan, nan, nan, nan, nan, [])
+    k = bin_index(p, n_bins)
+    count = np.bincount(k, minlength=n_bins)
+    mean_f = np.bincount(k, weights=p, minlength=n_bins) / np.maximum(count, 1)
+    freq = np.bincount(k, weights=o, minlength=n_bins) / np.maximum(count, 1)
+    base = float(np.mean(o))
+    reliability = float(np.sum(count * (mean_f - freq) ** 2) / n)
+    resolution = float(np.sum(count * (freq - base) ** 2) / n)
+    uncertainty = base * (1.0 - base)
+    bins = [
+        {
+            "low": b / n_bins,
+            "high": (b + 1) / n_bins,
+            "count": int(count[b]),
+            "mean_forecast": float(mean_f[b]),
+            "observed_frequency": float(freq[b]),
+        }
+        for b in range(n_bins)
+        if count[b] > 0
+    ]
+    return Calibration(
+        forecaster=forecaster,
+        n=n,
+        brier=float(np.mean((p - o) ** 2)),
+        binned_brier=float(np.mean((mean_f[k] - o) ** 2)),
+        reliability=reliability,
+        resolution=resolution,
+        uncertainty=uncertainty,
+        ece=float(np.sum(count * np.abs(mean_f - freq)) / n),
+        base_rate=base,
+        bins=bins,
+    )
+
+
+def plot_calibration(results: Sequence[Calibration], path: Path, title: str = "") -> Path:
+    """Write a reliability diagram as PNG (one line per forecaster, dot area ~ bin count)."""
+    from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
+
+    figure = Figure(figsize=(7.0, 6.0), dpi=120)
+    axes = figure.add_subplot(1, 1, 1)
+    axes.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfect")
+    for result in results:
+        if not result.bins:
+            continue
+        x = [b["mean_forecast"] for b in result.bins]
+        y = [b["observed_frequency"] for b in result.bins]
+        sizes = [12.0 + 200.0 * b["count"] / result.n for b in result.bins]
+        (line,) = axes.plot(
+            x, y, marker="", linewidth=1.2, label=f"{result.forecaster} (ECE {result.ece:.3f})"
+        )
+        axes.scatter(x, y, s=sizes, color=line.get_color(), alpha=0.7)
+    axes.set_xlim(-0.02, 1.02)
+    axes.set_ylim(-0.02, 1.02)
+    axes.set_xlabel("forecast probability (bin mean)")
+    axes.set_ylabel("observed frequency")
+    axes.set_title(title or "Reliability diagram")
+    axes.legend(loc="upper left", fontsize="small")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png")
+    return path

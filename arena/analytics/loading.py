@@ -1,0 +1,106 @@
+"""Read the forecasts file of an export directory into :class:`Forecasts`.
+
+An export directory holds one of ``forecasts.parquet``, ``forecasts.csv`` or
+``forecasts.jsonl`` (looked for in that order) with the columns of
+:data:`arena.analytics.records.COLUMNS`. Id columns are read as text whatever they look like
+(``559651`` stays the string ``"559651"``), times as ISO 8601 text (or parquet timestamps).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.json as pa_json
+import pyarrow.parquet as pa_parquet
+
+from arena.analytics.records import (
+    COLUMNS,
+    FLOAT_COLUMNS,
+    STRING_COLUMNS,
+    Forecasts,
+    ForecastsError,
+)
+
+FORECAST_FILES = ("forecasts.parquet", "forecasts.csv", "forecasts.jsonl")
+
+
+def find_forecasts_file(directory: Path) -> Path:
+    """The forecasts file of an export directory (or the path itself if it is a file)."""
+    if directory.is_file():
+        return directory
+    if not directory.is_dir():
+        raise ForecastsError(f"export directory not found: {directory}")
+    for name in FORECAST_FILES:
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    raise ForecastsError(f"no {' / '.join(FORECAST_FILES)} in export directory {directory}")
+
+
+def read_export(directory: Path) -> Forecasts:
+    """Load the forecasts of an export directory (parquet, CSV or JSON lines)."""
+    path = find_forecasts_file(directory)
+    try:
+        table = _read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ForecastsError(f"cannot read {path}: {exc}") from exc
+    if isinstance(table, Forecasts):
+        return table
+    columns = {name: table.column(name) for name in table.column_names if name in COLUMNS}
+    if table.num_rows == 0:
+        columns = {name: [] for name in COLUMNS}
+    return Forecasts.from_columns(columns)
+
+
+def _read_table(path: Path) -> pa.Table | Forecasts:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return pa_parquet.read_table(path)
+    if suffix == ".csv":
+        return _read_csv(path)
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return _read_jsonl(path)
+    raise ForecastsError(f"unknown forecasts file type: {path.name}")
+
+
+def _read_csv(path: Path) -> pa.Table:
+    types = {name: pa.string() for name in STRING_COLUMNS}
+    types.update({name: pa.float64() for name in FLOAT_COLUMNS})
+    types.update({name: pa.string() for name in COLUMNS if name not in types})
+    options = pa_csv.ConvertOptions(
+        column_types=types,
+        strings_can_be_null=True,
+        null_values=["", "null", "NULL", "None"],
+    )
+    return pa_csv.read_csv(path, convert_options=options)
+
+
+def _read_jsonl(path: Path) -> pa.Table | Forecasts:
+    """Fast path through arrow with a fixed schema; plain ``json`` when types vary by row."""
+    schema = pa.schema(
+        [(name, pa.float64() if name in FLOAT_COLUMNS else pa.string()) for name in COLUMNS]
+    )
+    options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    try:
+        return pa_json.read_json(path, parse_options=options)
+    except pa.ArrowInvalid:
+        return Forecasts.from_rows(_json_lines(path))
+
+
+def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ForecastsError(f"{path}: line {number} is not JSON: {exc}") from exc
+            if not isinstance(row, dict):
+                raise ForecastsError(f"{path}: line {number} is not a JSON object")
+            yield row

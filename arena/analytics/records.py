@@ -1,0 +1,313 @@
+"""The input of every analysis: a set of probability forecasts, held as numpy columns.
+
+One row is one forecast: a forecaster (a model family, optionally the agent and cohort it came
+from) gave probability ``p`` to one event, the YES side of a binary market or one named outcome
+of a multi-outcome market, in one week. The same shape comes from the database (through
+:meth:`Forecasts.from_rows`) and from an export directory (``arena.analytics.loading``), so
+every analysis works without the database.
+
+Columns (:data:`COLUMNS` is the reference; times are aware UTC, held as ``datetime64[us]``):
+
+``family_id``           required; the forecaster that is ranked.
+``market_id``           required; the market.
+``probability``         required; probability of the event, in [0, 1].
+``forecast_at``         required; when the forecast was made.
+``outcome``             the event: empty/null or ``Yes`` for the YES side of a binary market, an
+                        outcome name for a multi-outcome market. A ``No`` row is turned into
+                        the YES event with ``1 - p`` (and ``1 -`` its market price and result).
+``week_start``          Sunday 00:00 UTC of the week the forecast was made (the decision run's
+                        week, *not* the cohort's own start); derived from ``forecast_at`` when
+                        missing.
+``market_probability``  the market's price of the same event at forecast time.
+``event_group``         the negRisk market id or event id shared by logically related markets.
+``scheduled_close_at``  the market's scheduled end date.
+``resolved_at``         when the market resolved (or was voided).
+``resolved_value``      1 if the event happened, 0 if not, null while unresolved and for a void
+                        market (50-50 or cancelled, which then has ``resolved_at`` set).
+``family_kind``         ``openrouter`` or ``baseline``; baselines stay out of the proxy pool.
+``forecast_id``, ``cohort_id``, ``agent_id``, ``decision_id``: carried for reference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from arena.clock import parse_timestamp
+from arena.errors import UserError
+
+REQUIRED = ("family_id", "market_id", "probability", "forecast_at")
+STRING_COLUMNS = (
+    "forecast_id",
+    "cohort_id",
+    "agent_id",
+    "family_id",
+    "family_kind",
+    "decision_id",
+    "market_id",
+    "outcome",
+    "event_group",
+)
+FLOAT_COLUMNS = ("probability", "market_probability", "resolved_value")
+TIME_COLUMNS = ("forecast_at", "week_start", "scheduled_close_at", "resolved_at")
+COLUMNS = STRING_COLUMNS + FLOAT_COLUMNS + TIME_COLUMNS
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_WEEK_US = 7 * 24 * 3600 * 1_000_000
+_SUNDAY_OFFSET_US = 3 * 24 * 3600 * 1_000_000  # 1970-01-01 was a Thursday; Sunday is 3 days on
+
+
+class ForecastsError(UserError):
+    """The forecasts input is unusable (missing column, value out of range); names the row."""
+
+
+@dataclass(frozen=True, eq=False)
+class Forecasts:
+    """Forecast rows as parallel numpy columns (see the module docstring for each column).
+
+    Strings are object arrays (``None`` when missing; ``outcome`` is ``""`` for the YES side of
+    a binary market), floats are float64 with NaN when missing, times are ``datetime64[us]``
+    (UTC) with NaT when missing.
+    """
+
+    forecast_id: NDArray[np.object_]
+    cohort_id: NDArray[np.object_]
+    agent_id: NDArray[np.object_]
+    family_id: NDArray[np.object_]
+    family_kind: NDArray[np.object_]
+    decision_id: NDArray[np.object_]
+    market_id: NDArray[np.object_]
+    outcome: NDArray[np.object_]
+    event_group: NDArray[np.object_]
+    probability: NDArray[np.float64]
+    market_probability: NDArray[np.float64]
+    resolved_value: NDArray[np.float64]
+    forecast_at: NDArray[np.datetime64]
+    week_start: NDArray[np.datetime64]
+    scheduled_close_at: NDArray[np.datetime64]
+    resolved_at: NDArray[np.datetime64]
+
+    def __len__(self) -> int:
+        return int(self.probability.shape[0])
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Mapping[str, Any]]) -> Forecasts:
+        """Build from mappings (database rows, parsed JSON lines); unknown keys are ignored.
+
+        Values may be str/int ids, float/Decimal/str numbers, datetime or ISO 8601 strings.
+        """
+        columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        for row in rows:
+            for name, values in columns.items():
+                values.append(row.get(name))
+        return cls.from_columns(columns)
+
+    @classmethod
+    def from_columns(cls, columns: Mapping[str, Any]) -> Forecasts:
+        """Build from named columns (lists, numpy arrays or pyarrow arrays of equal length)."""
+        missing = [name for name in REQUIRED if name not in columns]
+        if missing:
+            raise ForecastsError(f"forecasts input lacks required column(s): {', '.join(missing)}")
+        n = len(columns["probability"])
+        values: dict[str, Any] = {}
+        for name in COLUMNS:
+            raw = columns.get(name)
+            if raw is not None and len(raw) != n:
+                raise ForecastsError(f"column {name} has {len(raw)} values, expected {n}")
+            if name in STRING_COLUMNS:
+                values[name] = _strings(raw, n)
+            elif name in FLOAT_COLUMNS:
+                values[name] = _floats(raw, n, name)
+            else:
+                values[name] = _times(raw, n, name)
+        if np.isnat(values["week_start"]).any():
+            derived = week_start_of(values["forecast_at"])
+            values["week_start"] = np.where(
+                np.isnat(values["week_start"]), derived, values["week_start"]
+            )
+        else:
+            values["week_start"] = week_start_of(values["week_start"])
+        _normalise_outcomes(values)
+        forecasts = cls(**values)
+        forecasts.validate()
+        return forecasts
+
+    def validate(self) -> None:
+        """Raise :class:`ForecastsError` naming the first offending row, if any."""
+        checks: list[tuple[str, NDArray[np.bool_]]] = [
+            ("family_id is missing", _is_blank(self.family_id)),
+            ("market_id is missing", _is_blank(self.market_id)),
+            ("probability is missing or outside [0, 1]", ~_in_unit(self.probability)),
+            (
+                "market_probability is outside [0, 1]",
+                ~np.isnan(self.market_probability) & ~_in_unit(self.market_probability),
+            ),
+            (
+                "resolved_value is not 0, 1 or null",
+                ~np.isnan(self.resolved_value)
+                & (self.resolved_value != 0.0)
+                & (self.resolved_value != 1.0),
+            ),
+            ("forecast_at is missing", np.isnat(self.forecast_at)),
+        ]
+        for message, bad in checks:
+            if bad.any():
+                index = int(np.flatnonzero(bad)[0])
+                ident = self.forecast_id[index]
+                where = f"forecast {ident}" if ident is not None else f"row {index + 1}"
+                raise ForecastsError(f"{where}: {message}")
+
+    def select(self, mask: NDArray[np.bool_] | NDArray[np.int64]) -> Forecasts:
+        """The rows picked by a boolean mask or an index array."""
+        return Forecasts(**{f.name: getattr(self, f.name)[mask] for f in fields(self)})
+
+    def families(self) -> list[str]:
+        """Distinct family ids, sorted."""
+        return sorted({str(value) for value in self.family_id})
+
+
+def week_start_of(times: NDArray[np.datetime64]) -> NDArray[np.datetime64]:
+    """Sunday 00:00:00 UTC at or before each time (NaT stays NaT); see ``arena.clock``."""
+    micros = times.astype("datetime64[us]").astype(np.int64)
+    floored = (micros - _SUNDAY_OFFSET_US) // _WEEK_US * _WEEK_US + _SUNDAY_OFFSET_US
+    result = floored.astype("datetime64[us]")
+    result[np.isnat(times)] = np.datetime64("NaT")
+    return result
+
+
+def to_datetime(value: np.datetime64) -> datetime | None:
+    """A ``datetime64`` as an aware UTC datetime (None for NaT)."""
+    if np.isnat(value):
+        return None
+    micros = int(value.astype("datetime64[us]").astype(np.int64))
+    return datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
+
+
+def to_datetime64(value: datetime) -> np.datetime64:
+    """An aware datetime as ``datetime64[us]`` (UTC)."""
+    delta = value.astimezone(UTC) - _EPOCH
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return np.datetime64(micros, "us")
+
+
+def _strings(raw: Any, n: int) -> NDArray[np.object_]:
+    out = np.empty(n, dtype=object)
+    if raw is None:
+        return out
+    if isinstance(raw, pa.ChunkedArray | pa.Array):
+        raw = raw.to_pylist()
+    for index, value in enumerate(raw):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        text = str(value).strip()
+        out[index] = text if text else None
+    return out
+
+
+def _floats(raw: Any, n: int, name: str) -> NDArray[np.float64]:
+    if raw is None:
+        return np.full(n, np.nan)
+    if isinstance(raw, pa.ChunkedArray | pa.Array):
+        try:
+            raw = pc.cast(raw, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raw = raw.to_pylist()
+        else:
+            return np.asarray(raw.to_numpy(zero_copy_only=False), dtype=np.float64)
+    if isinstance(raw, np.ndarray) and raw.dtype.kind in "fiub":
+        return raw.astype(np.float64)
+    out = np.full(n, np.nan)
+    for index, value in enumerate(raw):
+        if value is None or value == "":
+            continue
+        try:
+            out[index] = float(value)
+        except (TypeError, ValueError) as exc:
+            raise ForecastsError(f"row {index + 1}: {name} is not a number: {value!r}") from exc
+    return out
+
+
+def _times(raw: Any, n: int, name: str) -> NDArray[np.datetime64]:
+    if raw is None:
+        return np.full(n, np.datetime64("NaT"), dtype="datetime64[us]")
+    if isinstance(raw, pa.ChunkedArray | pa.Array):
+        converted = _arrow_times(raw)
+        if converted is not None:
+            return converted
+        raw = raw.to_pylist()
+    if isinstance(raw, np.ndarray) and raw.dtype.kind == "M":
+        return raw.astype("datetime64[us]")
+    out = np.full(n, np.datetime64("NaT"), dtype="datetime64[us]")
+    for index, value in enumerate(raw):
+        if value is None or value == "":
+            continue
+        try:
+            out[index] = to_datetime64(_as_datetime(value))
+        except (TypeError, ValueError) as exc:
+            raise ForecastsError(f"row {index + 1}: {name} is not a timestamp: {value!r}") from exc
+    return out
+
+
+def _arrow_times(raw: pa.ChunkedArray | pa.Array) -> NDArray[np.datetime64] | None:
+    """Vectorised conversion of an arrow column; None when it needs the per-value path."""
+    target = pa.timestamp("us", tz="UTC")
+    try:
+        if pa.types.is_timestamp(raw.type) and raw.type.tz is None:
+            cast = pc.cast(raw, pa.timestamp("us"))
+        else:
+            cast = pc.cast(raw, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    micros = pc.cast(cast, pa.int64()).to_numpy(zero_copy_only=False)
+    if micros.dtype.kind == "f":  # nulls came back as NaN
+        out = np.full(len(micros), np.datetime64("NaT"), dtype="datetime64[us]")
+        valid = ~np.isnan(micros)
+        out[valid] = micros[valid].astype(np.int64).astype("datetime64[us]")
+        return out
+    return micros.astype(np.int64).astype("datetime64[us]")
+
+
+def _as_datetime(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    if isinstance(value, np.datetime64):
+        converted = to_datetime(value)
+        if converted is None:
+            raise ValueError("NaT")
+        return converted
+    if isinstance(value, str):
+        return parse_timestamp(value)
+    if hasattr(value, "year") and hasattr(value, "month") and hasattr(value, "day"):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    raise TypeError(type(value).__name__)
+
+
+def _normalise_outcomes(values: dict[str, Any]) -> None:
+    """Map ``Yes`` to the binary event ``""`` and turn ``No`` rows into the YES event."""
+    outcome = values["outcome"]
+    lowered = np.array([o.lower() if o is not None else "" for o in outcome], dtype=object)
+    is_no = lowered == "no"
+    binary = (lowered == "") | (lowered == "yes") | is_no
+    outcome[binary] = ""
+    if is_no.any():
+        for name in ("probability", "market_probability", "resolved_value"):
+            column = values[name]
+            column[is_no] = 1.0 - column[is_no]
+    values["outcome"] = outcome
+
+
+def _is_blank(column: NDArray[np.object_]) -> NDArray[np.bool_]:
+    return np.array([value is None for value in column], dtype=bool)
+
+
+def _in_unit(column: NDArray[np.float64]) -> NDArray[np.bool_]:
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(column) & (column >= 0.0) & (column <= 1.0)

@@ -1,0 +1,250 @@
+"""``arena analyze``: research statistics over forecasts (methodology v2).
+
+Every subcommand reads the forecasts of an export directory (``--from-export DIR``), so a
+researcher needs no database, and prints a table or JSON (``--format json``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from arena.analytics.calibration import plot_calibration
+from arena.analytics.loading import read_export
+from arena.analytics.records import Forecasts
+from arena.analytics.render import (
+    calibration_table,
+    head_to_head_table,
+    proxy_table,
+    ranking_table,
+)
+from arena.analytics.report import (
+    AnalysisOptions,
+    calibration_report,
+    calibration_results,
+    full_analysis,
+    head_to_head,
+    prepare,
+    proxy_ranking,
+    ranking,
+)
+from arena.cli.common import AtOption, clock_for, console
+from arena.errors import UserError
+
+analyze_app = typer.Typer(
+    help="Research statistics over forecasts: difficulty-adjusted ranking, head-to-head, "
+    "proxy ranking, calibration.",
+    no_args_is_help=True,
+)
+
+FromExport = Annotated[
+    Path | None,
+    typer.Option(
+        "--from-export",
+        help="Export directory holding forecasts.parquet, forecasts.csv or forecasts.jsonl "
+        "(or the forecasts file itself).",
+        show_default=False,
+    ),
+]
+Format = Annotated[str, typer.Option("--format", "-f", help="Output format: table or json.")]
+MarketWeight = Annotated[
+    float,
+    typer.Option(
+        "--market-weight",
+        min=0.0,
+        max=1.0,
+        help="Weight w of the market's own Brier in question difficulty "
+        "(w*b_mkt + (1-w)*gamma_ols).",
+    ),
+]
+Weights = Annotated[
+    bool,
+    typer.Option(
+        "--weights/--no-weights",
+        help="Weigh questions for event groups (log2(N+1)/(N+1)) and repeats (1/k).",
+    ),
+]
+Bootstrap = Annotated[
+    int, typer.Option("--bootstrap", min=0, help="Bootstrap resamples (0: no bootstrap).")
+]
+Seed = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")]
+By = Annotated[str, typer.Option("--by", help="Rank by family or by agent.")]
+
+
+def _options(
+    at: str | None,
+    market_weight: float = 1.0,
+    weights: bool = True,
+    bootstrap: int = 10_000,
+    seed: int = 0,
+    by: str = "family",
+    **extra: Any,
+) -> AnalysisOptions:
+    if by not in ("family", "agent"):
+        raise UserError(f"--by must be family or agent, not {by!r}")
+    return AnalysisOptions(
+        as_of=clock_for(at).now(),
+        by=by,
+        market_weight=market_weight,
+        group_weights=weights,
+        repeat_weights=weights,
+        bootstrap_resamples=bootstrap,
+        seed=seed,
+        **extra,
+    )
+
+
+def load_forecasts(from_export: Path | None) -> Forecasts:
+    """The forecasts to analyse. Reading the database directly is not wired yet."""
+    if from_export is None:
+        raise UserError("pass --from-export DIR (reading forecasts from the database is not wired)")
+    return read_export(from_export)
+
+
+def _emit(report: dict[str, Any], output_format: str, render: Any) -> None:
+    if output_format == "json":
+        typer.echo(json.dumps(report, indent=2, sort_keys=False))
+    elif output_format == "table":
+        console.print(render(report))
+    else:
+        raise UserError(f"--format must be table or json, not {output_format!r}")
+
+
+@analyze_app.command("ranking")
+def ranking_command(
+    from_export: FromExport = None,
+    output_format: Format = "table",
+    at: AtOption = None,
+    market_weight: MarketWeight = 1.0,
+    weights: Weights = True,
+    min_days: Annotated[
+        float, typer.Option("--min-days", help="Provisional until this many days of forecasts.")
+    ] = 50.0,
+    min_questions: Annotated[
+        int, typer.Option("--min-questions", help="Provisional below this many scored questions.")
+    ] = 30,
+    bootstrap: Bootstrap = 2_000,
+    seed: Seed = 0,
+    by: By = "family",
+) -> None:
+    """Leaderboard by difficulty-adjusted Brier, with confidence intervals and provisional flags.
+
+    Only resolved questions past their scheduled close count (early closers wait).
+    """
+    options = _options(
+        at,
+        market_weight,
+        weights,
+        bootstrap,
+        seed,
+        by,
+        min_days=min_days,
+        min_questions=min_questions,
+    )
+    _emit(ranking(load_forecasts(from_export), options), output_format, ranking_table)
+
+
+@analyze_app.command("h2h")
+def h2h_command(
+    family_a: Annotated[str, typer.Argument(help="First forecaster (A).", show_default=False)],
+    family_b: Annotated[str, typer.Argument(help="Second forecaster (B).", show_default=False)],
+    from_export: FromExport = None,
+    output_format: Format = "table",
+    at: AtOption = None,
+    score: Annotated[
+        str, typer.Option("--score", help="Per-question score: log (Metaculus) or brier.")
+    ] = "log",
+    weights: Weights = True,
+    bootstrap: Bootstrap = 10_000,
+    seed: Seed = 0,
+    by: By = "family",
+) -> None:
+    """Head-to-head of A against B on their common resolved questions (> 0: A better).
+
+    Prints the weighted mean with a weighted t interval and a weighted bootstrap interval.
+    """
+    if score not in ("log", "brier"):
+        raise UserError(f"--score must be log or brier, not {score!r}")
+    options = _options(at, 1.0, weights, bootstrap, seed, by, h2h_score=score)
+    report = head_to_head(load_forecasts(from_export), family_a, family_b, options)
+    _emit(report, output_format, head_to_head_table)
+
+
+@analyze_app.command("proxy")
+def proxy_command(
+    from_export: FromExport = None,
+    output_format: Format = "table",
+    at: AtOption = None,
+    include_baselines: Annotated[
+        bool,
+        typer.Option("--include-baselines", help="Let baseline families vote and be ranked."),
+    ] = False,
+    include_resolved: Annotated[
+        bool, typer.Option("--include-resolved", help="Score resolved questions too.")
+    ] = False,
+    by: By = "family",
+) -> None:
+    """PROXY ranking before resolution: agreement with the other families' extremized pool.
+
+    Not an accuracy score: z-scored within each week, lower is better.
+    """
+    options = _options(
+        at,
+        by=by,
+        bootstrap=0,
+        proxy_include_baselines=include_baselines,
+        proxy_include_resolved=include_resolved,
+    )
+    _emit(proxy_ranking(load_forecasts(from_export), options), output_format, proxy_table)
+
+
+@analyze_app.command("calibration")
+def calibration_command(
+    from_export: FromExport = None,
+    output_format: Format = "table",
+    at: AtOption = None,
+    bins: Annotated[int, typer.Option("--bins", min=2, max=100, help="Number of bins.")] = 10,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot", help="Also write a reliability diagram PNG here.", show_default=False
+        ),
+    ] = None,
+    by: By = "family",
+) -> None:
+    """Reliability data, expected calibration error and Brier decomposition per forecaster."""
+    options = _options(at, by=by, bootstrap=0, n_bins=bins)
+    forecasts = load_forecasts(from_export)
+    prep = prepare(forecasts, options)
+    report = calibration_report(forecasts, options, prep)
+    if plot is not None:
+        results = [r for r in calibration_results(forecasts, options, prep) if r.n > 0]
+        plot_calibration(results, plot, title=f"Reliability diagram (as of {report['as_of']})")
+        report["plot"] = str(plot)
+    _emit(report, output_format, calibration_table)
+    if plot is not None and output_format == "table":
+        console.print(f"reliability diagram written to {plot}")
+
+
+@analyze_app.command("report")
+def report_command(
+    from_export: FromExport = None,
+    at: AtOption = None,
+    pair: Annotated[
+        tuple[str, str] | None,
+        typer.Option("--pair", help="Also compare these two forecasters head-to-head."),
+    ] = None,
+    market_weight: MarketWeight = 1.0,
+    bootstrap: Bootstrap = 2_000,
+) -> None:
+    """Everything at once (ranking, proxy, calibration, optional head-to-head) as JSON."""
+    options = _options(at, market_weight, True, bootstrap)
+    typer.echo(json.dumps(full_analysis(load_forecasts(from_export), options, pair), indent=2))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``analyze`` command group."""
+    app.add_typer(analyze_app, name="analyze")
