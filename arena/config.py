@@ -49,7 +49,7 @@ class Benchmark(_Strict):
     malformed_retries: Annotated[int, Field(ge=0, le=10)] = 2
     decision_cohort_limit: Annotated[int, Field(ge=1)] = 5
     cancel_after_days: Annotated[int, Field(ge=1)] = 14
-    claim_lease_seconds: Annotated[int, Field(ge=10)] = 300
+    claim_lease_seconds: Annotated[int, Field(ge=1)] = 300
     min_scored_bets: Annotated[int, Field(ge=0)] = 10  # fewer: leaderboard row is provisional
 
 

@@ -11,7 +11,7 @@ import sys
 
 import structlog
 
-_SHARED = [
+_SHARED: list[structlog.types.Processor] = [
     structlog.stdlib.add_log_level,
     structlog.stdlib.add_logger_name,
     structlog.processors.TimeStamper(fmt="iso", utc=True),

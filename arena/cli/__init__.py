@@ -19,6 +19,8 @@ from arena.logs import configure_logging
 
 COMMAND_MODULES = [
     "arena.cli.core",
+    "arena.cli.jobs",
+    "arena.cli.decide",
 ]
 
 app = typer.Typer(

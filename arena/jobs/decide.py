@@ -1,0 +1,484 @@
+"""The weekly decision run (methodology: "What the model sees" through "Execution").
+
+For every agent of the cohorts in the decision window, one after another in a stable order:
+claim the decision row, render the prompt from the frozen universe and the agent's portfolio,
+call the family's provider (transient failures retried with backoff, every attempt stored),
+parse and validate the answer (malformed answers repaired up to ``malformed_retries`` times,
+then a system HOLD), and execute it in a transaction that re-checks the claim.
+
+Failure states (``Decision.status``):
+
+* ``completed``: a valid decision (or a system HOLD) was executed; final.
+* ``retryable``: provider failure, or a BET/SELL whose executions all failed; the next run
+  takes the same row over and tries again.
+* ``budget_skipped``: the budget could not cover the worst-case cost of the call; retried by
+  a later run (with a fresh budget).
+* ``claimed``: in flight (or its worker died; taken over once the lease expires).
+
+A 401/402 from OpenRouter stops the whole run at once (:class:`RunAborted`): the decision in
+hand goes back to ``retryable`` and the agents not reached are simply not claimed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.clock import Clock, SystemClock, decision_week
+from arena.config import Settings
+from arena.domain import ledger
+from arena.domain.decisions import (
+    Action,
+    MalformedResponse,
+    ValidationContext,
+    ValidDecision,
+    extract_json_object,
+    validate_decision,
+)
+from arena.domain.markets import Market
+from arena.domain.prompting import (
+    PositionView,
+    PromptContext,
+    render_messages,
+    render_repair,
+)
+from arena.errors import ExecutionError, ProviderFatal
+from arena.jobs.budget import Budget, BudgetExceeded
+from arena.jobs.claims import (
+    BUDGET_SKIPPED,
+    COMPLETED,
+    RETRYABLE,
+    Claim,
+    LeaseKeeper,
+    claim_decision,
+    lock_claim,
+)
+from arena.jobs.cohorts import decision_window
+from arena.jobs.execute import execute_decision, store_forecasts
+from arena.jobs.universe import FrozenUniverse, load_universe, panel_markets
+from arena.sources.providers import (
+    ModelProvider,
+    ModelReply,
+    ModelRequest,
+    ProviderCallError,
+    call_with_retries,
+)
+from arena.store.db import transaction
+from arena.store.models import Agent, Cohort, Decision, DecisionAttempt, Position
+
+log = logging.getLogger(__name__)
+
+ProviderFor = Callable[[Agent], ModelProvider]
+FreezeUniverse = Callable[[Sequence[int]], int]
+
+
+class RunAborted(Exception):
+    """The provider refused the key or credit (401/402): stop the whole run now."""
+
+
+@dataclass
+class AgentResult:
+    cohort_id: int
+    agent_id: int
+    family_id: str
+    decision_id: int | None
+    status: str  # completed | retryable | budget_skipped | skipped (already final/held)
+    action: str | None = None
+    system_hold: bool = False
+    trades: int = 0
+    attempts: int = 0
+    cost_usd: Decimal = Decimal(0)
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in (RETRYABLE, BUDGET_SKIPPED)
+
+
+@dataclass
+class DecideReport:
+    universe_id: int | None = None
+    results: list[AgentResult] = field(default_factory=list)
+    aborted: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Exit 1: an agent ended in a failure state, every model call failed, or aborted."""
+        if self.aborted or any(r.failed for r in self.results):
+            return True
+        called = [r for r in self.results if r.attempts]
+        return bool(called) and all(r.error for r in called)
+
+
+@dataclass
+class _Attempts:
+    """Collects the attempts of one decision as they happen, and stores each at once."""
+
+    factory: sessionmaker[Session]
+    claim: Claim
+    prompt_version: str
+    clock: Clock
+    count: int = 0
+    cost: Decimal = Decimal(0)
+
+    def store(
+        self,
+        kind: str,
+        outcome: str,
+        messages: list[dict[str, Any]],
+        started: datetime,
+        reply: ModelReply | None = None,
+        error: ProviderCallError | None = None,
+        parsed: dict[str, Any] | None = None,
+        message: str | None = None,
+    ) -> None:
+        self.count += 1
+        source: Any = reply if reply is not None else error
+        cost = getattr(source, "cost_usd", None)
+        if cost is not None:
+            self.cost += cost
+        row = DecisionAttempt(
+            decision_id=self.claim.decision_id,
+            attempt_no=self.claim.attempts_before + self.count,
+            claim_token=self.claim.token,
+            kind=kind,
+            outcome=outcome,
+            request_messages=messages,
+            raw_response=reply.content if reply is not None else None,
+            raw_body=(reply.raw if reply is not None else error.raw if error else None),
+            parsed=parsed,
+            error=message or (error.message if error is not None else None),
+            http_status=error.status if error is not None else None,
+            finish_reason=reply.finish_reason if reply is not None else None,
+            provider=getattr(source, "provider", None),
+            model=getattr(source, "model", None),
+            generation_id=getattr(source, "generation_id", None),
+            prompt_tokens=getattr(source, "prompt_tokens", None),
+            completion_tokens=getattr(source, "completion_tokens", None),
+            cost_usd=cost,
+            latency_ms=getattr(source, "latency_ms", None),
+            prompt_version=self.prompt_version,
+            started_at=started,
+            finished_at=self.clock.now(),
+        )
+        with transaction(self.factory) as session:
+            session.add(row)
+
+
+class DecisionRun:
+    """One decision run over the decision window; construct, then :meth:`run`."""
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        settings: Settings,
+        clock: Clock,
+        provider_for: ProviderFor,
+        freeze_universe: FreezeUniverse,
+        *,
+        lease_clock: Clock | None = None,
+        sleep: Callable[[float], None] | None = None,
+        budget: Budget | None = None,
+        on_progress: Callable[[AgentResult], None] | None = None,
+    ) -> None:
+        self.factory = factory
+        self.settings = settings
+        self.clock = clock
+        self.provider_for = provider_for
+        self.freeze_universe = freeze_universe
+        self.lease_clock = lease_clock or SystemClock()
+        self.sleep = sleep
+        self.budget = budget or Budget(settings.budget, pricing=None)
+        self.on_progress = on_progress
+
+    def agents_to_decide(self) -> list[tuple[Cohort, Agent]]:
+        now = self.clock.now()
+        with self.factory() as session:
+            cohorts = decision_window(session, self.settings.benchmark.decision_cohort_limit, now)
+            cohorts.sort(key=lambda c: c.week_start)
+            pairs: list[tuple[Cohort, Agent]] = []
+            for cohort in cohorts:
+                agents = session.scalars(
+                    select(Agent).where(Agent.cohort_id == cohort.id).order_by(Agent.id)
+                )
+                pairs.extend((cohort, agent) for agent in agents)
+        return pairs
+
+    def run(self) -> DecideReport:
+        report = DecideReport()
+        pairs = self.agents_to_decide()
+        if not pairs:
+            return report
+        report.universe_id = self.freeze_universe(sorted({c.id for c, _ in pairs}))
+        with self.factory() as session:
+            universe = load_universe(session, report.universe_id)
+        for cohort, agent in pairs:
+            try:
+                result = self.decide_agent(cohort, agent, universe)
+            except RunAborted as exc:
+                report.aborted = str(exc)
+                log.error("decision run aborted: %s", exc)
+                break
+            report.results.append(result)
+            if self.on_progress is not None:
+                self.on_progress(result)
+        return report
+
+    # --- one agent -----------------------------------------------------------------------
+
+    def decide_agent(self, cohort: Cohort, agent: Agent, universe: FrozenUniverse) -> AgentResult:
+        now = self.clock.now()
+        week = decision_week(cohort.week_start, now)
+        result = AgentResult(cohort.id, agent.id, agent.family_id, None, "skipped")
+        lease = self.settings.benchmark.claim_lease_seconds
+        claim = claim_decision(
+            self.factory,
+            agent_id=agent.id,
+            cohort_id=cohort.id,
+            decision_week=week,
+            universe_id=universe.id,
+            prompt_version=agent.prompt_version,
+            methodology_version=agent.methodology_version,
+            now=now,
+            lease_clock=self.lease_clock,
+            lease_seconds=lease,
+        )
+        if claim is None:
+            with self.factory() as session:
+                existing = session.execute(
+                    select(Decision).where(
+                        Decision.agent_id == agent.id,
+                        Decision.cohort_id == cohort.id,
+                        Decision.decision_week == week,
+                    )
+                ).scalar_one_or_none()
+            if existing is not None:
+                result.decision_id, result.action = existing.id, existing.action
+                result.system_hold = existing.system_hold
+            return result
+        result.decision_id = claim.decision_id
+        with LeaseKeeper(self.factory, claim, self.lease_clock, lease):
+            self._decide_claimed(claim, agent, week, universe, result)
+        return result
+
+    def _prompt_context(
+        self, agent: Agent, week: int, universe: FrozenUniverse
+    ) -> tuple[PromptContext, Decimal]:
+        with self.factory() as session:
+            fresh = session.get(Agent, agent.id)
+            assert fresh is not None
+            positions = list(session.scalars(
+                select(Position)
+                .where(Position.agent_id == agent.id, Position.status == "OPEN")
+                .order_by(Position.id)
+            ))
+        views = []
+        for position in positions:
+            market = universe.by_id.get(position.market_id)
+            if market is None:
+                continue  # a held market missing from the universe cannot be priced or sold
+            try:
+                price: Decimal | None = market.side_price(position.side)
+            except ExecutionError:
+                price = None
+            views.append(PositionView(
+                position_id=str(position.id), market=market, side=position.side,
+                shares=position.shares,
+                avg_entry_price=position.cost_basis / position.shares if position.shares else
+                Decimal(0),
+                current_price=price, cost_basis=position.cost_basis,
+            ))
+        bench = self.settings.benchmark
+        methodology = agent.methodology_version
+        ctx = PromptContext(
+            now=self.clock.now(),
+            decision_week=week,
+            cash=fresh.cash,
+            max_bet=ledger.max_bet(fresh.cash, bench.max_bet_fraction),
+            min_bet=bench.min_bet,
+            positions=tuple(views),
+            markets=tuple(universe.ranked),
+            methodology=methodology,  # type: ignore[arg-type]
+            panel=tuple(panel_markets(universe, self.settings.v2)) if methodology == "v2" else (),
+            max_bet_fraction=bench.max_bet_fraction,
+            starting_balance=fresh.starting_balance,
+            cohort_id=str(agent.cohort_id),
+            agent_id=str(agent.id),
+        )
+        return ctx, fresh.cash
+
+    def _decide_claimed(
+        self, claim: Claim, agent: Agent, week: int, universe: FrozenUniverse,
+        result: AgentResult,
+    ) -> None:
+        ctx, cash_shown = self._prompt_context(agent, week, universe)
+        validation = ValidationContext.from_prompt(ctx)
+        messages = render_messages(ctx, agent.prompt_version)
+        attempts = _Attempts(self.factory, claim, agent.prompt_version, self.clock)
+        provider = self.provider_for(agent)
+        model = agent.openrouter_id or f"baseline/{agent.strategy}"
+        max_tokens = self._max_tokens(agent)
+        try:
+            self.budget.reserve(agent.family_id, model, messages, max_tokens, baseline=
+                                agent.kind == "baseline")
+        except BudgetExceeded as exc:
+            self._finish(claim, result, BUDGET_SKIPPED, error=str(exc), attempts=attempts)
+            attempts.store("initial", "budget_skipped", messages, self.clock.now(),
+                           message=str(exc))
+            return
+        decision: ValidDecision | None = None
+        parsed: dict[str, Any] | None = None
+        kind = "initial"
+        last_error = ""
+        for _round in range(self.settings.benchmark.malformed_retries + 1):
+            reply = self._call(provider, agent, model, messages, max_tokens, ctx, attempts,
+                               kind, claim, result)
+            if reply is None:
+                return  # failure already recorded
+            started = self.clock.now()
+            try:
+                parsed = extract_json_object(reply.content)
+                decision = validate_decision(parsed, validation)
+            except MalformedResponse as exc:
+                last_error = str(exc)
+                attempts.store(kind, "malformed", messages, started, reply=reply,
+                               parsed=parsed, message=last_error)
+                messages = [*messages, *render_repair(last_error, reply.content,
+                                                      agent.prompt_version)]
+                kind, parsed = "repair", None
+                continue
+            attempts.store(kind, "valid", messages, started, reply=reply,
+                           parsed=decision.to_json_dict())
+            break
+        self.budget.settle(agent.family_id, attempts.cost)
+        if decision is None:
+            decision = ValidDecision(
+                action=Action.HOLD,
+                reasoning=f"system HOLD: still malformed after "
+                f"{self.settings.benchmark.malformed_retries} repairs: {last_error}",
+            )
+            result.system_hold = True
+        self._execute(claim, agent, decision, universe, cash_shown, attempts, result)
+
+    def _max_tokens(self, agent: Agent) -> int:
+        try:
+            family = self.settings.family(agent.family_id)
+        except Exception:
+            return self.settings.openrouter.max_tokens
+        return getattr(family, "max_tokens", None) or self.settings.openrouter.max_tokens
+
+    def _call(
+        self,
+        provider: ModelProvider,
+        agent: Agent,
+        model: str,
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+        ctx: PromptContext,
+        attempts: _Attempts,
+        kind: str,
+        claim: Claim,
+        result: AgentResult,
+    ) -> ModelReply | None:
+        request = ModelRequest(agent.family_id, model, list(messages), max_tokens, ctx)
+        started = [self.clock.now()]
+
+        def on_attempt(number: int, outcome: ModelReply | ProviderCallError) -> None:
+            if isinstance(outcome, ProviderCallError):
+                attempts.store("retry" if number > 1 else kind, f"{outcome.kind}_error",
+                               messages, started[0], error=outcome)
+            started[0] = self.clock.now()
+
+        retry_kwargs: dict[str, Any] = {}
+        if self.sleep is not None:
+            retry_kwargs["sleep"] = self.sleep
+        try:
+            return call_with_retries(
+                provider, request, max_attempts=self.settings.openrouter.max_attempts,
+                on_attempt=on_attempt, **retry_kwargs,
+            )
+        except ProviderFatal as exc:
+            self.budget.settle(agent.family_id, attempts.cost)
+            self._finish(claim, result, RETRYABLE, error=f"provider refused: {exc}",
+                         attempts=attempts)
+            raise RunAborted(f"{agent.family_id}: {exc}") from exc
+        except ProviderCallError as exc:
+            self.budget.settle(agent.family_id, attempts.cost)
+            self._finish(claim, result, RETRYABLE, error=f"provider failed: {exc}",
+                         attempts=attempts)
+            return None
+
+    def _execute(
+        self, claim: Claim, agent: Agent, decision: ValidDecision, universe: FrozenUniverse,
+        cash_shown: Decimal, attempts: _Attempts, result: AgentResult,
+    ) -> None:
+        now = self.clock.now()
+        with transaction(self.factory) as session:
+            row = lock_claim(session, claim)
+            if row is None:
+                log.warning("decision %s: claim lost before execution; no trades written",
+                            claim.decision_id)
+                result.status, result.error = "skipped", "claim lost"
+                return
+            locked_agent = session.execute(
+                _for_update(session, select(Agent).where(Agent.id == agent.id))
+            ).scalar_one()
+            execution = execute_decision(
+                session, decision_id=row.id, agent=locked_agent, decision=decision,
+                markets=universe.by_id, cash_shown=cash_shown,
+                max_bet_fraction=self.settings.benchmark.max_bet_fraction, now=now,
+            )
+            if execution.all_failed:
+                session.rollback()
+                self._finish(claim, result, RETRYABLE,
+                             error="all executions failed: " + "; ".join(execution.failures),
+                             attempts=attempts, decision=decision)
+                return
+            if agent.methodology_version == "v2":
+                store_forecasts(session, decision_id=row.id, agent=locked_agent,
+                                decision=decision, markets=universe.by_id, now=now)
+            row.status = COMPLETED
+            row.action = decision.action.value
+            row.system_hold = result.system_hold
+            row.cash_shown = cash_shown
+            row.reasoning = decision.reasoning
+            row.payload = decision.to_json_dict()
+            row.error = "; ".join(execution.failures) or None
+            row.completed_at = row.updated_at = now
+            row.lease_expires_at = None
+        result.status, result.action = COMPLETED, decision.action.value
+        result.trades, result.attempts, result.cost_usd = (
+            execution.trades, attempts.count, attempts.cost)
+
+    def _finish(
+        self, claim: Claim, result: AgentResult, status: str, *, error: str,
+        attempts: _Attempts, decision: ValidDecision | None = None,
+    ) -> None:
+        """Record a failure state on the decision (only while the claim still holds)."""
+        now = self.clock.now()
+        with transaction(self.factory) as session:
+            row = lock_claim(session, claim)
+            if row is not None:
+                row.status = status
+                row.error = error
+                row.action = decision.action.value if decision else None
+                row.payload = decision.to_json_dict() if decision else None
+                row.updated_at = now
+                row.lease_expires_at = None
+        result.status, result.error = status, error
+        result.attempts, result.cost_usd = attempts.count, attempts.cost
+        if decision is not None:
+            result.action = decision.action.value
+
+
+def _for_update(session: Session, statement: Any) -> Any:
+    if session.get_bind().dialect.name == "postgresql":
+        return statement.with_for_update()
+    return statement

@@ -1,0 +1,151 @@
+"""The frozen decision universe: the market set and prices every agent of a run sees.
+
+A universe is written once per decision run slot (the week start of the run) and never
+changed: concurrent or repeated runs of the same week reuse it, so every agent of the run,
+whichever process decides it, sees and trades at the same prices. It holds the top-N open,
+tradable markets by volume (ranked) plus, as ``held_only``, every market held in an open
+position of the cohorts being decided (for valuation and SELL, not offered for new bets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.clock import week_start
+from arena.config import V2, Settings
+from arena.domain.markets import Market, valid_prices
+from arena.store.db import transaction
+from arena.store.models import DecisionUniverse, Position, UniverseMarket
+from arena.store.models import Market as MarketRow
+from arena.store.upsert import insert_ignore
+
+
+@dataclass(frozen=True)
+class FrozenUniverse:
+    id: int
+    ranked: list[Market]  # new opportunities, by rank
+    by_id: dict[str, Market]  # every market of the universe, held-only ones included
+
+
+def row_prices(prices: Sequence[str] | None) -> tuple[Decimal, ...] | None:
+    return tuple(Decimal(p) for p in prices) if prices else None
+
+
+def market_from_row(row: MarketRow) -> Market:
+    return Market(
+        id=row.id, question=row.question, outcomes=tuple(row.outcomes),
+        prices=row_prices(row.prices), slug=row.slug, category=row.category,
+        volume=row.volume, volume_24h=row.volume_24h, liquidity=row.liquidity,
+        end_date=row.end_date, closed_time=row.closed_time, active=row.active,
+        closed=row.closed, accepting_orders=row.accepting_orders,
+        uma_resolution_status=row.uma_resolution_status, condition_id=row.condition_id,
+        neg_risk=row.neg_risk, neg_risk_market_id=row.neg_risk_market_id,
+        group_item_title=row.group_item_title, event_id=row.event_id,
+        event_slug=row.event_slug, event_title=row.event_title,
+    )
+
+
+def freeze_universe(
+    factory: sessionmaker[Session], settings: Settings, now: datetime, cohort_ids: Sequence[int]
+) -> int:
+    """Freeze (or reuse) the universe of the decision run at ``now``; returns its id."""
+    slot = week_start(now)
+    size = settings.benchmark.universe_size
+    with transaction(factory) as session:
+        existing = session.execute(
+            select(DecisionUniverse.id).where(DecisionUniverse.run_slot == slot)
+        ).scalar_one_or_none()
+        if existing is not None:
+            return existing
+        candidates = session.scalars(
+            select(MarketRow)
+            .where(MarketRow.closed.is_(False), MarketRow.active.is_(True),
+                   MarketRow.status == "open")
+            .order_by(MarketRow.volume.desc().nulls_last(), MarketRow.id)
+        )
+        ranked: list[MarketRow] = []
+        for row in candidates:
+            market = market_from_row(row)
+            if market.is_tradable:
+                ranked.append(row)
+                if len(ranked) >= size:
+                    break
+        ranked.sort(key=lambda r: (-(r.volume or Decimal(0)), r.id))
+        chosen = {row.id for row in ranked}
+        held_ids = set(session.scalars(
+            select(Position.market_id).where(
+                Position.status == "OPEN", Position.cohort_id.in_(list(cohort_ids))
+            )
+        )) - chosen
+        held = list(session.scalars(select(MarketRow).where(MarketRow.id.in_(held_ids))))
+        inserted = insert_ignore(
+            session,
+            DecisionUniverse.__table__,  # type: ignore[arg-type]
+            {"run_slot": slot, "frozen_at": now, "universe_size": size,
+             "market_count": len(ranked) + len(held)},
+            conflict=["run_slot"],
+        )
+        universe_id = session.execute(
+            select(DecisionUniverse.id).where(DecisionUniverse.run_slot == slot)
+        ).scalar_one()
+        if not inserted:
+            return universe_id
+        rows = [_universe_row(universe_id, row, rank, False)
+                for rank, row in enumerate(ranked, start=1)]
+        rows += [_universe_row(universe_id, row, None, True)
+                 for row in held if row.prices is not None]
+        if rows:
+            session.execute(insert(UniverseMarket), rows)
+    return universe_id
+
+
+def _universe_row(
+    universe_id: int, row: MarketRow, rank: int | None, held_only: bool
+) -> dict[str, object]:
+    return {
+        "universe_id": universe_id, "market_id": row.id, "rank": rank, "held_only": held_only,
+        "in_panel": False, "question": row.question, "category": row.category,
+        "outcomes": list(row.outcomes), "prices": list(row.prices or []),
+        "yes_price": row.yes_price, "volume": row.volume, "end_date": row.end_date,
+        "event_id": row.event_id,
+    }
+
+
+def load_universe(session: Session, universe_id: int) -> FrozenUniverse:
+    rows = session.scalars(
+        select(UniverseMarket)
+        .where(UniverseMarket.universe_id == universe_id)
+        .order_by(UniverseMarket.rank.asc().nulls_last(), UniverseMarket.market_id)
+    )
+    ranked: list[Market] = []
+    by_id: dict[str, Market] = {}
+    for row in rows:
+        market = Market(
+            id=row.market_id, question=row.question, outcomes=tuple(row.outcomes),
+            prices=row_prices(row.prices), category=row.category, volume=row.volume,
+            end_date=row.end_date, event_id=row.event_id,
+        )
+        by_id[market.id] = market
+        if not row.held_only:
+            ranked.append(market)
+    return FrozenUniverse(universe_id, ranked, by_id)
+
+
+def panel_markets(universe: FrozenUniverse, v2: V2) -> list[Market]:
+    """Methodology v2 forecast panel: the top-K ranked markets that are not near-certain
+    (every outcome price within [panel_min_price, panel_max_price])."""
+    panel: list[Market] = []
+    for market in universe.ranked:
+        if not valid_prices(market.outcomes, market.prices) or market.prices is None:
+            continue
+        if all(v2.panel_min_price <= p <= v2.panel_max_price for p in market.prices):
+            panel.append(market)
+            if len(panel) >= v2.panel_size:
+                break
+    return panel
