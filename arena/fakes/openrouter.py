@@ -4,7 +4,9 @@ Implements ``POST /chat/completions``, ``GET /models``, ``GET /generation?id=`` 
 (with or without the ``/api/v1`` prefix), shaped like ``openrouter-api.md``, including every
 failure mode listed there. Each model has a queue of :class:`Behaviour` (consumed one per
 completion) and a default; :func:`answer`, :func:`http_error`, :func:`error_in_200` and the other
-factories build them. Every request received is recorded in :attr:`FakeOpenRouter.requests`.
+factories build them (malformed-then-valid: ``script(model, answer("oops"), answer(valid))``;
+never-valid: ``set_default(model, answer("oops"))``). Every request received is recorded in
+:attr:`FakeOpenRouter.requests`.
 
 The core is a pure handler, :meth:`FakeOpenRouter.handle`, exposed two ways: in-process with
 :meth:`FakeOpenRouter.transport` (an ``httpx.MockTransport``; a delay past the client's read
@@ -210,6 +212,7 @@ class FakeOpenRouter:
         self._sleep = sleep
         self._models: dict[str, _Model] = {}
         self._generations: dict[str, _Generation] = {}
+        self._completions = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.add_model("openai/gpt-4o-mini", "0.00000015", "0.0000006", provider="OpenAI")
@@ -248,7 +251,7 @@ class FakeOpenRouter:
             r
             for r in list(self.requests)
             if r.path.endswith("/chat/completions")
-            and (model is None or r.json.get("model") == model)
+            and (model is None or (isinstance(r.json, dict) and r.json.get("model") == model))
         ]
 
     # -- the pure handler ------------------------------------------------------------------
@@ -311,7 +314,8 @@ class FakeOpenRouter:
         self, request: dict[str, Any], model_id: str, model: _Model, behaviour: Behaviour
     ) -> Reply:
         with self._lock:
-            number = len(self._generations) + 1
+            self._completions += 1
+            number = self._completions
         created = 1747412345 + number
         gen_id = f"gen-{created}-{hashlib.sha1(str(number).encode()).hexdigest()[:20]}"
         provider = behaviour.provider or model.provider
