@@ -1,0 +1,207 @@
+"""Forecasts records: building from rows, validation, and reading export files."""
+
+from __future__ import annotations
+
+import csv
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from arena.analytics.loading import read_export
+from arena.analytics.records import (
+    COLUMNS,
+    FLOAT_COLUMNS,
+    Forecasts,
+    ForecastsError,
+    to_datetime,
+)
+
+ROWS = [
+    {
+        "forecast_id": 1,
+        "family_id": "claude",
+        "family_kind": "openrouter",
+        "agent_id": "a1",
+        "cohort_id": "c1",
+        "decision_id": "d1",
+        "market_id": 559651,
+        "outcome": "Yes",
+        "probability": Decimal("0.7"),
+        "market_probability": Decimal("0.65"),
+        "forecast_at": datetime(2025, 1, 8, 12, 0, tzinfo=UTC),
+        "event_group": "neg-1",
+        "scheduled_close_at": "2025-02-01T00:00:00Z",
+        "resolved_at": None,
+        "resolved_value": None,
+    },
+    {
+        "forecast_id": "2",
+        "family_id": "gpt",
+        "market_id": "559651",
+        "outcome": "No",
+        "probability": 0.4,
+        "market_probability": 0.35,
+        "forecast_at": "2025-01-08T12:00:00+00:00",
+        "week_start": "2025-01-05",
+        "resolved_value": 0,
+        "resolved_at": "2025-02-02T00:00:00Z",
+    },
+    {
+        "family_id": "gpt",
+        "market_id": "777",
+        "outcome": "Trump",
+        "probability": "0.25",
+        "forecast_at": "2025-01-12T00:05:00Z",
+    },
+]
+
+
+def test_from_rows_normalises_types_and_outcomes() -> None:
+    f = Forecasts.from_rows(ROWS)
+    assert len(f) == 3
+    assert list(f.market_id) == ["559651", "559651", "777"]
+    assert list(f.forecast_id) == ["1", "2", None]
+    assert list(f.outcome) == ["", "", "Trump"]
+    # the "No" row becomes the YES event: p, market price and result flipped
+    np.testing.assert_allclose(f.probability, [0.7, 0.6, 0.25])
+    np.testing.assert_allclose(f.market_probability[:2], [0.65, 0.65])
+    assert np.isnan(f.market_probability[2])
+    assert np.isnan(f.resolved_value[0])
+    assert f.resolved_value[1] == 1.0
+    # week start is the Sunday at or before the forecast (2025-01-05 and 2025-01-12)
+    assert [to_datetime(w) for w in f.week_start] == [
+        datetime(2025, 1, 5, tzinfo=UTC),
+        datetime(2025, 1, 5, tzinfo=UTC),
+        datetime(2025, 1, 12, tzinfo=UTC),
+    ]
+    assert to_datetime(f.resolved_at[1]) == datetime(2025, 2, 2, tzinfo=UTC)
+    assert f.families() == ["claude", "gpt"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"probability": 1.2}, "probability is missing or outside"),
+        ({"probability": None}, "probability is missing or outside"),
+        ({"market_probability": -0.1}, "market_probability is outside"),
+        ({"resolved_value": 0.5}, "resolved_value is not 0, 1 or null"),
+        ({"family_id": " "}, "family_id is missing"),
+        ({"forecast_at": None}, "forecast_at is missing"),
+    ],
+)
+def test_invalid_rows_name_the_row(change: dict[str, object], message: str) -> None:
+    rows = [dict(ROWS[2]), {**ROWS[2], "forecast_id": "f-9", **change}]
+    with pytest.raises(ForecastsError, match=f"forecast f-9: {message}"):
+        Forecasts.from_rows(rows)
+
+
+def test_missing_required_column() -> None:
+    with pytest.raises(ForecastsError, match="required column"):
+        Forecasts.from_columns({"family_id": ["a"], "probability": [0.5]})
+
+
+def test_unparseable_values() -> None:
+    with pytest.raises(ForecastsError, match="row 1: probability is not a number"):
+        Forecasts.from_rows([{**ROWS[2], "probability": "high"}])
+    with pytest.raises(ForecastsError, match="row 1: forecast_at is not a timestamp"):
+        Forecasts.from_rows([{**ROWS[2], "forecast_at": "yesterday"}])
+
+
+def _exported(name: str, value: object) -> object:
+    """A value as the export writes it: ids as text, numbers as floats, times as ISO text."""
+    if value is None:
+        return None
+    if name in FLOAT_COLUMNS:
+        return float(value)  # type: ignore[arg-type]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def _write_all_formats(directory: Path) -> dict[str, Path]:
+    rows = [{name: _exported(name, r.get(name)) for name in COLUMNS} for r in ROWS]
+    paths = {}
+    jsonl = directory / "jsonl"
+    jsonl.mkdir()
+    with (jsonl / "forecasts.jsonl").open("w") as handle:
+        for r in rows:
+            handle.write(json.dumps(r) + "\n")
+    paths["jsonl"] = jsonl
+    csv_dir = directory / "csv"
+    csv_dir.mkdir()
+    with (csv_dir / "forecasts.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(COLUMNS))
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: "" if v is None else v for k, v in r.items()})
+    paths["csv"] = csv_dir
+    parquet = directory / "parquet"
+    parquet.mkdir()
+    table = pa.table(
+        {
+            name: pa.array(
+                [r[name] for r in rows],
+                type=pa.float64() if name in FLOAT_COLUMNS else pa.string(),
+            )
+            for name in COLUMNS
+        }
+    )
+    table = table.set_column(
+        table.schema.get_field_index("forecast_at"),
+        "forecast_at",
+        pa.array(
+            [datetime.fromisoformat(str(r["forecast_at"]).replace("Z", "+00:00")) for r in rows],
+            type=pa.timestamp("us", tz="UTC"),
+        ),
+    )
+    pq.write_table(table, parquet / "forecasts.parquet")
+    paths["parquet"] = parquet
+    return paths
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "parquet"])
+def test_every_export_format_reads_the_same(tmp_path: Path, kind: str) -> None:
+    expected = Forecasts.from_rows(ROWS)
+    loaded = read_export(_write_all_formats(tmp_path)[kind])
+    for name in ("family_id", "market_id", "outcome", "forecast_id", "event_group"):
+        assert list(getattr(loaded, name)) == list(getattr(expected, name)), name
+    for name in ("probability", "market_probability", "resolved_value"):
+        np.testing.assert_allclose(getattr(loaded, name), getattr(expected, name))
+    for name in ("forecast_at", "week_start", "scheduled_close_at", "resolved_at"):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(expected, name))
+
+
+def test_jsonl_with_mixed_types_falls_back(tmp_path: Path) -> None:
+    lines = [
+        {
+            "family_id": "a",
+            "market_id": 1,
+            "probability": 0.5,
+            "forecast_at": "2025-01-05T00:05:00Z",
+        },
+        {
+            "family_id": "b",
+            "market_id": "1",
+            "probability": "0.5",
+            "forecast_at": "2025-01-05T00:05:00Z",
+        },
+    ]
+    (tmp_path / "forecasts.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    loaded = read_export(tmp_path)
+    assert list(loaded.market_id) == ["1", "1"]
+
+
+def test_export_errors(tmp_path: Path) -> None:
+    with pytest.raises(ForecastsError, match="not found"):
+        read_export(tmp_path / "missing")
+    with pytest.raises(ForecastsError, match=r"no forecasts\.parquet"):
+        read_export(tmp_path)
+    (tmp_path / "forecasts.jsonl").write_text('{"family_id": "a"}\nnot json\n')
+    with pytest.raises(ForecastsError, match="line 2 is not JSON"):
+        read_export(tmp_path)
