@@ -6,8 +6,8 @@ answer), trailing commas, single quotes or comments. Strategy, cheapest first:
 
 1. the whole text as JSON;
 2. every strictly valid JSON object in the text (``json.JSONDecoder.raw_decode`` at each ``{``);
-3. if none of those carries ``action``: every outermost *complete* ``{...}`` span, repaired by
-   the ``json-repair`` package.
+3. if none of those carries ``action``: every outermost *complete* ``{...}`` span, with
+   trailing commas removed exactly, else repaired by the ``json-repair`` package.
 
 The last object carrying ``action`` wins, else the last object found. A truncated answer (an
 object whose braces never close) is never completed by guesswork: it is reported as cut off.
@@ -16,11 +16,14 @@ object whose braces never close) is never completed by guesswork: it is reported
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import json_repair
 
 from arena.errors import MalformedResponse
+
+_CLOSER_AHEAD = re.compile(r"\s*[}\]]")
 
 
 def extract_json_object(text: str | None) -> dict[str, Any]:
@@ -96,8 +99,32 @@ def _balanced_spans(text: str) -> list[str]:
 
 
 def _repaired(span: str) -> dict[str, Any] | None:
+    """The object in a complete span: trailing commas dropped exactly, else json-repair."""
     try:
-        value = json_repair.loads(span)
-    except Exception:  # the repair library's failure modes are not ours to enumerate
-        return None
+        value = json.loads(_without_trailing_commas(span))
+    except ValueError:
+        try:
+            value = json_repair.loads(span)
+        except Exception:  # the repair library's failure modes are not ours to enumerate
+            return None
     return value if isinstance(value, dict) and value else None
+
+
+def _without_trailing_commas(span: str) -> str:
+    """Drop each comma (outside strings) that is followed only by whitespace and ``}``/``]``."""
+    out: list[str] = []
+    in_string = escaped = False
+    for index, char in enumerate(span):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == "," and _CLOSER_AHEAD.match(span, index + 1):
+            continue
+        out.append(char)
+    return "".join(out)

@@ -50,7 +50,7 @@ REPAIR_ECHO_LIMIT = 20_000
 
 Methodology = Literal["v1", "v2"]
 _VERSION_PATTERN = re.compile(r"^v[0-9][0-9a-z._-]{0,30}$")
-_DROPPED_CATEGORIES = {"Cc", "Cf", "Cs", "Co"}
+_DROPPED_CATEGORIES = {"Cf", "Cs", "Co"}  # format (zero-width, bidi), surrogate, private use
 _WHITESPACE = re.compile(r"\s+")
 _ANGLES = re.compile(r"<{2,}|>{2,}")
 PRICE_STEP = Decimal("0.0001")
@@ -151,12 +151,20 @@ def clean_text(value: object, limit: int) -> str:
     if value is None:
         return ""
     text = unicodedata.normalize("NFKC", str(value))
-    text = "".join(" " if unicodedata.category(ch) in _DROPPED_CATEGORIES else ch for ch in text)
+    text = "".join(_clean_char(ch) for ch in text)
     text = _ANGLES.sub(lambda m: m.group(0)[0], text)
     text = _WHITESPACE.sub(" ", text.replace("|", "/")).strip()
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
     return text
+
+
+def _clean_char(char: str) -> str:
+    """Controls become spaces (then collapse); invisible format characters vanish."""
+    category = unicodedata.category(char)
+    if category == "Cc":
+        return " "
+    return "" if category in _DROPPED_CATEGORIES else char
 
 
 def display_outcome(name: str) -> str:

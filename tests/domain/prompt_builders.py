@@ -53,10 +53,13 @@ def position(
     side: str = "YES",
     shares: str = "100",
     avg: str = "0.5",
-    price: str | None = None,
+    price: str | None = "market",
     cost_basis: str | None = None,
 ) -> PositionView:
-    current = Decimal(price) if price is not None else market.side_price(side)
+    if price == "market":
+        current: Decimal | None = market.side_price(side)
+    else:
+        current = None if price is None else Decimal(price)
     return PositionView(
         position_id=position_id,
         market=market,
@@ -85,7 +88,7 @@ def context(
         min_bet=kw.pop("min_bet", Decimal(50)),
         positions=tuple(positions),
         markets=tuple(markets),
-        methodology=methodology,  # type: ignore[arg-type]
+        methodology=methodology,
         panel=tuple(panel),
         **kw,
     )
