@@ -8,7 +8,7 @@ timestamp is written as UTC and read back as aware UTC.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from sqlalchemy import DateTime, Dialect, Numeric, String
@@ -25,6 +25,7 @@ class ExactDecimal(TypeDecorator[Decimal]):
         super().__init__(precision=precision, scale=scale, asdecimal=True)
         self.precision = precision
         self.scale = scale
+        self._quantum = Decimal(1).scaleb(-scale)
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "sqlite":
@@ -38,7 +39,9 @@ class ExactDecimal(TypeDecorator[Decimal]):
         if not number.is_finite():
             raise ValueError(f"non-finite decimal {value!r}")
         if dialect.name == "sqlite":
-            return format(number, "f")
+            # Fixed scale, as NUMERIC(p, s) would store it, so equal values compare equal
+            # as text in SQL (WHERE amount = '500.00').
+            return format(number.quantize(self._quantum, rounding=ROUND_HALF_EVEN), "f")
         return number
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:

@@ -1,0 +1,223 @@
+"""The decision engine against the fake OpenRouter: every failure mode ends in the state the
+methodology prescribes, every attempt is stored, and the ledger invariant holds."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+from sqlalchemy import select
+
+from arena.fakes.openrouter import (
+    answer,
+    chatty,
+    empty_content,
+    error_in_200,
+    fenced,
+    http_error,
+    length_exhausted,
+    null_choices,
+    null_choices_rate_limited,
+    reasoning_only,
+)
+from arena.jobs.budget import Budget
+from arena.store.models import Agent, Position, Trade
+from tests.conftest import Database
+from tests.jobs.decide_world import HOLD, MODELS, bet, fake_answer, make_world
+
+GPT, CLAUDE, GROK, QWEN = MODELS.values()
+
+
+def test_happy_path_one_decision_per_agent(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    world.fake.script(GPT, fake_answer(bet("1001", "YES", 500)))
+    world.fake.script(CLAUDE, fenced(bet("1002", "no", 250)))
+    world.fake.script(GROK, chatty(bet("1003", "illwill", 100)))
+    report = world.run()
+    assert not report.failed, report
+    decisions = world.decisions()
+    assert len(decisions) == 7
+    assert {d.status for d in decisions.values()} == {"completed"}
+    assert decisions["gpt-5.1"].action == "BET"
+    assert decisions["qwen-3-next"].action == "HOLD"
+    assert decisions["always-hold"].action == "HOLD"
+    with db.factory() as session:
+        trade = session.scalars(select(Trade).where(Trade.market_id == "1001",
+                                                    Trade.amount == Decimal("500"))).one()
+        assert trade.price == Decimal("0.40") and trade.shares == Decimal("1250")
+        assert trade.implied_confidence == Decimal("0.2")
+        no_trade = session.scalars(select(Trade).where(Trade.market_id == "1002")).first()
+        assert no_trade is not None and no_trade.side == "NO"
+        assert no_trade.price == Decimal("0.90")
+        named = session.scalars(select(Trade).where(Trade.market_id == "1003",
+                                                    Trade.agent_id == trade.agent_id + 2)).one()
+        assert named.side == "illwill" and named.price == Decimal("0.35")
+    attempts = world.attempts("gpt-5.1")
+    assert len(attempts) == 1 and attempts[0].outcome == "valid"
+    assert attempts[0].provider and attempts[0].generation_id and attempts[0].cost_usd
+    assert attempts[0].request_messages[0]["role"] == "system"
+    assert attempts[0].prompt_tokens and attempts[0].latency_ms is not None
+    sent = world.fake.chat_requests(GPT)[0]
+    assert sent.json["temperature"] == 0 and sent.json["max_tokens"] == 2000
+    world.assert_ledger()
+
+
+def test_rerun_changes_nothing(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    world.fake.script(GPT, fake_answer(bet()))
+    world.run()
+    trades, calls = world.trade_count(), len(world.fake.chat_requests())
+    second = world.run()
+    assert world.trade_count() == trades
+    assert len(world.fake.chat_requests()) == calls
+    assert {r.status for r in second.results} == {"skipped"}
+    assert len(world.decisions()) == 7
+    world.assert_ledger()
+
+
+def test_malformed_then_valid_is_repaired(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    world.fake.script(GPT, answer("I would bet on rain."),
+                      fake_answer(bet("1001", "YES", 10)),  # below the minimum bet
+                      fake_answer(bet("1001", "YES", 60)))
+    world.run()
+    decision = world.decisions()["gpt-5.1"]
+    assert decision.status == "completed" and decision.action == "BET"
+    assert not decision.system_hold
+    outcomes = [(a.kind, a.outcome) for a in world.attempts("gpt-5.1")]
+    assert outcomes == [("initial", "malformed"), ("repair", "malformed"), ("repair", "valid")]
+    repair_request = world.fake.chat_requests(GPT)[2].json["messages"]
+    assert "minimum" in repair_request[-1]["content"].lower()
+    world.assert_ledger()
+
+
+def test_never_valid_becomes_system_hold(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    world.fake.set_default(GPT, answer("no json here, sorry"))
+    world.run()
+    decision = world.decisions()["gpt-5.1"]
+    assert (decision.status, decision.action, decision.system_hold) == ("completed", "HOLD", True)
+    assert [a.outcome for a in world.attempts("gpt-5.1")] == ["malformed"] * 3
+
+
+def test_out_of_credit_stops_the_run_and_leaves_the_rest_retryable(
+    db: Database, tmp_path: Path
+) -> None:
+    world = make_world(db, tmp_path)
+    world.fake.script(GPT, http_error(402))
+    report = world.run()
+    assert report.aborted and report.failed
+    decisions = world.decisions()
+    assert list(decisions) == ["gpt-5.1"]  # nobody after it was claimed
+    assert decisions["gpt-5.1"].status == "retryable"
+    assert len(world.fake.chat_requests(GPT)) == 1  # no retry on 402
+    assert [a.outcome for a in world.attempts("gpt-5.1")] == ["fatal_error"]
+    world.fake.script(GPT, fake_answer(bet()))
+    second = world.run()
+    assert not second.failed
+    assert {d.status for d in world.decisions().values()} == {"completed"}
+    assert len(world.attempts("gpt-5.1")) == 2  # appended, never overwritten
+    world.assert_ledger()
+
+
+def test_bad_key_is_fatal(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    world.fake.script(GPT, http_error(401))
+    report = world.run()
+    assert report.aborted and "401" in report.aborted or "auth" in (report.aborted or "").lower()
+
+
+def test_transient_errors_are_retried_honouring_retry_after(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    world.fake.script(GPT, http_error(429, retry_after=7), http_error(503, retry_after="2"),
+                      null_choices_rate_limited(), fake_answer(bet()))
+    world.run()
+    assert world.decisions()["gpt-5.1"].status == "completed"
+    assert world.sleeps[:2] == [7.0, 2.0]
+    outcomes = [a.outcome for a in world.attempts("gpt-5.1")]
+    assert outcomes == ["transient_error"] * 3 + ["valid"]
+    assert [a.http_status for a in world.attempts("gpt-5.1")][:2] == [429, 503]
+
+
+def test_transient_exhausted_is_retryable_and_rerun_completes(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    world.fake.script(GPT, *[http_error(502)] * 4)
+    report = world.run()
+    assert report.failed and not report.aborted
+    decisions = world.decisions()
+    assert decisions["gpt-5.1"].status == "retryable"
+    assert decisions["claude-opus-4.5"].status == "completed"  # the run went on
+    world.fake.script(GPT, fake_answer(bet()))
+    world.run()
+    again = world.decisions()
+    assert again["gpt-5.1"].status == "completed"
+    assert again["gpt-5.1"].id == decisions["gpt-5.1"].id
+    assert again["gpt-5.1"].claim_count == 2
+    world.assert_ledger()
+
+
+def test_errors_inside_200_and_empty_content(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    world.fake.script(GPT, error_in_200(502), null_choices(), empty_content(),
+                      fake_answer(HOLD))
+    world.fake.script(CLAUDE, reasoning_only())
+    world.fake.script(GROK, length_exhausted())
+    world.run()
+    decisions = world.decisions()
+    assert decisions["gpt-5.1"].status == "completed"
+    assert [a.outcome for a in world.attempts("gpt-5.1")] == ["transient_error"] * 3 + ["valid"]
+    # reasoning-only without JSON and exhausted max_tokens will not improve with a plain retry
+    for family in ("claude-opus-4.5", "grok-4"):
+        assert decisions[family].status == "retryable", family
+        assert world.attempts(family)[-1].outcome == "permanent_error"
+
+
+def test_permanent_http_errors_are_not_retried(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    world.fake.script(GPT, http_error(400))
+    world.fake.script(CLAUDE, http_error(403))
+    world.fake.script(GROK, http_error(404))
+    world.run()
+    for family, model in (("gpt-5.1", GPT), ("claude-opus-4.5", CLAUDE), ("grok-4", GROK)):
+        assert world.decisions()[family].status == "retryable"
+        assert len(world.fake.chat_requests(model)) == 1
+
+
+def test_budget_guard_skips_instead_of_overspending(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path, budget={"per_family_usd": "0.0001"})
+    registry = world.registry()
+    budget = Budget(world.settings.budget, registry.worst_case, rounds=3)
+    report = world.run(budget=budget)
+    decisions = world.decisions()
+    assert decisions["gpt-5.1"].status == "budget_skipped"
+    assert "per_family_usd" in (decisions["gpt-5.1"].error or "")
+    assert decisions["market-follower"].status == "completed"  # baselines cost nothing
+    assert world.fake.chat_requests(GPT) == []
+    assert report.failed
+
+
+def test_sell_executes_at_frozen_side_price(db: Database, tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from tests.jobs.decide_world import DECIDE_AT
+
+    world = make_world(db, tmp_path)
+    world.fake.script(GPT, fake_answer(bet("1002", "NO", 1000)))
+    world.run()
+    with db.factory() as session:
+        position = session.scalars(
+            select(Position)
+            .join(Agent, Agent.id == Position.agent_id)
+            .where(Position.market_id == "1002", Agent.family_id == "gpt-5.1")
+        ).one()
+    world.fake.script(GPT, fake_answer({"action": "SELL", "reasoning": "take profit",
+                                        "sells": [{"position_id": str(position.id),
+                                                   "percentage": 50}]}))
+    world.run(at=DECIDE_AT + timedelta(days=7))
+    with db.factory() as session:
+        sold = session.scalars(
+            select(Trade).where(Trade.trade_type == "SELL", Trade.position_id == position.id)
+        ).one()
+        assert sold.price == Decimal("0.90") and sold.percentage == Decimal(50)
+        assert sold.realized_pnl == Decimal("0.00")
+    world.assert_ledger()
