@@ -1,0 +1,90 @@
+"""`arena decide` as real processes against the fake OpenRouter over HTTP: concurrent runs and
+a run killed mid-call never duplicate a decision or a trade."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from arena.fakes.openrouter import FakeOpenRouter, answer, slow
+from arena.store.models import Agent, Decision, Trade
+from tests.conftest import Database
+from tests.helpers import cli_env, run_arena, start_arena, write_config
+from tests.jobs.decide_world import COHORT_AT, HOLD, MODELS, bet, fake_answer, make_world
+
+AT = "2026-11-22T00:05:00Z"
+
+
+def _env(fake: FakeOpenRouter, url: str) -> dict[str, str]:
+    return cli_env(OPENROUTER_API_KEY=fake.api_key, ARENA_OPENROUTER__BASE_URL=url,
+                   ARENA_OPENROUTER__MAX_ATTEMPTS="2")
+
+
+def _trades_per_decision(db: Database) -> Counter[int]:
+    with db.factory() as session:
+        rows = session.execute(select(Trade.decision_id, func.count()).group_by(Trade.decision_id))
+        return Counter({decision: count for decision, count in rows})
+
+
+def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    for model in MODELS.values():
+        world.fake.set_default(model, answer(json.dumps(bet("1001", "YES", 100)), delay=0.2))
+    with world.fake.serve() as url:
+        procs = [start_arena("--config", str(world.config_path), "decide", "--at", AT,
+                             env=_env(world.fake, url), cwd=tmp_path) for _ in range(3)]
+        outcomes = [(p.wait(timeout=180), p.communicate()) for p in procs]
+    assert all(code == 0 for code, _ in outcomes), outcomes
+    decisions = world.decisions()
+    assert len(decisions) == 7 and {d.status for d in decisions.values()} == {"completed"}
+    for model in MODELS.values():  # each model called exactly once over all three processes
+        assert len(world.fake.chat_requests(model)) == 1, model
+    per_decision = _trades_per_decision(db)
+    assert all(count == 1 for family, d in decisions.items() if family in MODELS
+               for count in [per_decision[d.id]])
+    with db.factory() as session:
+        buys = session.scalar(select(func.count()).select_from(Trade)
+                              .join(Agent, Agent.id == Trade.agent_id)
+                              .where(Agent.family_id.in_(list(MODELS))))
+    assert buys == len(MODELS)
+    world.assert_ledger()
+
+
+def test_killed_run_resumes_without_duplicates(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    config = write_config(world.config_path, db.url, benchmark={"claim_lease_seconds": 2},
+                          openrouter={"max_tokens": 2000})
+    gpt, claude = MODELS["gpt-5.1"], MODELS["claude-opus-4.5"]
+    world.fake.script(gpt, fake_answer(bet("1001", "YES", 200)))
+    world.fake.script(claude, slow(60, then=fake_answer(HOLD)), fake_answer(bet("1002")))
+    with world.fake.serve() as url:
+        env = _env(world.fake, url)
+        proc = start_arena("--config", str(config), "decide", "--at", AT, env=env, cwd=tmp_path)
+        deadline = time.monotonic() + 60
+        while not world.fake.chat_requests(claude) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert world.fake.chat_requests(claude), "the run never reached the slow model"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        mid = world.decisions()
+        assert mid["gpt-5.1"].status == "completed"
+        assert mid["claude-opus-4.5"].status == "claimed"
+        assert "grok-4" not in mid
+        time.sleep(2.5)  # the dead worker's lease expires
+        rerun = run_arena("--config", str(config), "decide", "--at", AT, env=env, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    final = world.decisions()
+    assert len(final) == 7 and {d.status for d in final.values()} == {"completed"}
+    assert final["claude-opus-4.5"].claim_count == 2
+    assert final["claude-opus-4.5"].action == "BET"
+    assert len(world.fake.chat_requests(gpt)) == 1  # the finished agent was not asked again
+    assert _trades_per_decision(db)[final["gpt-5.1"].id] == 1
+    with db.factory() as session:
+        assert session.scalar(select(func.count()).select_from(Decision)) == 7
+    assert COHORT_AT.tzinfo is not None
+    world.assert_ledger()
