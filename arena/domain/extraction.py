@@ -6,11 +6,12 @@ answer), trailing commas, single quotes or comments. Strategy, cheapest first:
 
 1. the whole text as JSON;
 2. every strictly valid JSON object in the text (``json.JSONDecoder.raw_decode`` at each ``{``);
-3. if none of those carries ``action``: every outermost *complete* ``{...}`` span, with
-   trailing commas removed exactly, else repaired by the ``json-repair`` package.
+3. every outermost *complete* ``{...}`` span that is not one of those, with trailing commas
+   removed exactly, else repaired by the ``json-repair`` package.
 
-The last object carrying ``action`` wins, else the last object found. A truncated answer (an
-object whose braces never close) is never completed by guesswork: it is reported as cut off.
+Of all objects found, the one ending last that carries ``action`` wins (a draft followed by the
+final answer), else the one ending last. A truncated answer (an object whose braces never
+close) is never completed by guesswork: it is reported as cut off.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ def extract_json_object(text: str | None) -> dict[str, Any]:
     if isinstance(whole, dict):
         return whole
     found = _strict_objects(text)
-    if not any("action" in obj for obj in found):
-        found += [obj for span in _balanced_spans(text) if (obj := _repaired(span)) is not None]
+    strict_starts = {start for start, _, _ in found}
+    for start, end in _balanced_spans(text):
+        if start not in strict_starts and (obj := _repaired(text[start : end + 1])) is not None:
+            found.append((start, end + 1, obj))
     if not found:
         if "{" in text:
             raise MalformedResponse(
@@ -46,14 +49,15 @@ def extract_json_object(text: str | None) -> dict[str, Any]:
                 "answer with one JSON object"
             )
         raise MalformedResponse("no JSON object found in the response; answer with one")
-    with_action = [obj for obj in found if "action" in obj]
-    return (with_action or found)[-1]
+    found.sort(key=lambda item: (item[1], -item[0]))  # by end; at a tie, the outer object
+    with_action = [obj for _, _, obj in found if "action" in obj]
+    return (with_action or [obj for _, _, obj in found])[-1]
 
 
-def _strict_objects(text: str) -> list[dict[str, Any]]:
-    """Every valid JSON object starting at a ``{`` not inside an earlier one, in order."""
+def _strict_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
+    """(start, end, object) of every valid JSON object not inside an earlier one, in order."""
     decoder = json.JSONDecoder()
-    found: list[dict[str, Any]] = []
+    found: list[tuple[int, int, dict[str, Any]]] = []
     index = text.find("{")
     while index != -1:
         try:
@@ -62,13 +66,15 @@ def _strict_objects(text: str) -> list[dict[str, Any]]:
             index = text.find("{", index + 1)
             continue
         if isinstance(value, dict):
-            found.append(value)
+            found.append((index, end, value))
         index = text.find("{", end)
     return found
 
 
-def _balanced_spans(text: str) -> list[str]:
-    """Outermost ``{...}`` spans whose braces balance (double-quoted strings respected).
+def _balanced_spans(text: str) -> list[tuple[int, int]]:
+    """(start, index of the closing brace) of the outermost ``{...}`` spans that balance.
+
+    Double-quoted strings are respected.
 
     One pass with a stack: a ``{`` that never closes (a stray brace in prose, a truncated
     object) does not hide the complete objects after or inside it.
@@ -95,7 +101,7 @@ def _balanced_spans(text: str) -> list[str]:
         if outermost and start < outermost[-1][1]:
             continue  # nested inside an earlier complete span
         outermost.append((start, end))
-    return [text[start : end + 1] for start, end in outermost]
+    return outermost
 
 
 def _repaired(span: str) -> dict[str, Any] | None:

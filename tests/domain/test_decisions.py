@@ -72,6 +72,16 @@ def test_extracts_the_answer_object(text):
     assert extract_json_object(text) == HOLD
 
 
+def test_a_repaired_final_answer_beats_a_valid_draft():
+    text = 'Draft: {"action": "BET"}\nFinal: {"action": "HOLD", "reasoning": "wait",}'
+    assert extract_json_object(text) == HOLD
+
+
+def test_a_broken_outer_answer_beats_its_valid_inner_objects():
+    text = '{"action": "SELL", "sells": [{"position_id": "p1", "percentage": 50}],} done'
+    assert extract_json_object(text)["action"] == "SELL"
+
+
 def test_braces_inside_strings_do_not_confuse_extraction():
     text = 'prose {"action": "HOLD", "reasoning": "sets {a, b} and \\"quotes\\" }"} end'
     assert extract_json_object(text)["reasoning"] == 'sets {a, b} and "quotes" }'
