@@ -1,0 +1,411 @@
+"""Standings per model family, computed from stored rows (``arena leaderboard``).
+
+Every number is recomputed from the tables, never from a cache, so the leaderboard always
+agrees with an export of the same database:
+
+* ``total_value`` is the *live* valuation: for each agent its cash plus each open position
+  marked at the market's stored last valid price (``markets.prices``, side-correct, to the
+  cent), summed over the family's agents. The latest portfolio snapshot would say the same up
+  to ten minutes earlier; the live figure is used because an export carries exactly these
+  rows (agents, positions, markets), so anyone can reproduce it;
+* ``pnl = total_value - sum of the agents' starting balances``, ``return_pct = pnl / that sum *
+  100``; ``realized_pnl`` is the agents' realized P/L (sells and settlements),
+  ``unrealized_pnl`` the open positions' marked value minus their cost basis;
+* scores come from ``brier_scores`` (one row per scored BUY; family Brier across cohorts is the
+  mean over all of its scored trades), cost and tokens from ``decision_attempts``, reliability
+  from ``decisions`` and ``decision_attempts``.
+
+Memory stays flat as the arena grows: rows are streamed in batches and folded into one small
+accumulator per family; counts that need no exact decimals are aggregated in SQL. Money is
+summed in Python as ``Decimal`` (on SQLite money is stored as text, so SQL ``SUM`` would go
+through floats).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import IO, Any, TypeVar
+
+from sqlalchemy import Select, case, func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.analytics.consistent_read import consistent_read
+from arena.domain.ledger import ZERO, to_money
+from arena.domain.scores import (
+    ScoreSummary,
+    ScoreTally,
+    brier_band,
+    mark_position,
+    return_band,
+    return_pct,
+)
+from arena.store.models import (
+    Agent,
+    BrierScore,
+    Decision,
+    DecisionAttempt,
+    Family,
+    Market,
+    Position,
+)
+
+STREAM_BATCH = 5_000
+FAILED_OUTCOMES = ("transient_error", "permanent_error", "fatal_error")
+FAILED_DECISION_STATUS = "retryable"
+SCORE_PLACES = 6
+RETURN_PLACES = 4
+
+
+@dataclass
+class Reliability:
+    """How cleanly a family's decisions went (counts over the decisions in scope)."""
+
+    decisions: int = 0
+    attempts: int = 0
+    malformed_attempts: int = 0
+    failures: int = 0  # model calls that ended in an error (transient, permanent or fatal)
+    retries: int = 0  # attempts beyond the first of each decision (repairs and re-tries)
+    system_holds: int = 0  # decisions that became a HOLD after exhausting the repairs
+    failed_decisions: int = 0  # decisions currently waiting in a retryable failure state
+
+    @property
+    def malformed_share(self) -> Decimal | None:
+        if self.attempts == 0:
+            return None
+        return Decimal(self.malformed_attempts) / self.attempts
+
+
+@dataclass
+class FamilyStanding:
+    """One leaderboard row. Money is exact ``Decimal``; see :meth:`to_json` for the output."""
+
+    family_id: str
+    display_name: str
+    kind: str
+    cohort_id: int | None = None
+    cohorts: int = 0
+    agents: int = 0
+    starting_balance: Decimal = ZERO
+    cash: Decimal = ZERO
+    positions_value: Decimal = ZERO
+    open_cost_basis: Decimal = ZERO
+    realized_pnl: Decimal = ZERO
+    cost_usd: Decimal = ZERO
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tally: ScoreTally = field(default_factory=ScoreTally)
+    reliability: Reliability = field(default_factory=Reliability)
+    min_scored_bets: int = 0
+
+    @property
+    def total_value(self) -> Decimal:
+        return self.cash + self.positions_value
+
+    @property
+    def pnl(self) -> Decimal:
+        return self.total_value - self.starting_balance
+
+    @property
+    def unrealized_pnl(self) -> Decimal:
+        return self.positions_value - self.open_cost_basis
+
+    @property
+    def return_pct(self) -> Decimal | None:
+        return return_pct(self.pnl, self.starting_balance)
+
+    @property
+    def scores(self) -> ScoreSummary:
+        return self.tally.summary()
+
+    @property
+    def provisional(self) -> bool:
+        """Too few scored bets to read much into the scores (still shown, flagged)."""
+        return self.tally.n < self.min_scored_bets
+
+    def to_json(self) -> dict[str, Any]:
+        """The leaderboard row as JSON-ready values: money as decimal strings to the cent,
+        scores and rates as numbers (rounded), counts as integers, None as null."""
+        s = self.scores
+        r = self.reliability
+        ret = self.return_pct
+        return {
+            "family_id": self.family_id,
+            "display_name": self.display_name,
+            "kind": self.kind,
+            "cohort_id": self.cohort_id,
+            "cohorts": self.cohorts,
+            "agents": self.agents,
+            "starting_balance": money_text(self.starting_balance),
+            "total_value": money_text(self.total_value),
+            "pnl": money_text(self.pnl),
+            "return_pct": _number(ret, RETURN_PLACES),
+            "realized_pnl": money_text(self.realized_pnl),
+            "unrealized_pnl": money_text(self.unrealized_pnl),
+            "brier": _number(s.brier),
+            "market_brier": _number(s.market_brier),
+            "bss_uniform": _number(s.bss_uniform),
+            "bss_market": _number(s.bss_market),
+            "p_vs_uniform": _round(s.p_vs_uniform),
+            "p_vs_market": _round(s.p_vs_market),
+            "scored_bets": s.scored_bets,
+            "wins": s.wins,
+            "losses": s.losses,
+            "win_rate": _number(s.win_rate),
+            "cost_usd": plain_text(self.cost_usd),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "decisions": r.decisions,
+            "attempts": r.attempts,
+            "malformed_attempts": r.malformed_attempts,
+            "malformed_share": _number(r.malformed_share),
+            "system_holds": r.system_holds,
+            "failures": r.failures,
+            "failed_decisions": r.failed_decisions,
+            "retries": r.retries,
+            "provisional": self.provisional,
+            "brier_band": brier_band(s.brier) if s.brier is not None else None,
+            "return_band": return_band(ret) if ret is not None else None,
+        }
+
+
+FIELDS = (
+    "family_id",
+    "display_name",
+    "kind",
+    "cohort_id",
+    "cohorts",
+    "agents",
+    "starting_balance",
+    "total_value",
+    "pnl",
+    "return_pct",
+    "realized_pnl",
+    "unrealized_pnl",
+    "brier",
+    "market_brier",
+    "bss_uniform",
+    "bss_market",
+    "p_vs_uniform",
+    "p_vs_market",
+    "scored_bets",
+    "wins",
+    "losses",
+    "win_rate",
+    "cost_usd",
+    "prompt_tokens",
+    "completion_tokens",
+    "decisions",
+    "attempts",
+    "malformed_attempts",
+    "malformed_share",
+    "system_holds",
+    "failures",
+    "failed_decisions",
+    "retries",
+    "provisional",
+    "brier_band",
+    "return_band",
+)  # the keys of FamilyStanding.to_json, in order (the CSV header)
+SelectT = TypeVar("SelectT", bound=Select)
+RowFor = Callable[[str], FamilyStanding]  # the standing of a family id, created on first use
+
+
+def compute_leaderboard(
+    factory: sessionmaker[Session], *, cohort_id: int | None = None, min_scored_bets: int = 10
+) -> list[FamilyStanding]:
+    """Standings per family across all cohorts, or within one cohort with ``cohort_id``.
+
+    Only families with at least one agent in scope appear. Sorted by P/L (best first), then
+    Brier (lower first, unscored last), then family id.
+    """
+    with consistent_read(factory) as session:
+        rows = _standings(session, cohort_id, min_scored_bets)
+    return sorted(rows, key=_rank_key)
+
+
+def _rank_key(row: FamilyStanding) -> tuple[Decimal, bool, Decimal, str]:
+    brier = row.tally.sum_brier / row.tally.n if row.tally.n else None
+    return (-row.pnl, brier is None, brier if brier is not None else ZERO, row.family_id)
+
+
+def _standings(session: Session, cohort_id: int | None, min_scored: int) -> list[FamilyStanding]:
+    names = {
+        family_id: (display_name, kind)
+        for family_id, display_name, kind in session.execute(
+            select(Family.id, Family.display_name, Family.kind)
+        )
+    }
+    table: dict[str, FamilyStanding] = {}
+
+    def row(family_id: str) -> FamilyStanding:
+        if family_id not in table:
+            display_name, kind = names.get(family_id, (family_id, ""))
+            table[family_id] = FamilyStanding(
+                family_id, display_name, kind, cohort_id=cohort_id, min_scored_bets=min_scored
+            )
+        return table[family_id]
+
+    counts = select(Agent.family_id, func.count(func.distinct(Agent.cohort_id)), func.count())
+    for family_id, cohorts, agents in session.execute(
+        _in_cohort(counts, Agent.cohort_id, cohort_id).group_by(Agent.family_id)
+    ):
+        row(family_id).cohorts, row(family_id).agents = int(cohorts), int(agents)
+
+    money = select(Agent.family_id, Agent.starting_balance, Agent.cash, Agent.realized_pnl)
+    for family_id, start, cash, realized in _stream(
+        session, _in_cohort(money, Agent.cohort_id, cohort_id)
+    ):
+        standing = row(family_id)
+        standing.starting_balance += start
+        standing.cash += cash
+        standing.realized_pnl += realized
+
+    for family_id, side, shares, basis, outcomes, prices in _stream(
+        session, _in_cohort(_open_positions(), Position.cohort_id, cohort_id)
+    ):
+        standing = row(family_id)
+        standing.positions_value += mark_position(shares, basis, outcomes, _prices(prices), side)
+        standing.open_cost_basis += basis
+
+    scored = select(BrierScore.family_id, BrierScore.brier, BrierScore.market_brier, BrierScore.won)
+    for family_id, brier, market_brier, won in _stream(
+        session, _in_cohort(scored, BrierScore.cohort_id, cohort_id)
+    ):
+        row(family_id).tally.add(brier, market_brier, bool(won))
+
+    _add_attempts(session, cohort_id, row)
+    _add_decisions(session, cohort_id, row)
+    return [standing for standing in table.values() if standing.agents > 0]
+
+
+def _open_positions() -> Select:
+    return (
+        select(
+            Agent.family_id,
+            Position.side,
+            Position.shares,
+            Position.cost_basis,
+            Market.outcomes,
+            Market.prices,
+        )
+        .join(Agent, Agent.id == Position.agent_id)
+        .join(Market, Market.id == Position.market_id)
+        .where(Position.status == "OPEN")
+    )
+
+
+def _add_attempts(session: Session, cohort_id: int | None, row: RowFor) -> None:
+    malformed = func.sum(case((DecisionAttempt.outcome == "malformed", 1), else_=0))
+    failed = func.sum(case((DecisionAttempt.outcome.in_(FAILED_OUTCOMES), 1), else_=0))
+    counts = (
+        select(
+            Agent.family_id,
+            func.count(),
+            func.count(func.distinct(DecisionAttempt.decision_id)),
+            malformed,
+            failed,
+            func.coalesce(func.sum(DecisionAttempt.prompt_tokens), 0),
+            func.coalesce(func.sum(DecisionAttempt.completion_tokens), 0),
+        )
+        .join(Decision, Decision.id == DecisionAttempt.decision_id)
+        .join(Agent, Agent.id == Decision.agent_id)
+    )
+    counts = _in_cohort(counts, Decision.cohort_id, cohort_id).group_by(Agent.family_id)
+    for family_id, attempts, decided, bad, failures, prompt, completion in session.execute(counts):
+        standing = row(family_id)
+        reliability = standing.reliability
+        reliability.attempts = int(attempts)
+        reliability.retries = int(attempts) - int(decided)
+        reliability.malformed_attempts = int(bad or 0)
+        reliability.failures = int(failures or 0)
+        standing.prompt_tokens = int(prompt)
+        standing.completion_tokens = int(completion)
+
+    costs = (
+        select(Agent.family_id, DecisionAttempt.cost_usd)
+        .join(Decision, Decision.id == DecisionAttempt.decision_id)
+        .join(Agent, Agent.id == Decision.agent_id)
+        .where(DecisionAttempt.cost_usd.is_not(None))
+    )
+    for family_id, cost in _stream(session, _in_cohort(costs, Decision.cohort_id, cohort_id)):
+        row(family_id).cost_usd += cost
+
+
+def _add_decisions(session: Session, cohort_id: int | None, row: RowFor) -> None:
+    holds = func.sum(case((Decision.system_hold.is_(True), 1), else_=0))
+    failed = func.sum(case((Decision.status == FAILED_DECISION_STATUS, 1), else_=0))
+    counts = select(Agent.family_id, func.count(), holds, failed).join(
+        Agent, Agent.id == Decision.agent_id
+    )
+    counts = _in_cohort(counts, Decision.cohort_id, cohort_id).group_by(Agent.family_id)
+    for family_id, decisions, system_holds, failed_decisions in session.execute(counts):
+        reliability = row(family_id).reliability
+        reliability.decisions = int(decisions)
+        reliability.system_holds = int(system_holds or 0)
+        reliability.failed_decisions = int(failed_decisions or 0)
+
+
+def _in_cohort(statement: SelectT, column: Any, cohort_id: int | None) -> SelectT:
+    return statement if cohort_id is None else statement.where(column == cohort_id)
+
+
+def _stream(session: Session, statement: Select) -> Iterator[Any]:
+    """Rows in batches (a server-side cursor on PostgreSQL), never a whole table at once."""
+    yield from session.execute(statement.execution_options(yield_per=STREAM_BATCH))
+
+
+def _prices(raw: Any) -> list[Decimal] | None:
+    if not raw:
+        return None
+    try:
+        return [Decimal(str(value)) for value in raw]
+    except ArithmeticError:
+        return None
+
+
+def money_text(value: Decimal) -> str:
+    """Money as a decimal string with exactly two places (``"10234.50"``)."""
+    return format(to_money(value), "f")
+
+
+def plain_text(value: Decimal) -> str:
+    """An exact decimal in plain notation, trailing zeros trimmed to at least two places."""
+    text = format(value, "f")
+    if "." in text:
+        whole, fraction = text.split(".")
+        fraction = fraction.rstrip("0").ljust(2, "0")
+        return f"{whole}.{fraction}"
+    return f"{text}.00"
+
+
+def _number(value: Decimal | None, places: int = SCORE_PLACES) -> float | None:
+    if value is None:
+        return None
+    return float(round(value, places))
+
+
+def _round(value: float | None, places: int = SCORE_PLACES) -> float | None:
+    return None if value is None else round(value, places)
+
+
+def to_json(standings: Iterable[FamilyStanding]) -> list[dict[str, Any]]:
+    """The ``arena leaderboard --format json`` array."""
+    return [standing.to_json() for standing in standings]
+
+
+def write_csv(standings: Iterable[FamilyStanding], out: IO[str]) -> None:
+    """The leaderboard as CSV with the JSON field names as header (null -> empty cell)."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(FIELDS)
+    for standing in standings:
+        data = standing.to_json()
+        writer.writerow(["" if data[name] is None else _csv_value(data[name]) for name in FIELDS])
+
+
+def _csv_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,385 @@
+"""Research exports (``arena export``): one file per table, plus ``manifest.json``.
+
+Files (``docs/EXPORT_SCHEMA.md`` documents every column): ``families``, ``cohorts``,
+``agents``, ``decisions``, ``attempts``, ``trades``, ``positions``, ``snapshots``,
+``brier_scores``, ``markets``, ``market_prices`` and ``forecasts``, each as ``<name>.jsonl``,
+``<name>.csv`` or ``<name>.parquet``. Every row carries the ids needed to join (``cohort_id``,
+``agent_id``, ``family_id``, ``decision_id``, ``market_id``...).
+
+Slices: ``cohorts`` and ``families`` restrict every table to the agents in them; ``since``
+(inclusive) and ``until`` (exclusive) restrict each fact table on its natural time column
+(decisions ``created_at``, attempts ``started_at``, trades ``executed_at``, positions
+``opened_at``, snapshots ``taken_at``, brier_scores ``scored_at``, forecasts ``forecast_at``,
+market_prices ``observed_at``). Dimension tables (families, cohorts, agents) follow the cohort
+and family filters only; with any filter, markets (and their prices) are those the slice refers
+to: traded, held, shown in a decision's frozen universe, scored or forecast.
+
+Values, the same in every format: decimals exact (text in JSONL/CSV, ``decimal128(p, s)`` in
+Parquet with the database column's precision and scale), timestamps UTC (ISO 8601 with ``Z`` in
+text, ``timestamp[us, UTC]`` in Parquet), JSON documents (prompts, payloads, outcome lists) as
+JSON text, null as JSON null / empty CSV cell / Parquet null.
+
+Bounded memory: every table is streamed from one consistent read snapshot in batches
+(``yield_per``), written row by row (JSONL, CSV) or one Parquet row group per batch, a batch
+being closed early once it holds about :data:`BATCH_BYTES` of text (prompts are large).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena import __version__
+from arena.analytics.consistent_read import consistent_read
+from arena.clock import Clock, SystemClock
+from arena.errors import UserError
+from arena.export_tables import TABLES, Column, ExportFilters, Kind, TableSpec
+
+log = logging.getLogger(__name__)
+
+EXPORT_SCHEMA_VERSION = "1"
+FORMATS = ("jsonl", "csv", "parquet")
+BATCH_ROWS = 5_000
+BATCH_BYTES = 32 * 1024 * 1024
+HASH_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ExportedFile:
+    """One written file: its table, name inside the export directory, rows, bytes, sha256."""
+
+    table: str
+    file: str
+    rows: int
+    bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What ``manifest.json`` records about an export."""
+
+    export_schema_version: str
+    methodology_version: str
+    arena_version: str
+    format: str
+    exported_at: datetime
+    filters: dict[str, Any]
+    cohort_methodology_versions: list[str]
+    files: tuple[ExportedFile, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "export_schema_version": self.export_schema_version,
+            "methodology_version": self.methodology_version,
+            "arena_version": self.arena_version,
+            "format": self.format,
+            "exported_at": iso(self.exported_at),
+            "filters": self.filters,
+            "cohort_methodology_versions": self.cohort_methodology_versions,
+            "files": {
+                f.table: {"file": f.file, "rows": f.rows, "bytes": f.bytes, "sha256": f.sha256}
+                for f in self.files
+            },
+        }
+
+    def rows(self, table: str) -> int:
+        return next(f.rows for f in self.files if f.table == table)
+
+
+def export(
+    session_factory: sessionmaker[Session],
+    out_dir: Path | str,
+    fmt: str = "jsonl",
+    cohorts: Sequence[int] | None = None,
+    families: Sequence[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    include_prompts: bool = True,
+    methodology: str = "v1",
+    clock: Clock | None = None,
+) -> Manifest:
+    """Write every table of the slice into ``out_dir`` in ``fmt`` and return the manifest.
+
+    Empty or None ``cohorts``/``families`` mean "all"; ``since`` is inclusive and ``until``
+    exclusive. ``include_prompts=False`` writes null instead of each attempt's request
+    messages, raw response and raw body. Existing files of the same names are replaced;
+    ``manifest.json`` is written last.
+    """
+    if fmt not in FORMATS:
+        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if since is not None and until is not None and since >= until:
+        raise UserError("--since must be earlier than --until")
+    filters = ExportFilters(
+        cohorts=tuple(sorted(set(cohorts))) if cohorts else None,
+        families=tuple(sorted(set(families))) if families else None,
+        since=since,
+        until=until,
+    )
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    exported_at = (clock or SystemClock()).now()
+    written: list[ExportedFile] = []
+    with consistent_read(session_factory) as session:
+        versions = _methodology_versions(session, filters)
+        for spec in TABLES:
+            path = directory / f"{spec.name}.{fmt}"
+            rows = _write_table(session, spec, filters, include_prompts, fmt, path)
+            written.append(
+                ExportedFile(spec.name, path.name, rows, path.stat().st_size, sha256_of(path))
+            )
+            log.info("exported %s: %d rows", spec.name, rows)
+    manifest = Manifest(
+        export_schema_version=EXPORT_SCHEMA_VERSION,
+        methodology_version=methodology,
+        arena_version=__version__,
+        format=fmt,
+        exported_at=exported_at,
+        filters={
+            "cohorts": list(filters.cohorts) if filters.cohorts else None,
+            "families": list(filters.families) if filters.families else None,
+            "since": iso(since) if since else None,
+            "until": iso(until) if until else None,
+            "include_prompts": include_prompts,
+        },
+        cohort_methodology_versions=versions,
+        files=tuple(written),
+    )
+    target = directory / "manifest.json"
+    partial = directory / "manifest.json.partial"
+    partial.write_text(json.dumps(manifest.to_dict(), indent=2) + "\n", encoding="utf-8")
+    partial.replace(target)
+    return manifest
+
+
+def _methodology_versions(session: Session, filters: ExportFilters) -> list[str]:
+    from arena.store.models import Agent
+
+    statement = select(Agent.methodology_version).distinct()
+    if filters.cohorts:
+        statement = statement.where(Agent.cohort_id.in_(filters.cohorts))
+    if filters.families:
+        statement = statement.where(Agent.family_id.in_(filters.families))
+    return sorted(str(version) for version in session.scalars(statement))
+
+
+def _write_table(
+    session: Session,
+    spec: TableSpec,
+    filters: ExportFilters,
+    include_prompts: bool,
+    fmt: str,
+    path: Path,
+) -> int:
+    statement = spec.query(filters, include_prompts)
+    batch_rows = spec.batch_rows or BATCH_ROWS
+    writer = _WRITERS[fmt](path, spec.columns)
+    count = 0
+    try:
+        for batch in _batches(session, statement, spec.columns, batch_rows):
+            writer.write(batch)
+            count += len(batch)
+    finally:
+        writer.close()
+    return count
+
+
+def _batches(
+    session: Session, statement: Select, columns: tuple[Column, ...], batch_rows: int
+) -> Iterator[list[tuple[Any, ...]]]:
+    """Rows converted to export values, in lists of at most ``batch_rows`` / ~BATCH_BYTES."""
+    converters = [_CONVERT[column.kind](column) for column in columns]
+    textual = [i for i, column in enumerate(columns) if column.kind in (Kind.TEXT, Kind.JSON)]
+    batch: list[tuple[Any, ...]] = []
+    size = 0
+    result = session.execute(statement.execution_options(yield_per=batch_rows))
+    for raw in result:
+        row = tuple(convert(value) for convert, value in zip(converters, raw, strict=True))
+        batch.append(row)
+        size += sum(len(row[i]) for i in textual if row[i] is not None)
+        if len(batch) >= batch_rows or size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+# -- value conversion: database value -> the one export value every format starts from ------
+
+
+def _identity(_column: Column) -> Callable[[Any], Any]:
+    return lambda value: value
+
+
+def _to_int(_column: Column) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else int(value)
+
+
+def _to_bool(_column: Column) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else bool(value)
+
+
+def _to_decimal(column: Column) -> Callable[[Any], Any]:
+    """Quantized to the column's scale, half-up as PostgreSQL's NUMERIC does, so an export
+    from SQLite (which keeps decimal text as written) equals one from PostgreSQL."""
+    step = Decimal(1).scaleb(-column.scale)
+
+    def convert(value: Any) -> Decimal | None:
+        if value is None:
+            return None
+        return Decimal(value).quantize(step, rounding=ROUND_HALF_UP)
+
+    return convert
+
+
+def _to_time(column: Column) -> Callable[[Any], Any]:
+    derive = column.derive
+
+    def convert(value: Any) -> datetime | None:
+        if value is None:
+            return None
+        value = value.astimezone(UTC)
+        return derive(value) if derive else value
+
+    return convert
+
+
+def _to_json_text(_column: Column) -> Callable[[Any], Any]:
+    """JSON columns are read as their stored text; a stored JSON ``null`` becomes null."""
+    return lambda value: None if value is None or value == "null" else str(value)
+
+
+_CONVERT: dict[Kind, Callable[[Column], Callable[[Any], Any]]] = {
+    Kind.INT: _to_int,
+    Kind.TEXT: _identity,
+    Kind.BOOL: _to_bool,
+    Kind.DECIMAL: _to_decimal,
+    Kind.TIME: _to_time,
+    Kind.JSON: _to_json_text,
+}
+
+
+def iso(value: datetime) -> str:
+    """ISO 8601 in UTC with a ``Z`` (microseconds only when present)."""
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def decimal_text(value: Decimal, scale: int) -> str:
+    """Money (scale 2) keeps its cents (``"10000.00"``); other decimals drop trailing zeros."""
+    text = format(value, "f")
+    if scale == 2 or "." not in text:
+        return text
+    return text.rstrip("0").rstrip(".")
+
+
+def text_value(column: Column, value: Any) -> Any:
+    """The JSON-lines value of an export value (CSV writes the same, null as an empty cell)."""
+    if value is None:
+        return None
+    if column.kind is Kind.DECIMAL:
+        return decimal_text(value, column.scale)
+    if column.kind is Kind.TIME:
+        return iso(value)
+    return value
+
+
+# -- writers ---------------------------------------------------------------------------------
+
+
+class _JsonlWriter:
+    def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
+        self.columns = columns
+        self.handle: IO[str] = path.open("w", encoding="utf-8", newline="\n")
+
+    def write(self, rows: list[tuple[Any, ...]]) -> None:
+        for row in rows:
+            record = {c.name: text_value(c, v) for c, v in zip(self.columns, row, strict=True)}
+            self.handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+class _CsvWriter:
+    def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
+        self.columns = columns
+        self.handle: IO[str] = path.open("w", encoding="utf-8", newline="")
+        self.writer = csv.writer(self.handle, lineterminator="\n")
+        self.writer.writerow([column.name for column in columns])
+
+    def write(self, rows: list[tuple[Any, ...]]) -> None:
+        for row in rows:
+            self.writer.writerow([_csv_cell(c, v) for c, v in zip(self.columns, row, strict=True)])
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def _csv_cell(column: Column, value: Any) -> Any:
+    value = text_value(column, value)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+class _ParquetWriter:
+    def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
+        self.schema = arrow_schema(columns)
+        self.writer = pq.ParquetWriter(path, self.schema, compression="zstd")
+
+    def write(self, rows: list[tuple[Any, ...]]) -> None:
+        arrays = [
+            pa.array([row[i] for row in rows], type=self.schema.field(i).type)
+            for i in range(len(self.schema))
+        ]
+        self.writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def arrow_type(column: Column) -> pa.DataType:
+    """The Parquet (Arrow) type of an export column."""
+    if column.kind is Kind.INT:
+        return pa.int64()
+    if column.kind is Kind.BOOL:
+        return pa.bool_()
+    if column.kind is Kind.DECIMAL:
+        return pa.decimal128(column.precision, column.scale)
+    if column.kind is Kind.TIME:
+        return pa.timestamp("us", tz="UTC")
+    return pa.string()
+
+
+def arrow_schema(columns: tuple[Column, ...]) -> pa.Schema:
+    return pa.schema([pa.field(column.name, arrow_type(column)) for column in columns])
+
+
+_WRITERS: dict[str, Callable[[Path, tuple[Column, ...]], Any]] = {
+    "jsonl": _JsonlWriter,
+    "csv": _CsvWriter,
+    "parquet": _ParquetWriter,
+}
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,526 @@
+"""The export's tables: their columns (names, types) and how each is queried and sliced.
+
+One :class:`TableSpec` per exported file, in :data:`TABLES`. Column types come from the
+database columns they read (``ExactDecimal(p, s)`` -> decimal with that precision and scale,
+``UTCDateTime`` -> UTC timestamp, ``JSON`` -> JSON text...), so the export follows the schema.
+``docs/EXPORT_SCHEMA.md`` documents every column; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Integer, Select, String, Text, cast, func, null, select, union
+
+from arena.clock import week_start
+from arena.store.models import (
+    Agent,
+    BrierScore,
+    Cohort,
+    Decision,
+    DecisionAttempt,
+    Family,
+    Forecast,
+    Market,
+    MarketPrice,
+    PortfolioSnapshot,
+    Position,
+    Trade,
+    UniverseMarket,
+)
+from arena.store.types import ExactDecimal, UTCDateTime
+
+
+class Kind(enum.Enum):
+    INT = "integer"
+    TEXT = "string"
+    BOOL = "boolean"
+    DECIMAL = "decimal"
+    TIME = "timestamp"
+    JSON = "json"
+
+
+@dataclass(frozen=True)
+class ExportFilters:
+    """A slice: None means "all"; ``since`` inclusive, ``until`` exclusive."""
+
+    cohorts: tuple[int, ...] | None = None
+    families: tuple[str, ...] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @property
+    def any(self) -> bool:
+        return bool(self.cohorts or self.families or self.since or self.until)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One exported column: its name, kind, and the SQL expression that reads it."""
+
+    name: str
+    kind: Kind
+    sql: Any
+    precision: int = 0
+    scale: int = 0
+    prompt: bool = False  # left out (null) when prompts are not exported
+    derive: Callable[[Any], Any] | None = None  # applied to the value read (derived columns)
+
+
+def col(
+    name: str,
+    expr: Any,
+    *,
+    prompt: bool = False,
+    derive: Callable[[Any], Any] | None = None,
+) -> Column:
+    """A column named ``name`` reading ``expr``, its kind taken from the expression's type."""
+    kind_of = expr.type
+    if isinstance(kind_of, ExactDecimal):
+        return Column(name, Kind.DECIMAL, expr, kind_of.precision, kind_of.scale, prompt)
+    if isinstance(kind_of, UTCDateTime):
+        return Column(name, Kind.TIME, expr, prompt=prompt, derive=derive)
+    if isinstance(kind_of, JSON):
+        return Column(name, Kind.JSON, cast(expr, Text), prompt=prompt)
+    if isinstance(kind_of, Boolean):
+        return Column(name, Kind.BOOL, expr, prompt=prompt)
+    if isinstance(kind_of, Integer):
+        return Column(name, Kind.INT, expr, prompt=prompt)
+    if isinstance(kind_of, String | Text):
+        return Column(name, Kind.TEXT, expr, prompt=prompt)
+    raise TypeError(f"export column {name}: unsupported type {kind_of!r}")
+
+
+Restrict = Callable[[Select, ExportFilters], Select]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    columns: tuple[Column, ...]
+    source: Callable[[Select], Select]  # FROM and joins
+    order_by: Any
+    restrict: Restrict
+    batch_rows: int | None = None
+
+    def query(self, filters: ExportFilters, include_prompts: bool) -> Select:
+        selected = [
+            null().label(c.name) if c.prompt and not include_prompts else c.sql.label(c.name)
+            for c in self.columns
+        ]
+        statement = self.source(select(*selected))
+        return self.restrict(statement, filters).order_by(self.order_by)
+
+
+def slice_on(
+    cohort: Any = None,
+    family: Any = None,
+    time: Any = None,
+) -> Restrict:
+    """Restrict a query by cohort id, family id and time range on the given columns."""
+
+    def restrict(statement: Select, f: ExportFilters) -> Select:
+        if f.cohorts and cohort is not None:
+            statement = statement.where(cohort.in_(f.cohorts))
+        if f.families and family is not None:
+            statement = statement.where(family.in_(f.families))
+        if time is not None and f.since is not None:
+            statement = statement.where(time >= f.since)
+        if time is not None and f.until is not None:
+            statement = statement.where(time < f.until)
+        return statement
+
+    return restrict
+
+
+def _agent_join(table: Any, agent_id: Any) -> Callable[[Select], Select]:
+    return lambda statement: statement.select_from(table).join(Agent, Agent.id == agent_id)
+
+
+# The slice of each fact table, reused to find the markets a slice refers to.
+TRADES_SLICE = slice_on(Trade.cohort_id, Agent.family_id, Trade.executed_at)
+POSITIONS_SLICE = slice_on(Position.cohort_id, Agent.family_id, Position.opened_at)
+DECISIONS_SLICE = slice_on(Decision.cohort_id, Agent.family_id, Decision.created_at)
+BRIER_SLICE = slice_on(BrierScore.cohort_id, BrierScore.family_id, BrierScore.scored_at)
+FORECASTS_SLICE = slice_on(Forecast.cohort_id, Forecast.family_id, Forecast.forecast_at)
+
+
+def referenced_markets(f: ExportFilters) -> Any:
+    """Ids of the markets a slice refers to: traded, held, shown in a universe, scored, forecast."""
+    traded = TRADES_SLICE(_agent_join(Trade, Trade.agent_id)(select(Trade.market_id)), f)
+    held = POSITIONS_SLICE(_agent_join(Position, Position.agent_id)(select(Position.market_id)), f)
+    shown = DECISIONS_SLICE(
+        select(UniverseMarket.market_id)
+        .select_from(UniverseMarket)
+        .join(Decision, Decision.universe_id == UniverseMarket.universe_id)
+        .join(Agent, Agent.id == Decision.agent_id),
+        f,
+    )
+    scored = BRIER_SLICE(select(BrierScore.market_id), f)
+    forecast = FORECASTS_SLICE(select(Forecast.market_id), f)
+    return union(traded, held, shown, scored, forecast)
+
+
+def _markets_restrict(statement: Select, f: ExportFilters) -> Select:
+    """With any filter, only the markets the slice refers to; without, every market."""
+    return statement.where(Market.id.in_(referenced_markets(f))) if f.any else statement
+
+
+def _market_prices_restrict(statement: Select, f: ExportFilters) -> Select:
+    statement = slice_on(time=MarketPrice.observed_at)(statement, f)
+    return statement.where(MarketPrice.market_id.in_(referenced_markets(f))) if f.any else statement
+
+
+def _families_restrict(statement: Select, f: ExportFilters) -> Select:
+    if f.families:
+        statement = statement.where(Family.id.in_(f.families))
+    if f.cohorts:
+        members = select(Agent.family_id).where(Agent.cohort_id.in_(f.cohorts))
+        statement = statement.where(Family.id.in_(members))
+    return statement
+
+
+def _cohorts_restrict(statement: Select, f: ExportFilters) -> Select:
+    if f.cohorts:
+        statement = statement.where(Cohort.id.in_(f.cohorts))
+    if f.families:
+        members = select(Agent.cohort_id).where(Agent.family_id.in_(f.families))
+        statement = statement.where(Cohort.id.in_(members))
+    return statement
+
+
+def _from(table: Any) -> Callable[[Select], Select]:
+    return lambda statement: statement.select_from(table)
+
+
+FAMILIES = TableSpec(
+    "families",
+    (
+        col("family_id", Family.id),
+        col("kind", Family.kind),
+        col("display_name", Family.display_name),
+        col("provider", Family.provider),
+        col("openrouter_id", Family.openrouter_id),
+        col("strategy", Family.strategy),
+        col("active", Family.active),
+        col("first_seen_at", Family.first_seen_at),
+        col("updated_at", Family.updated_at),
+    ),
+    _from(Family),
+    Family.id,
+    _families_restrict,
+)
+
+COHORTS = TableSpec(
+    "cohorts",
+    (
+        col("cohort_id", Cohort.id),
+        col("week_start", Cohort.week_start),
+        col("created_at", Cohort.created_at),
+        col("methodology_version", Cohort.methodology_version),
+        col("prompt_version", Cohort.prompt_version),
+        col("starting_balance", Cohort.starting_balance),
+        col("status", Cohort.status),
+        col("completed_at", Cohort.completed_at),
+    ),
+    _from(Cohort),
+    Cohort.id,
+    _cohorts_restrict,
+)
+
+AGENTS = TableSpec(
+    "agents",
+    (
+        col("agent_id", Agent.id),
+        col("cohort_id", Agent.cohort_id),
+        col("family_id", Agent.family_id),
+        col("kind", Agent.kind),
+        col("display_name", Agent.display_name),
+        col("provider", Agent.provider),
+        col("openrouter_id", Agent.openrouter_id),
+        col("strategy", Agent.strategy),
+        col("prompt_version", Agent.prompt_version),
+        col("methodology_version", Agent.methodology_version),
+        col("starting_balance", Agent.starting_balance),
+        col("cash", Agent.cash),
+        col("realized_pnl", Agent.realized_pnl),
+        col("created_at", Agent.created_at),
+    ),
+    _from(Agent),
+    Agent.id,
+    slice_on(Agent.cohort_id, Agent.family_id),
+)
+
+DECISIONS = TableSpec(
+    "decisions",
+    (
+        col("decision_id", Decision.id),
+        col("cohort_id", Decision.cohort_id),
+        col("agent_id", Decision.agent_id),
+        col("family_id", Agent.family_id),
+        col("decision_week", Decision.decision_week),
+        col("universe_id", Decision.universe_id),
+        col("status", Decision.status),
+        col("action", Decision.action),
+        col("system_hold", Decision.system_hold),
+        col("claim_count", Decision.claim_count),
+        col("cash_shown", Decision.cash_shown),
+        col("reasoning", Decision.reasoning),
+        col("payload", Decision.payload),
+        col("error", Decision.error),
+        col("prompt_version", Decision.prompt_version),
+        col("methodology_version", Decision.methodology_version),
+        col("created_at", Decision.created_at),
+        col("updated_at", Decision.updated_at),
+        col("completed_at", Decision.completed_at),
+    ),
+    _agent_join(Decision, Decision.agent_id),
+    Decision.id,
+    DECISIONS_SLICE,
+)
+
+ATTEMPTS = TableSpec(
+    "attempts",
+    (
+        col("attempt_id", DecisionAttempt.id),
+        col("decision_id", DecisionAttempt.decision_id),
+        col("cohort_id", Decision.cohort_id),
+        col("agent_id", Decision.agent_id),
+        col("family_id", Agent.family_id),
+        col("attempt_no", DecisionAttempt.attempt_no),
+        col("kind", DecisionAttempt.kind),
+        col("outcome", DecisionAttempt.outcome),
+        col("request_messages", DecisionAttempt.request_messages, prompt=True),
+        col("raw_response", DecisionAttempt.raw_response, prompt=True),
+        col("raw_body", DecisionAttempt.raw_body, prompt=True),
+        col("parsed", DecisionAttempt.parsed),
+        col("error", DecisionAttempt.error),
+        col("http_status", DecisionAttempt.http_status),
+        col("finish_reason", DecisionAttempt.finish_reason),
+        col("provider", DecisionAttempt.provider),
+        col("model", DecisionAttempt.model),
+        col("generation_id", DecisionAttempt.generation_id),
+        col("prompt_tokens", DecisionAttempt.prompt_tokens),
+        col("completion_tokens", DecisionAttempt.completion_tokens),
+        col("cost_usd", DecisionAttempt.cost_usd),
+        col("latency_ms", DecisionAttempt.latency_ms),
+        col("prompt_version", DecisionAttempt.prompt_version),
+        col("started_at", DecisionAttempt.started_at),
+        col("finished_at", DecisionAttempt.finished_at),
+    ),
+    lambda statement: (
+        statement.select_from(DecisionAttempt)
+        .join(Decision, Decision.id == DecisionAttempt.decision_id)
+        .join(Agent, Agent.id == Decision.agent_id)
+    ),
+    DecisionAttempt.id,
+    slice_on(Decision.cohort_id, Agent.family_id, DecisionAttempt.started_at),
+    batch_rows=200,  # prompts run to ~50 KB each
+)
+
+TRADES = TableSpec(
+    "trades",
+    (
+        col("trade_id", Trade.id),
+        col("decision_id", Trade.decision_id),
+        col("cohort_id", Trade.cohort_id),
+        col("agent_id", Trade.agent_id),
+        col("family_id", Agent.family_id),
+        col("position_id", Trade.position_id),
+        col("market_id", Trade.market_id),
+        col("side", Trade.side),
+        col("trade_type", Trade.trade_type),
+        col("amount", Trade.amount),
+        col("shares", Trade.shares),
+        col("price", Trade.price),
+        col("percentage", Trade.percentage),
+        col("basis_out", Trade.basis_out),
+        col("realized_pnl", Trade.realized_pnl),
+        col("implied_confidence", Trade.implied_confidence),
+        col("probability", Trade.probability),
+        col("cash_shown", Trade.cash_shown),
+        col("cash_after", Trade.cash_after),
+        col("executed_at", Trade.executed_at),
+    ),
+    _agent_join(Trade, Trade.agent_id),
+    Trade.id,
+    TRADES_SLICE,
+)
+
+POSITIONS = TableSpec(
+    "positions",
+    (
+        col("position_id", Position.id),
+        col("cohort_id", Position.cohort_id),
+        col("agent_id", Position.agent_id),
+        col("family_id", Agent.family_id),
+        col("market_id", Position.market_id),
+        col("side", Position.side),
+        col("shares", Position.shares),
+        col("cost_basis", Position.cost_basis),
+        col("status", Position.status),
+        col("settlement_outcome", Position.settlement_outcome),
+        col("payout", Position.payout),
+        col("realized_pnl", Position.realized_pnl),
+        col("opened_at", Position.opened_at),
+        col("updated_at", Position.updated_at),
+        col("closed_at", Position.closed_at),
+    ),
+    _agent_join(Position, Position.agent_id),
+    Position.id,
+    POSITIONS_SLICE,
+)
+
+SNAPSHOTS = TableSpec(
+    "snapshots",
+    (
+        col("snapshot_id", PortfolioSnapshot.id),
+        col("cohort_id", PortfolioSnapshot.cohort_id),
+        col("agent_id", PortfolioSnapshot.agent_id),
+        col("family_id", Agent.family_id),
+        col("taken_at", PortfolioSnapshot.taken_at),
+        col("cash", PortfolioSnapshot.cash),
+        col("positions_value", PortfolioSnapshot.positions_value),
+        col("total_value", PortfolioSnapshot.total_value),
+        col("pnl", PortfolioSnapshot.pnl),
+        col("pnl_pct", PortfolioSnapshot.pnl_pct),
+        col("realized_pnl", PortfolioSnapshot.realized_pnl),
+        col("unrealized_pnl", PortfolioSnapshot.unrealized_pnl),
+        col("brier", PortfolioSnapshot.brier),
+        col("resolved_bets", PortfolioSnapshot.resolved_bets),
+        col("open_positions", PortfolioSnapshot.open_positions),
+    ),
+    _agent_join(PortfolioSnapshot, PortfolioSnapshot.agent_id),
+    PortfolioSnapshot.id,
+    slice_on(PortfolioSnapshot.cohort_id, Agent.family_id, PortfolioSnapshot.taken_at),
+)
+
+BRIER_SCORES = TableSpec(
+    "brier_scores",
+    (
+        col("brier_id", BrierScore.id),
+        col("trade_id", BrierScore.trade_id),
+        col("decision_id", Trade.decision_id),
+        col("cohort_id", BrierScore.cohort_id),
+        col("agent_id", BrierScore.agent_id),
+        col("family_id", BrierScore.family_id),
+        col("market_id", BrierScore.market_id),
+        col("side", BrierScore.side),
+        col("implied_confidence", BrierScore.implied_confidence),
+        col("price_paid", BrierScore.price_paid),
+        col("won", BrierScore.won),
+        col("brier", BrierScore.brier),
+        col("market_brier", BrierScore.market_brier),
+        col("scored_at", BrierScore.scored_at),
+    ),
+    lambda statement: statement.select_from(BrierScore).join(
+        Trade, Trade.id == BrierScore.trade_id
+    ),
+    BrierScore.id,
+    BRIER_SLICE,
+)
+
+MARKETS = TableSpec(
+    "markets",
+    (
+        col("market_id", Market.id),
+        col("question", Market.question),
+        col("slug", Market.slug),
+        col("description", Market.description),
+        col("category", Market.category),
+        col("outcomes", Market.outcomes),
+        col("prices", Market.prices),
+        col("yes_price", Market.yes_price),
+        col("last_raw_prices", Market.last_raw_prices),
+        col("volume", Market.volume),
+        col("volume_24h", Market.volume_24h),
+        col("liquidity", Market.liquidity),
+        col("end_date", Market.end_date),
+        col("closed_time", Market.closed_time),
+        col("active", Market.active),
+        col("closed", Market.closed),
+        col("accepting_orders", Market.accepting_orders),
+        col("uma_resolution_status", Market.uma_resolution_status),
+        col("condition_id", Market.condition_id),
+        col("neg_risk", Market.neg_risk),
+        col("neg_risk_market_id", Market.neg_risk_market_id),
+        col("group_item_title", Market.group_item_title),
+        col("event_id", Market.event_id),
+        col("event_slug", Market.event_slug),
+        col("event_title", Market.event_title),
+        col("first_seen_at", Market.first_seen_at),
+        col("updated_at", Market.updated_at),
+        col("prices_updated_at", Market.prices_updated_at),
+        col("status", Market.status),
+        col("resolution_state", Market.resolution_state),
+        col("winning_outcome", Market.winning_outcome),
+        col("resolved_at", Market.resolved_at),
+    ),
+    _from(Market),
+    Market.id,
+    _markets_restrict,
+)
+
+MARKET_PRICES = TableSpec(
+    "market_prices",
+    (
+        col("price_id", MarketPrice.id),
+        col("market_id", MarketPrice.market_id),
+        col("observed_at", MarketPrice.observed_at),
+        col("prices", MarketPrice.prices),
+        col("yes_price", MarketPrice.yes_price),
+        col("volume", MarketPrice.volume),
+    ),
+    _from(MarketPrice),
+    MarketPrice.id,
+    _market_prices_restrict,
+)
+
+# The columns arena.analytics.records reads (methodology v2 forecasts), exactly.
+FORECASTS = TableSpec(
+    "forecasts",
+    (
+        col("forecast_id", Forecast.id),
+        col("cohort_id", Forecast.cohort_id),
+        col("agent_id", Forecast.agent_id),
+        col("family_id", Forecast.family_id),
+        col("family_kind", Agent.kind),
+        col("decision_id", Forecast.decision_id),
+        col("market_id", Forecast.market_id),
+        col("outcome", Forecast.outcome),
+        col("probability", Forecast.probability),
+        col("market_probability", Forecast.market_probability),
+        col("forecast_at", Forecast.forecast_at),
+        col("week_start", Forecast.forecast_at, derive=week_start),
+        col("event_group", func.coalesce(Market.neg_risk_market_id, Market.event_id)),
+        col("scheduled_close_at", Market.end_date),
+        col("resolved_at", Market.resolved_at),
+        col("resolved_value", Forecast.resolved_value),
+    ),
+    lambda statement: (
+        statement.select_from(Forecast)
+        .join(Agent, Agent.id == Forecast.agent_id)
+        .join(Market, Market.id == Forecast.market_id)
+    ),
+    Forecast.id,
+    FORECASTS_SLICE,
+)
+
+TABLES: tuple[TableSpec, ...] = (
+    FAMILIES,
+    COHORTS,
+    AGENTS,
+    DECISIONS,
+    ATTEMPTS,
+    TRADES,
+    POSITIONS,
+    SNAPSHOTS,
+    BRIER_SCORES,
+    MARKETS,
+    MARKET_PRICES,
+    FORECASTS,
+)
