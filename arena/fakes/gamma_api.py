@@ -1,0 +1,311 @@
+"""The HTTP surface of the fake Gamma: routing, keyset paging, filters, and raw-JSON rendering.
+
+Functions of a :class:`~arena.fakes.gamma.FakeGammaWorld` (called under its lock by
+``FakeGammaWorld.handle``). Rows are rendered the way Gamma sends them: null keys omitted,
+``outcomes``/``outcomePrices``/``clobTokenIds`` as JSON-encoded strings, ``volume`` a string
+beside a numeric ``volumeNum``, ``closedTime`` in Postgres text, one ``events[]`` entry with tags.
+Keyset cursors encode the sort key of a page's last row, as a real keyset cursor does.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from arena.fakes.serving import FakeDrop, Reply
+
+if TYPE_CHECKING:
+    from arena.fakes.gamma import FakeEvent, FakeGammaWorld, FakeMarket, Fault
+
+TICK = Decimal("0.001")
+PAGE_CLAMP = 100
+LEGACY_OFFSET_MAX = 2000
+ORDER_FIELDS = ("volumeNum", "volume24hr", "liquidityNum", "endDate", "startDate", "id")
+# fmt: off
+OPTIONAL_KEYS = (
+    "volumeNum", "liquidity", "liquidityNum", "volume24hr", "events", "description", "slug",
+    "endDate", "clobTokenIds", "bestBid", "lastTradePrice", "negRiskMarketID",
+)  # never acceptingOrders/closed/active/outcomes/outcomePrices: they decide tradability
+# fmt: on
+
+
+def take_fault(world: FakeGammaWorld, path: str, query: dict[str, list[str]]) -> Fault | None:
+    for fault in world.faults:
+        if not path.startswith(fault.path):
+            continue
+        if fault.kind == "repeat_cursor" and not query.get("after_cursor"):
+            continue
+        world.faults.remove(fault)
+        return fault
+    return None
+
+
+def fault_reply(fault: Fault) -> Reply | None:
+    if fault.kind == "429":
+        headers = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+        status, headers_, body = error_reply(429, "rate limit", "too many requests")
+        return status, {**headers_, **headers}, body
+    if fault.kind == "500":
+        return error_reply(500, "internal server error", "cannot get the information")
+    if fault.kind in ("drop", "connect_error"):
+        raise FakeDrop(fault.kind)
+    if fault.kind == "malformed":
+        return 200, {"Content-Type": "application/json"}, b'{"markets": [{"id": "5000'
+    return None
+
+
+def route(
+    world: FakeGammaWorld, path: str, query: dict[str, list[str]], fault: Fault | None
+) -> Reply:
+    if path == "/markets/keyset":
+        return _keyset(world, query, fault)
+    if path == "/markets":
+        return _legacy(world, query)
+    match = re.fullmatch(r"/markets/([^/]+)", path)
+    if match:
+        market = world.markets.get(match.group(1))
+        if market is None:
+            return error_reply(404, "not found", "market not found")
+        return _json(render_market(world, market))
+    return error_reply(404, "not found", f"no route for {path}")
+
+
+def _keyset(world: FakeGammaWorld, query: dict[str, list[str]], fault: Fault | None) -> Reply:
+    if "offset" in query:
+        return error_reply(422, "validation error", "offset is not supported, use after_cursor")
+    try:
+        rows = _select(world, query)
+        limit = _limit(query, world.page_clamp)
+        cursor = _first(query, "after_cursor")
+        if cursor:
+            after = _decode_cursor(cursor)
+            rows = [row for row in rows if row[0] > after]
+    except ValueError as exc:
+        return error_reply(422, "validation error", str(exc))
+    page = rows[:limit]
+    body: dict[str, Any] = {"markets": [render_market(world, m) for _, m in page]}
+    if fault is not None and fault.kind == "repeat_cursor" and cursor:
+        body["next_cursor"] = cursor
+    elif len(rows) > limit:
+        body["next_cursor"] = _encode_cursor(page[-1][0])
+    elif world.empty_end_cursor:
+        body["next_cursor"] = ""
+    return _json(body)
+
+
+def _legacy(world: FakeGammaWorld, query: dict[str, list[str]]) -> Reply:
+    try:
+        rows = _select(world, query)
+        limit = _limit(query, world.page_clamp)
+        offset = int(_first(query, "offset") or 0)
+    except ValueError as exc:
+        return error_reply(422, "validation error", str(exc))
+    if offset > LEGACY_OFFSET_MAX:
+        return error_reply(422, "validation error", "offset too large, use /markets/keyset")
+    status, headers, body = _json(
+        [render_market(world, m) for _, m in rows[offset : offset + limit]]
+    )
+    headers.update({"Deprecation": "true", "Sunset": "Fri, 01 May 2026 00:00:00 GMT"})
+    return status, headers, body
+
+
+def _select(
+    world: FakeGammaWorld, query: dict[str, list[str]]
+) -> list[tuple[tuple[int, Decimal, int], FakeMarket]]:
+    order = _first(query, "order") or "id"
+    if order not in ORDER_FIELDS:
+        raise ValueError("order fields are not valid")
+    ascending = (_first(query, "ascending") or "false").lower() == "true"
+    closed = (_first(query, "closed") or "false").lower() == "true"
+    active = _first(query, "active")
+    ids = set(query.get("id", []))
+    if len(ids) > PAGE_CLAMP:
+        raise ValueError(f"at most {PAGE_CLAMP} ids")
+    volume_min = Decimal(_first(query, "volume_num_min") or "-1")
+    chosen = []
+    for market in world.markets.values():
+        if market.closed != closed or (ids and market.id not in ids):
+            continue
+        if active is not None and market.active != (active.lower() == "true"):
+            continue
+        if market.volume < volume_min:
+            continue
+        chosen.append((_sort_key(market, order, ascending), market))
+    chosen.sort(key=lambda row: row[0])
+    return chosen
+
+
+def render_market(world: FakeGammaWorld, market: FakeMarket) -> dict[str, Any]:
+    """The market as Gamma sends it (null keys omitted, JSON-encoded lists)."""
+    seq = int(market.id)
+    p0 = market.prices[0] if market.prices else None
+    row: dict[str, Any] = {
+        "id": market.id,
+        "question": market.question,
+        "conditionId": market.condition_id,
+        "slug": _slug(market.question, market.id),
+        "resolutionSource": "",
+        "endDate": _rfc(market.end_date),
+        "liquidity": str(market.liquidity),
+        "startDate": _rfc(market.start_date, "ms"),
+        "description": f"This market resolves per its rules. {market.question}",
+        "outcomes": json.dumps(market.outcomes),
+        "outcomePrices": None
+        if market.prices is None
+        else json.dumps([_price(p) for p in market.prices]),
+        "volume": str(market.volume),
+        "active": market.active,
+        "closed": market.closed,
+        "createdAt": _rfc(market.start_date - timedelta(hours=3), "us"),
+        "updatedAt": _rfc(market.updated_at, "us"),
+        "closedTime": _pg(market.closed_time) if market.closed_time else None,
+        "archived": False,
+        "groupItemTitle": market.group_item_title or "",
+        "enableOrderBook": True,
+        "volumeNum": _number(world, market.volume, seq),
+        "liquidityNum": _number(world, market.liquidity, seq + 1),
+        "endDateIso": market.end_date.date().isoformat(),
+        "volume24hr": _number(world, market.volume_24h, seq + 2),
+        "clobTokenIds": json.dumps(
+            [str(10**76 + seq * 7919 + i) for i in range(len(market.outcomes))]
+        )
+        if market.prices is not None
+        else None,
+        "acceptingOrders": market.accepting_orders,
+        "negRisk": market.event.neg_risk,
+        "negRiskMarketID": market.event.neg_risk_market_id,
+        "negRiskOther": market.neg_risk_other,
+        "umaResolutionStatus": market.uma_status,
+        "umaResolutionStatuses": json.dumps(market.uma_history),
+        "lastTradePrice": float(p0) if p0 is not None else None,
+        "bestBid": float(max(Decimal(0), p0 - TICK)) if p0 is not None and seq % 5 else None,
+        "sportsMarketType": "moneyline" if market.sports else None,
+        "events": [_render_event(market.event)],
+    }
+    row = {key: value for key, value in row.items() if value is not None}
+    row["feeType"] = None  # the one null Gamma does send
+    if world.missing_fields and seq % 2 == 0:
+        for key in OPTIONAL_KEYS[seq % 3 :: 2]:
+            row.pop(key, None)
+    for key, value in world.overrides.get(market.id, {}).items():
+        if value is None:
+            row.pop(key, None)
+        else:
+            row[key] = value
+    return row
+
+
+def _render_event(event: FakeEvent) -> dict[str, Any]:
+    rendered: dict[str, Any] = {
+        "id": event.id,
+        "ticker": event.slug,
+        "slug": event.slug,
+        "title": event.title,
+        "active": True,
+        "closed": False,
+        "negRisk": event.neg_risk,
+        "tags": [
+            {
+                "id": str(100 + sum(map(ord, t)) % 900),
+                "label": t,
+                "slug": t.lower().replace(" ", "-"),
+            }
+            for t in event.tags
+        ],
+    }
+    if event.neg_risk_market_id:
+        rendered["negRiskMarketID"] = event.neg_risk_market_id
+    return rendered
+
+
+def _number(world: FakeGammaWorld, value: Decimal, seq: int) -> Any:
+    """A JSON number, or with ``type_flips`` an int, a float or a string by turns."""
+    if world.type_flips:
+        flavour = seq % 3
+        if flavour == 0:
+            return int(value)
+        if flavour == 1:
+            return str(value)
+    return float(value)
+
+
+def _sort_key(market: FakeMarket, order: str, ascending: bool) -> tuple[int, Decimal, int]:
+    values: dict[str, Decimal | None] = {
+        "volumeNum": market.volume,
+        "volume24hr": market.volume_24h,
+        "liquidityNum": market.liquidity,
+        "endDate": Decimal(int(market.end_date.timestamp())),
+        "startDate": Decimal(int(market.start_date.timestamp())),
+        "id": Decimal(int(market.id)),
+    }
+    value = values[order]
+    if value is None:
+        return (1, Decimal(0), int(market.id))
+    return (0, value if ascending else -value, int(market.id))
+
+
+def _encode_cursor(key: tuple[int, Decimal, int]) -> str:
+    raw = json.dumps({"v": 1, "k": [key[0], str(key[1]), key[2]]}).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[int, Decimal, int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        flag, value, market_id = json.loads(raw)["k"]
+        return int(flag), Decimal(value), int(market_id)
+    except (binascii.Error, ValueError, KeyError, TypeError, ArithmeticError):
+        raise ValueError("invalid after_cursor") from None
+
+
+def _first(query: Mapping[str, list[str]], key: str) -> str | None:
+    values = query.get(key)
+    return values[0] if values else None
+
+
+def _limit(query: Mapping[str, list[str]], clamp: int = PAGE_CLAMP) -> int:
+    text = _first(query, "limit")
+    if text is None:
+        return min(20, clamp)
+    try:
+        return max(1, min(clamp, int(text)))
+    except ValueError:
+        raise ValueError("limit must be an integer") from None
+
+
+def _json(body: Any) -> Reply:
+    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+def error_reply(status: int, kind: str, message: str) -> Reply:
+    body = json.dumps({"type": kind, "error": message}).encode()
+    return status, {"Content-Type": "application/json"}, body
+
+
+def _price(price: Decimal) -> str:
+    text = format(price.normalize(), "f")
+    return text if text not in ("-0", "") else "0"
+
+
+def _slug(question: str, market_id: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", question.lower()).strip("-")[:50] + "-" + market_id[-3:]
+
+
+def _rfc(moment: datetime, precision: str = "s") -> str:
+    moment = moment.astimezone(UTC)
+    if precision == "ms":
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    if precision == "us":
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond:06d}Z"
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _pg(moment: datetime) -> str:
+    """Postgres text timestamp, as Gamma sends ``closedTime``: ``2026-05-25 22:43:31+00``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S+00")

@@ -1,0 +1,87 @@
+"""Serve a pure request handler over real HTTP on 127.0.0.1, for fakes of outside services.
+
+A handler is ``handle(method, path, query) -> (status, headers, body)`` with ``query`` mapping
+each parameter to its list of values. It signals transport-level misbehaviour by raising
+:class:`FakeDrop` (close the socket without answering) or :class:`FakeSlow` (answer late).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+Reply = tuple[int, dict[str, str], bytes]
+Handler = Callable[[str, str, dict[str, list[str]]], Reply]
+
+
+class FakeDrop(Exception):  # noqa: N818 - a signal to the transport, not an error
+    """The transport must drop the connection without answering."""
+
+    def __init__(self, kind: str = "drop") -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+class FakeSlow(Exception):  # noqa: N818
+    """The transport must wait ``delay`` seconds before sending ``reply``."""
+
+    def __init__(self, delay: float, reply: Reply) -> None:
+        super().__init__(delay)
+        self.delay = delay
+        self.reply = reply
+
+
+@contextmanager
+def serve_handler(handle: Handler) -> Iterator[str]:
+    """Run ``handle`` behind a threaded HTTP server on an ephemeral port; yields the base URL."""
+
+    class RequestHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self._serve("GET")
+
+        def do_POST(self) -> None:
+            self._serve("POST")
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+        def _serve(self, method: str) -> None:
+            url = urlsplit(self.path)
+            query = parse_qs(url.query, keep_blank_values=True)
+            try:
+                status, headers, body = handle(method, url.path, query)
+            except FakeDrop:
+                self.close_connection = True  # the server closes the socket, nothing sent
+                return
+            except FakeSlow as slow:
+                time.sleep(slow.delay)
+                status, headers, body = slow.reply
+            try:
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except OSError:  # the client gave up (timeout) before the late answer
+                self.close_connection = True
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), RequestHandler)
+    server.daemon_threads = True
+    server.block_on_close = False
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
