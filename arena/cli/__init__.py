@@ -19,6 +19,7 @@ from arena.logs import configure_logging
 
 COMMAND_MODULES = [
     "arena.cli.core",
+    "arena.cli.markets",
     "arena.cli.jobs",
     "arena.cli.decide",
 ]

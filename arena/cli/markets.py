@@ -1,0 +1,32 @@
+"""Market commands: ``arena markets sync`` (one call into :mod:`arena.jobs.markets`)."""
+
+from __future__ import annotations
+
+import typer
+
+from arena.cli.common import AtOption, clock_for, console, err_console, state
+from arena.jobs.markets import sync_markets
+from arena.sources.gamma import GammaClient
+
+markets_app = typer.Typer(help="Polymarket markets.", no_args_is_help=True)
+
+
+@markets_app.command("sync")
+def sync(ctx: typer.Context, at: AtOption = None) -> None:
+    """Pull the top-N Gamma universe and refresh prices of markets with open positions."""
+    app_state = state(ctx)
+    settings = app_state.settings
+    factory = app_state.factory()
+    with GammaClient(settings.polymarket) as gamma:
+        report = sync_markets(factory, gamma, settings, clock_for(at))
+    console.print(report.summary())
+    if not report.complete:
+        err_console.print(
+            f"warning: only {report.listed} of {report.universe_size} universe markets listed"
+        )
+    for market_id, reason in report.parse_errors[:10]:
+        err_console.print(f"warning: skipped unparseable market {market_id}: {reason}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(markets_app, name="markets")
