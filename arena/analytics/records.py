@@ -221,7 +221,7 @@ def _floats(raw: Any, n: int, name: str) -> NDArray[np.float64]:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             raw = raw.to_pylist()
         else:
-            return np.asarray(raw.to_numpy(zero_copy_only=False), dtype=np.float64)
+            return np.array(raw.to_numpy(zero_copy_only=False), dtype=np.float64)  # writable
     if isinstance(raw, np.ndarray) and raw.dtype.kind in "fiub":
         return raw.astype(np.float64)
     out = np.full(n, np.nan)

@@ -121,13 +121,13 @@ def weighted_bootstrap_interval(
         return BootstrapInterval(nan, nan, nan, nan, 0, resamples, seed, confidence)
     draws = max(1, round(total))
     rng = np.random.default_rng(seed)
-    probabilities = w / total
+    cumulative = np.cumsum(w)
     means = np.empty(resamples)
-    chunk = max(1, MAX_BOOTSTRAP_CELLS // max(len(x), draws))
+    chunk = max(1, MAX_BOOTSTRAP_CELLS // draws)
     for start in range(0, resamples, chunk):
         stop = min(resamples, start + chunk)
-        counts = rng.multinomial(draws, probabilities, size=stop - start)
-        means[start:stop] = counts @ x / draws
+        picks = np.searchsorted(cumulative, rng.random((stop - start, draws)) * total, "right")
+        means[start:stop] = x[np.minimum(picks, len(x) - 1)].mean(axis=1)
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return BootstrapInterval(

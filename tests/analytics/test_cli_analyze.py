@@ -1,0 +1,150 @@
+"""``arena analyze`` over an export directory."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+import typer.main
+from typer.testing import CliRunner
+
+from arena.analytics.records import COLUMNS
+from arena.cli.analyze import register
+from tests.analytics.helpers import row
+
+runner = CliRunner()
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def root() -> None:
+        """Test root."""
+
+    register(app)
+    return app
+
+
+def _write_export(directory: Path) -> Path:
+    rows: list[dict[str, Any]] = []
+    for q in range(12):
+        truth = float(q % 3 == 0)
+        for family, p in (
+            ("alpha", 0.2 + 0.6 * truth),
+            ("beta", 0.5),
+            ("gamma", 0.7 - 0.4 * truth),
+        ):
+            rows.append(row(family, f"m{q}", p, week=q // 4, resolved=truth, market_p=0.4))
+    for family, p in (("alpha", 0.3), ("beta", 0.6), ("gamma", 0.9), ("mkt", 0.5)):
+        rows.append(row(family, "open", p, week=3, kind="baseline" if family == "mkt" else None))
+    with (directory / "forecasts.jsonl").open("w") as handle:
+        for r in rows:
+            clean = {
+                k: (v.isoformat() if isinstance(v, datetime) else v)
+                for k, v in r.items()
+                if k in COLUMNS
+            }
+            handle.write(json.dumps(clean) + "\n")
+    return directory
+
+
+def _json(args: list[str]) -> dict[str, Any]:
+    result = runner.invoke(_app(), args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+AT = ["--at", "2025-06-01T00:00:00Z"]
+
+
+def test_ranking_json(tmp_path: Path) -> None:
+    export = _write_export(tmp_path)
+    report = _json(["analyze", "ranking", "--from-export", str(export), "--format", "json", *AT])
+    assert report["kind"] == "difficulty_adjusted_brier"
+    assert report["rows"][0]["forecaster"] == "alpha"
+    assert report["as_of"] == "2025-06-01T00:00:00Z"
+
+
+def test_ranking_table(tmp_path: Path) -> None:
+    result = runner.invoke(
+        _app(), ["analyze", "ranking", "--from-export", str(_write_export(tmp_path)), *AT]
+    )
+    assert result.exit_code == 0, result.output
+    assert "Difficulty-adjusted Brier" in result.output
+    assert "alpha" in result.output
+
+
+def test_h2h(tmp_path: Path) -> None:
+    export = str(_write_export(tmp_path))
+    report = _json(["analyze", "h2h", "alpha", "gamma", "--from-export", export, "-f", "json", *AT])
+    assert report["a"] == "alpha"
+    assert report["n_questions"] == 12
+    assert report["mean"] > 0
+    table = runner.invoke(
+        _app(), ["analyze", "h2h", "alpha", "gamma", "--from-export", export, *AT]
+    )
+    assert "Head-to-head" in table.output
+
+
+def test_proxy(tmp_path: Path) -> None:
+    export = str(_write_export(tmp_path))
+    report = _json(["analyze", "proxy", "--from-export", export, "--format", "json", *AT])
+    # alpha .3 vs pool(.6, .9) = .905; beta .6 vs pool(.3, .9) = .6; gamma .9 vs pool(.3, .6) = .405
+    assert [r["forecaster"] for r in report["rows"]] == ["beta", "gamma", "alpha"]
+    with_baselines = _json(
+        ["analyze", "proxy", "--from-export", export, "-f", "json", "--include-baselines", *AT]
+    )
+    assert "mkt" in {r["forecaster"] for r in with_baselines["rows"]}
+
+
+def test_calibration_with_plot(tmp_path: Path) -> None:
+    export = str(_write_export(tmp_path))
+    plot = tmp_path / "reliability.png"
+    report = _json(
+        ["analyze", "calibration", "--from-export", export, "-f", "json", "--plot", str(plot), *AT]
+    )
+    assert report["plot"] == str(plot)
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert {r["forecaster"] for r in report["rows"]} == {"alpha", "beta", "gamma"}
+
+
+def test_report_everything(tmp_path: Path) -> None:
+    export = str(_write_export(tmp_path))
+    report = _json(["analyze", "report", "--from-export", export, "--pair", "alpha", "beta", *AT])
+    assert set(report) == {"ranking", "proxy", "calibration", "head_to_head"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["analyze", "ranking"], "--from-export"),
+        (["analyze", "ranking", "--from-export", "/nonexistent/dir"], "not found"),
+        (["analyze", "ranking", "--from-export", "EXPORT", "--format", "xml"], "--format"),
+        (["analyze", "h2h", "alpha", "zeta", "--from-export", "EXPORT"], "unknown forecaster"),
+        (["analyze", "h2h", "alpha", "beta", "--from-export", "EXPORT", "--score", "x"], "--score"),
+        (["analyze", "ranking", "--from-export", "EXPORT", "--by", "cohort"], "--by"),
+    ],
+)
+def test_user_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    export = str(_write_export(tmp_path))
+    args = [export if a == "EXPORT" else a for a in args]
+    result = runner.invoke(_app(), args)
+    assert result.exit_code != 0
+    assert message in str(result.exception)
+
+
+def test_every_command_has_help() -> None:
+    group = typer.main.get_command(_app()).commands["analyze"]  # type: ignore[attr-defined]
+    assert set(group.commands) == {"ranking", "h2h", "proxy", "calibration", "report"}
+    for name, command in group.commands.items():
+        assert (command.help or "").strip(), name
+        for param in command.params:
+            if param.param_type_name == "option":
+                assert (param.help or "").strip(), f"{name} {param.opts}"
+        result = runner.invoke(_app(), ["analyze", name, "--help"])
+        assert result.exit_code == 0
