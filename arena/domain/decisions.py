@@ -364,7 +364,7 @@ def validate_decision(payload: Mapping[str, Any], ctx: ValidationContext) -> Val
     if action is None:
         raise MalformedResponse('action is missing: use one of "BET", "SELL", "HOLD"')
     normalised = action.strip().upper() if isinstance(action, str) else action
-    if normalised not in Action.__members__:
+    if not isinstance(normalised, str) or normalised not in Action.__members__:
         raise MalformedResponse(f'action {_show(action)} is not one of "BET", "SELL", "HOLD"')
     try:
         shape = _decision_adapter().validate_python({**payload, "action": normalised})

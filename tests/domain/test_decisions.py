@@ -209,6 +209,7 @@ def test_amount_exactly_at_the_limits():
         ({"reasoning": "x"}, 'action is missing: use one of "BET", "SELL", "HOLD"'),
         ({"action": "BUY"}, 'action "BUY" is not one of "BET", "SELL", "HOLD"'),
         ({"action": 3}, 'action 3 is not one of "BET", "SELL", "HOLD"'),
+        ({"action": ["BET"]}, 'action ["BET"] is not one of "BET", "SELL", "HOLD"'),
         ({"action": "BET"}, "bets is missing"),
         ({"action": "BET", "bets": []}, "bets must not be empty"),
         (
@@ -606,3 +607,62 @@ def test_valid_decisions_round_trip_through_any_wrapping(case, wrapper, indent, 
     payload, decision = parse_decision(text, ctx)
     assert payload == answer
     assert decision == expected
+
+
+# --- property: nothing but MalformedResponse escapes, whatever comes back ------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+FIELDS = [
+    "action",
+    "bets",
+    "sells",
+    "market_id",
+    "side",
+    "amount",
+    "position_id",
+    "percentage",
+    "forecasts",
+    "probability",
+    "probabilities",
+    "reasoning",
+]
+ANSWER_LIKE = st.recursive(
+    st.sampled_from(["BET", "SELL", "HOLD", "559651", "601234", "p1", "YES", "Lakers"])
+    | st.integers(-5, 3000)
+    | st.floats()
+    | st.none(),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(FIELDS), children, max_size=5)
+    ),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["v1", "v2"]), JSON_VALUES | ANSWER_LIKE)
+def test_validation_only_ever_raises_malformed_response(methodology, payload):
+    if not isinstance(payload, dict):
+        payload = {"action": "BET", "bets": payload, "forecasts": payload}
+    message = ""
+    try:
+        validate_decision(payload, vctx(methodology))
+    except MalformedResponse as exc:
+        message = str(exc) or "(empty message)"
+    assert "(empty message)" not in message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("{}[]\",:'\\ abtrue0.5\n`")), max_size=80))
+def test_extraction_only_ever_raises_malformed_response(text):
+    try:
+        found = extract_json_object(text)
+    except MalformedResponse as exc:
+        found = {"error": str(exc)}
+    assert isinstance(found, dict)
