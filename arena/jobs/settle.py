@@ -1,0 +1,401 @@
+"""Settlement job: resolve traded markets and settle their open positions.
+
+Methodology, "Settlement" and "Scores"; gamma-api.md, "Resolution". For every market the arena
+traded that is not yet resolved locally, fetch it fresh from Gamma, classify it
+(:func:`arena.domain.resolution.classify`) and act:
+
+* resolved with a winner: each OPEN position is WON (``shares * 1``) or LOST (0);
+* resolved 50-50: every OPEN position is VOID (``shares * 0.5``), no Brier rows;
+* ambiguous, or closed and still unresolved ``cancel_after_days`` after its close (also when
+  proposed or disputed that long): CANCELLED, the remaining cost basis is refunded, no Brier;
+* open, closed awaiting a proposal, proposed, disputed: wait.
+
+Choices made here:
+
+* **Which markets**: every locally open market with *any* position, not only those with an
+  OPEN position, so a bet that was sold before resolution is still scored when its market
+  resolves (a market whose positions were all sold is marked resolved with nothing to pay).
+* **Gone markets**: a market Gamma no longer returns (404, delisted) is logged and waits. It is
+  treated as closed for the overdue rule, with its stored close instant (``closed_time``, else
+  ``end_date``): ``cancel_after_days`` after that it is CANCELLED and refunded, so an agent's
+  money is never stuck forever; with neither date it waits and is reported every run.
+* **One transaction per market**: it locks the market row (``FOR UPDATE`` on PostgreSQL;
+  SQLite's ``BEGIN IMMEDIATE`` serialises writers), re-checks that the market is still open
+  locally, settles every OPEN position and its agent (rows locked, arithmetic in exact Python
+  decimals), writes the Brier rows of every BUY trade on the market (insert-or-nothing on the
+  trade), scores methodology v2 forecasts, and marks the market resolved or cancelled. Any
+  failure rolls all of it back and leaves the market for the next run; a PostgreSQL deadlock or
+  serialization failure is retried. Two processes at once settle each market exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.clock import Clock
+from arena.config import Settings
+from arena.domain.ledger import ONE, ZERO, Holding, SettlementOutcome, settle
+from arena.domain.markets import Market, Resolution, ResolutionState
+from arena.domain.resolution import classify, is_overdue
+from arena.errors import ArenaError, JobFailed
+from arena.jobs.prices import MarketSource, store_fresh_markets
+from arena.store.db import transaction
+from arena.store.models import Agent, BrierScore, Forecast, Position, Trade
+from arena.store.models import Market as MarketRow
+from arena.store.upsert import insert_ignore
+
+log = logging.getLogger(__name__)
+
+SCORE = Decimal("0.0000000001")  # the Price column's scale
+INSERT_CHUNK = 500
+RETRYABLE_SQLSTATES = {"40P01", "40001"}  # deadlock detected, serialization failure
+MAX_ATTEMPTS = 3
+OVERDUE = "overdue"  # resolution_state of a market cancelled by the overdue rule
+
+_WAITING = {
+    ResolutionState.OPEN,
+    ResolutionState.CLOSED_AWAITING,
+    ResolutionState.PROPOSED,
+    ResolutionState.DISPUTED,
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to do with one market: settle it with ``outcome`` for the winner, or wait."""
+
+    state: str  # stored as markets.resolution_state
+    status: str  # markets.status: resolved | cancelled
+    winner: str | None = None
+    void: bool = False
+    reason: str = ""
+
+    @property
+    def cancelled(self) -> bool:
+        return self.status == "cancelled"
+
+    def outcome_for(self, side: str) -> SettlementOutcome:
+        if self.cancelled:
+            return SettlementOutcome.CANCELLED
+        if self.void:
+            return SettlementOutcome.VOID
+        return SettlementOutcome.WON if same_side(side, self.winner) else SettlementOutcome.LOST
+
+
+@dataclass(frozen=True)
+class MarketSettlement:
+    """What one market's settling transaction did."""
+
+    market_id: str
+    state: str
+    positions: int
+    payout: Decimal
+    brier_rows: int
+    forecasts: int
+
+
+@dataclass
+class ResolveReport:
+    checked: int = 0  # locally open traded markets looked at
+    resolved: int = 0  # settled with a winner
+    voided: int = 0  # settled 50-50
+    cancelled: int = 0  # refunded (ambiguous or overdue)
+    waiting: int = 0
+    gone: list[str] = field(default_factory=list)  # ids Gamma did not return
+    already_settled: int = 0  # settled meanwhile by another process
+    positions_settled: int = 0
+    payout: Decimal = ZERO
+    brier_rows: int = 0
+    forecasts_scored: int = 0
+    failures: list[str] = field(default_factory=list)  # "market <id>: <error>"
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def resolve_markets(
+    factory: sessionmaker[Session], settings: Settings, clock: Clock, source: MarketSource
+) -> ResolveReport:
+    """Settle every traded market that Gamma says is over; see the module docstring.
+
+    Raises :class:`JobFailed` when Gamma cannot be read at all. A market whose settlement fails
+    is rolled back, listed in ``report.failures`` and retried at the next run.
+    """
+    now = clock.now()
+    report = ResolveReport()
+    with transaction(factory) as session:
+        stored = {row.id: stored_market(row) for row in _candidates(session)}
+    report.checked = len(stored)
+    if not stored:
+        return report
+    try:
+        fresh = source.markets_by_ids(list(stored), include_closed=True)
+    except ArenaError as exc:
+        raise JobFailed(f"resolve: cannot read markets from Gamma: {exc}") from exc
+    with transaction(factory) as session:
+        store_fresh_markets(session, fresh, now)
+
+    for market_id, known in stored.items():
+        market = fresh.get(market_id)
+        if market is None:
+            report.gone.append(market_id)
+            log.warning("market %s: Gamma no longer returns it", market_id)
+        verdict = decide(market, known, now, settings.benchmark.cancel_after_days)
+        if verdict is None:
+            report.waiting += 1
+            continue
+        try:
+            done = settle_market(factory, market_id, verdict, now)
+        except Exception as exc:
+            log.exception("market %s: settlement failed and was rolled back", market_id)
+            report.failures.append(f"market {market_id}: {exc}")
+            continue
+        if done is None:
+            report.already_settled += 1
+            continue
+        if verdict.cancelled:
+            report.cancelled += 1
+        elif verdict.void:
+            report.voided += 1
+        else:
+            report.resolved += 1
+        report.positions_settled += done.positions
+        report.payout += done.payout
+        report.brier_rows += done.brier_rows
+        report.forecasts_scored += done.forecasts
+        log.info(
+            "market %s %s (%s): %d positions settled, payout %s, %d Brier rows",
+            market_id,
+            verdict.status,
+            verdict.reason,
+            done.positions,
+            done.payout,
+            done.brier_rows,
+        )
+    return report
+
+
+def decide(
+    market: Market | None, known: Market, now: datetime, cancel_after_days: int
+) -> Verdict | None:
+    """The verdict for a market given its fresh Gamma state (``None``: gone), or ``None`` to wait.
+
+    ``known`` is the stored market, used for the overdue rule when Gamma no longer has it.
+    """
+    if market is None:
+        if is_overdue(replace(known, closed=True), now, cancel_after_days):
+            return Verdict(OVERDUE, "cancelled", reason="gone from Gamma and overdue")
+        return None
+    resolution: Resolution = classify(market)
+    if resolution.state is ResolutionState.RESOLVED_WINNER:
+        return Verdict(
+            resolution.state.value, "resolved", winner=resolution.winner, reason=resolution.reason
+        )
+    if resolution.state is ResolutionState.RESOLVED_50_50:
+        return Verdict(resolution.state.value, "resolved", void=True, reason=resolution.reason)
+    if resolution.state is ResolutionState.AMBIGUOUS:
+        return Verdict(resolution.state.value, "cancelled", reason=resolution.reason)
+    if resolution.state in _WAITING and is_overdue(market, now, cancel_after_days):
+        days = cancel_after_days
+        return Verdict(OVERDUE, "cancelled", reason=f"{resolution.state.value} {days}+ days")
+    return None
+
+
+def settle_market(
+    factory: sessionmaker[Session], market_id: str, verdict: Verdict, now: datetime
+) -> MarketSettlement | None:
+    """Settle one market in one transaction; ``None`` if it was already settled.
+
+    Retries the whole transaction on a PostgreSQL deadlock or serialization failure.
+    """
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            with transaction(factory) as session:
+                return _settle_locked(session, market_id, verdict, now)
+        except DBAPIError as exc:
+            sqlstate = getattr(exc.orig, "sqlstate", None)
+            if sqlstate not in RETRYABLE_SQLSTATES or attempt == MAX_ATTEMPTS:
+                raise
+            log.warning("market %s: %s on attempt %d, retrying", market_id, sqlstate, attempt)
+    return None  # pragma: no cover - the loop returns or raises
+
+
+def _settle_locked(
+    session: Session, market_id: str, verdict: Verdict, now: datetime
+) -> MarketSettlement | None:
+    row = session.execute(
+        select(MarketRow).where(MarketRow.id == market_id).with_for_update()
+    ).scalar_one_or_none()
+    if row is None or row.status != "open":
+        return None
+    positions: Sequence[Position] = (
+        session.execute(
+            select(Position)
+            .where(Position.market_id == market_id, Position.status == "OPEN")
+            .order_by(Position.id)
+            .with_for_update()
+        )
+        .scalars()
+        .all()
+    )
+    agent_ids = sorted({position.agent_id for position in positions})
+    agents = (
+        {
+            agent.id: agent
+            for agent in session.execute(
+                select(Agent).where(Agent.id.in_(agent_ids)).order_by(Agent.id).with_for_update()
+            ).scalars()
+        }
+        if agent_ids
+        else {}
+    )
+
+    total_payout = ZERO
+    for position in positions:
+        agent = agents[position.agent_id]
+        outcome = verdict.outcome_for(position.side)
+        result = settle(agent.cash, Holding(position.shares, position.cost_basis), outcome)
+        position.status = "CANCELLED" if outcome is SettlementOutcome.CANCELLED else "SETTLED"
+        position.settlement_outcome = outcome.value
+        position.payout = result.payout
+        position.realized_pnl = position.realized_pnl + result.realized_pnl
+        position.closed_at = now
+        position.updated_at = now
+        agent.cash = result.cash_after
+        agent.realized_pnl = agent.realized_pnl + result.realized_pnl
+        total_payout += result.payout
+
+    brier_rows = 0
+    forecasts = 0
+    if verdict.winner is not None:
+        brier_rows = _write_brier_rows(session, market_id, verdict.winner, now)
+        forecasts = _score_forecasts(session, market_id, verdict.winner, now)
+
+    row.status = verdict.status
+    row.resolution_state = verdict.state
+    row.winning_outcome = verdict.winner
+    row.resolved_at = now
+    row.updated_at = now
+    session.flush()
+    return MarketSettlement(
+        market_id, verdict.state, len(positions), total_payout, brier_rows, forecasts
+    )
+
+
+def _write_brier_rows(session: Session, market_id: str, winner: str, now: datetime) -> int:
+    """One Brier row per BUY trade on the market, sold positions included."""
+    trades = session.execute(
+        select(
+            Trade.id,
+            Trade.agent_id,
+            Trade.cohort_id,
+            Agent.family_id,
+            Trade.side,
+            Trade.implied_confidence,
+            Trade.price,
+        )
+        .join(Agent, Agent.id == Trade.agent_id)
+        .where(Trade.market_id == market_id, Trade.trade_type == "BUY")
+        .order_by(Trade.id)
+    ).all()
+    rows: list[dict[str, Any]] = []
+    for trade_id, agent_id, cohort_id, family_id, side, confidence, price in trades:
+        if confidence is None:
+            log.warning("trade %s: BUY without implied confidence, not scored", trade_id)
+            continue
+        won = same_side(side, winner)
+        outcome = ONE if won else ZERO
+        rows.append(
+            {
+                "trade_id": trade_id,
+                "agent_id": agent_id,
+                "cohort_id": cohort_id,
+                "family_id": family_id,
+                "market_id": market_id,
+                "side": side,
+                "implied_confidence": confidence,
+                "price_paid": price,
+                "won": won,
+                "brier": _square(confidence - outcome),
+                "market_brier": _square(price - outcome),
+                "scored_at": now,
+            }
+        )
+    written = 0
+    for start in range(0, len(rows), INSERT_CHUNK):
+        written += insert_ignore(
+            session,
+            BrierScore.__table__,  # type: ignore[arg-type]
+            rows[start : start + INSERT_CHUNK],
+            conflict=["trade_id"],
+        )
+    return written
+
+
+def _score_forecasts(session: Session, market_id: str, winner: str, now: datetime) -> int:
+    """Methodology v2: resolve the stated probabilities on this market (1 for the winner)."""
+    forecasts = (
+        session.execute(
+            select(Forecast).where(
+                Forecast.market_id == market_id, Forecast.resolved_value.is_(None)
+            )
+        )
+        .scalars()
+        .all()
+    )
+    for forecast in forecasts:
+        value = 1 if same_side(forecast.outcome, winner) else 0
+        forecast.resolved_value = value
+        forecast.brier = _square(forecast.probability - value)
+        forecast.scored_at = now
+    return len(forecasts)
+
+
+def same_side(side: str, winner: str | None) -> bool:
+    """Sides are stored canonically; compare case-insensitively all the same."""
+    return winner is not None and side.strip().lower() == winner.strip().lower()
+
+
+def _square(difference: Decimal) -> Decimal:
+    return (difference * difference).quantize(SCORE, ROUND_HALF_EVEN)
+
+
+def _candidates(session: Session) -> Sequence[MarketRow]:
+    """Locally open markets with at least one position (of any status)."""
+    traded = select(Position.market_id).distinct()
+    return (
+        session.execute(
+            select(MarketRow)
+            .where(MarketRow.status == "open", MarketRow.id.in_(traded))
+            .order_by(MarketRow.id)
+        )
+        .scalars()
+        .all()
+    )
+
+
+def stored_market(row: MarketRow) -> Market:
+    """The domain view of a stored market row (enough for the overdue rule and reporting)."""
+    prices = None if row.prices is None else tuple(Decimal(str(p)) for p in row.prices)
+    return Market(
+        id=row.id,
+        question=row.question,
+        outcomes=tuple(row.outcomes),
+        prices=prices,
+        end_date=row.end_date,
+        closed_time=row.closed_time,
+        active=row.active,
+        closed=row.closed,
+        accepting_orders=row.accepting_orders,
+        uma_resolution_status=row.uma_resolution_status,
+    )

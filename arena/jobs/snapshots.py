@@ -1,0 +1,237 @@
+"""Snapshot job: value every agent of every unfinished cohort for one 10-minute slot.
+
+Methodology, "Valuation and snapshots". Choices made here:
+
+* **Mark**: a position is worth ``shares * side price`` at ``markets.prices``, which only ever
+  holds the last *valid* prices (see :mod:`arena.jobs.prices`), so a closed-unsettled market or
+  one whose fresh price is missing keeps its last valid mark, never 0 and never 0.5. A market
+  that has never had a valid price is marked at the position's average entry price, i.e. its
+  value is its cost basis (no gain, no loss); the report counts these positions.
+* **Brier and resolved bets**: ``brier`` is the mean of the agent's ``brier_scores`` rows (NULL
+  before the first), ``resolved_bets`` their number. VOID (50-50) and CANCELLED bets have no
+  Brier row and are not counted: the count is the number of *scored* resolved bets, the
+  denominator of the Brier mean and of the win rate.
+* **Consistency and safety**: everything is read in one transaction (REPEATABLE READ on
+  PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite) with one query per table, whatever the number of
+  agents or positions. The job writes only ``portfolio_snapshots`` (insert-or-nothing on
+  ``(agent_id, taken_at)``, in a second short transaction), never ``agents`` or ``positions``,
+  so it cannot overwrite what a concurrent SELL or settlement changed; rerunning a slot is a
+  no-op.
+* **Refresh**: with a ``source``, held markets are refreshed first. If Gamma fails, the
+  snapshot is still taken on the last valid marks and the error is in the report.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.clock import Clock, floor_to_minutes
+from arena.config import Settings
+from arena.domain.ledger import HUNDRED, ZERO, to_money
+from arena.domain.markets import side_price
+from arena.errors import ArenaError
+from arena.jobs.prices import MarketSource, refresh_held_markets
+from arena.store.db import transaction
+from arena.store.models import Agent, BrierScore, Cohort, PortfolioSnapshot, Position
+from arena.store.models import Market as MarketRow
+from arena.store.upsert import insert_ignore
+
+log = logging.getLogger(__name__)
+
+SCORE = Decimal("0.0000000001")  # the Price column's scale
+PERCENT = Decimal("0.0001")
+INSERT_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class SnapshotReport:
+    taken_at: datetime
+    agents: int  # agents valued
+    written: int  # snapshots inserted (the rest already existed for this slot)
+    positions: int  # open positions valued
+    unpriced_positions: int  # valued at cost basis: their market never had a valid price
+    refreshed_markets: int | None = None  # None: no refresh asked
+    refresh_error: str | None = None
+
+
+def take_snapshots(
+    factory: sessionmaker[Session],
+    settings: Settings,
+    clock: Clock,
+    source: MarketSource | None = None,
+) -> SnapshotReport:
+    """Write one portfolio snapshot per agent of every unfinished cohort for the current slot."""
+    refreshed: int | None = None
+    refresh_error: str | None = None
+    if source is not None:
+        try:
+            refreshed = refresh_held_markets(factory, source, clock)
+        except ArenaError as exc:
+            refresh_error = str(exc)
+            log.warning("snapshot: price refresh failed, valuing at last marks: %s", exc)
+    now = clock.now()
+    slot = floor_to_minutes(now, settings.schedule.snapshot_minutes)
+    rows, positions, unpriced = value_agents(factory, now, slot)
+    written = 0
+    if rows:
+        with transaction(factory) as session:
+            for start in range(0, len(rows), INSERT_CHUNK):
+                written += insert_ignore(
+                    session,
+                    PortfolioSnapshot.__table__,  # type: ignore[arg-type]
+                    rows[start : start + INSERT_CHUNK],
+                    conflict=["agent_id", "taken_at"],
+                )
+    log.info(
+        "snapshot %s: %d agents, %d written, %d open positions (%d at cost basis)",
+        slot.isoformat(),
+        len(rows),
+        written,
+        positions,
+        unpriced,
+    )
+    return SnapshotReport(
+        taken_at=slot,
+        agents=len(rows),
+        written=written,
+        positions=positions,
+        unpriced_positions=unpriced,
+        refreshed_markets=refreshed,
+        refresh_error=refresh_error,
+    )
+
+
+def value_agents(
+    factory: sessionmaker[Session], now: datetime, slot: datetime
+) -> tuple[list[dict[str, Any]], int, int]:
+    """Snapshot rows for ``slot``, read in one consistent transaction (no writes).
+
+    Returns (rows, open positions valued, positions valued at cost basis).
+    """
+    with factory() as session, session.begin():
+        if session.get_bind().dialect.name == "postgresql":
+            session.connection(
+                execution_options={
+                    "isolation_level": "REPEATABLE READ",
+                    "postgresql_readonly": True,
+                }
+            )
+        unfinished = (Cohort.status != "completed", Cohort.week_start <= now)
+        agents = session.execute(
+            select(
+                Agent.id, Agent.cohort_id, Agent.starting_balance, Agent.cash, Agent.realized_pnl
+            )
+            .join(Cohort, Cohort.id == Agent.cohort_id)
+            .where(*unfinished)
+            .order_by(Agent.id)
+        ).all()
+        if not agents:
+            return [], 0, 0
+        positions = session.execute(
+            select(
+                Position.agent_id,
+                Position.market_id,
+                Position.side,
+                Position.shares,
+                Position.cost_basis,
+            )
+            .join(Cohort, Cohort.id == Position.cohort_id)
+            .where(Position.status == "OPEN", *unfinished)
+        ).all()
+        held = select(Position.market_id).where(Position.status == "OPEN")
+        markets = {
+            market_id: (outcomes, prices)
+            for market_id, outcomes, prices in session.execute(
+                select(MarketRow.id, MarketRow.outcomes, MarketRow.prices).where(
+                    MarketRow.id.in_(held)
+                )
+            ).all()
+        }
+        briers = _brier_totals(session, unfinished)
+
+    value: dict[int, Decimal] = defaultdict(Decimal)
+    basis: dict[int, Decimal] = defaultdict(Decimal)
+    count: dict[int, int] = defaultdict(int)
+    marks: dict[tuple[str, str], Decimal | None] = {}
+    unpriced = 0
+    for agent_id, market_id, side, shares, cost_basis in positions:
+        key = (market_id, side)
+        if key not in marks:
+            outcomes, prices = markets.get(market_id, (None, None))
+            marks[key] = _mark(outcomes, prices, side)
+        mark = marks[key]
+        if mark is None:
+            unpriced += 1
+            value[agent_id] += cost_basis
+        else:
+            value[agent_id] += to_money(shares * mark)
+        basis[agent_id] += cost_basis
+        count[agent_id] += 1
+
+    rows: list[dict[str, Any]] = []
+    for agent_id, cohort_id, starting, cash, realized in agents:
+        positions_value = value[agent_id]
+        total = cash + positions_value
+        pnl = total - starting
+        scored, brier_sum = briers.get(agent_id, (0, ZERO))
+        rows.append(
+            {
+                "agent_id": agent_id,
+                "cohort_id": cohort_id,
+                "taken_at": slot,
+                "cash": cash,
+                "positions_value": positions_value,
+                "total_value": total,
+                "pnl": pnl,
+                "pnl_pct": (pnl / starting * HUNDRED).quantize(PERCENT, ROUND_HALF_EVEN),
+                "realized_pnl": realized,
+                "unrealized_pnl": positions_value - basis[agent_id],
+                "brier": (brier_sum / scored).quantize(SCORE, ROUND_HALF_EVEN) if scored else None,
+                "resolved_bets": scored,
+                "open_positions": count[agent_id],
+            }
+        )
+    return rows, len(positions), unpriced
+
+
+def _mark(outcomes: list[str] | None, prices: list[Any] | None, side: str) -> Decimal | None:
+    """The side price at the last valid mark, or ``None`` when there has never been one."""
+    if outcomes is None or prices is None:
+        return None
+    try:
+        return side_price(outcomes, [Decimal(str(p)) for p in prices], side)
+    except (ArenaError, ArithmeticError, ValueError):
+        return None
+
+
+def _brier_totals(session: Session, unfinished: tuple[Any, ...]) -> dict[int, tuple[int, Decimal]]:
+    """Per agent: (number of Brier rows, exact sum of their scores).
+
+    PostgreSQL sums NUMERIC exactly in SQL; SQLite stores decimals as text (its SUM would go
+    through floats), so there the rows are summed in Python. Either way: one query.
+    """
+    scope = BrierScore.cohort_id.in_(select(Cohort.id).where(*unfinished))
+    totals: dict[int, tuple[int, Decimal]] = {}
+    if session.get_bind().dialect.name == "postgresql":
+        statement = (
+            select(BrierScore.agent_id, func.count(), func.sum(BrierScore.brier))
+            .where(scope)
+            .group_by(BrierScore.agent_id)
+        )
+        for agent_id, scored, total in session.execute(statement).all():
+            totals[agent_id] = (int(scored), Decimal(total))
+        return totals
+    for agent_id, brier in session.execute(
+        select(BrierScore.agent_id, BrierScore.brier).where(scope)
+    ).all():
+        scored, total = totals.get(agent_id, (0, ZERO))
+        totals[agent_id] = (scored + 1, total + brier)
+    return totals

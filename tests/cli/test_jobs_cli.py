@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import cli_env, run_arena, write_config
+
+
+def test_snapshot_and_resolve_commands(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "c.yaml", f"sqlite:///{tmp_path / 'arena.db'}")
+    env = cli_env()
+    started = run_arena(
+        "--config", str(config), "cohort", "start", "--at", "2026-11-22T03:00:00Z", env=env
+    )
+    assert started.returncode == 0, started.stderr
+
+    snap = run_arena(
+        "--config", str(config), "snapshot", "--no-refresh", "--at", "2026-11-22T03:17:00Z", env=env
+    )
+    assert snap.returncode == 0, snap.stderr
+    assert "snapshot 2026-11-22T03:10:00Z: 7 written, 0 already there" in snap.stdout
+
+    again = run_arena(
+        "--config", str(config), "snapshot", "--no-refresh", "--at", "2026-11-22T03:19:59Z", env=env
+    )
+    assert "0 written, 7 already there" in again.stdout
+
+    # nothing is held, so Gamma is never asked (no network in tests)
+    resolved = run_arena(
+        "--config", str(config), "resolve", "--at", "2026-11-22T03:20:00Z", env=env
+    )
+    assert resolved.returncode == 0, resolved.stderr
+    assert "resolve: 0 markets checked" in resolved.stdout
+
+
+def test_job_commands_have_help() -> None:
+    for command in ("snapshot", "resolve"):
+        result = run_arena(command, "--help")
+        assert result.returncode == 0
+        assert "--at" in result.stdout
