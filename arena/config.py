@@ -33,7 +33,6 @@ from arena.errors import ConfigError
 
 DEFAULT_CONFIG_PATH = Path("config.yaml")
 METHODOLOGY_VERSIONS = ("v1", "v2")
-PROMPT_VERSION = "v1"
 FAMILY_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 
 

@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "arena.cli.markets",
     "arena.cli.jobs",
     "arena.cli.decide",
+    "arena.cli.run",
 ]
 
 app = typer.Typer(

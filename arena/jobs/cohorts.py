@@ -15,7 +15,8 @@ from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, week_start
-from arena.config import PROMPT_VERSION, BaselineFamily, OpenRouterFamily, Settings
+from arena.config import BaselineFamily, OpenRouterFamily, Settings
+from arena.domain.prompting import prompt_version_for
 from arena.store.db import transaction
 from arena.store.models import Agent, Cohort, Family, Position
 from arena.store.upsert import insert_ignore, upsert
@@ -71,7 +72,7 @@ def start_cohort(factory: sessionmaker[Session], settings: Settings, clock: Cloc
                 "week_start": start,
                 "created_at": now,
                 "methodology_version": settings.methodology,
-                "prompt_version": PROMPT_VERSION,
+                "prompt_version": prompt_version_for(settings.methodology),
                 "starting_balance": settings.benchmark.starting_balance,
                 "status": "active",
             },

@@ -187,6 +187,7 @@ class DecisionRun:
         sleep: Callable[[float], None] | None = None,
         budget: Budget | None = None,
         on_progress: Callable[[AgentResult], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> None:
         self.factory = factory
         self.settings = settings
@@ -197,6 +198,7 @@ class DecisionRun:
         self.sleep = sleep
         self.budget = budget or Budget(settings.budget, pricing=None)
         self.on_progress = on_progress
+        self.should_stop = should_stop or (lambda: False)
 
     def agents_to_decide(self) -> list[tuple[Cohort, Agent]]:
         now = self.clock.now()
@@ -220,6 +222,10 @@ class DecisionRun:
         with self.factory() as session:
             universe = load_universe(session, report.universe_id)
         for cohort, agent in pairs:
+            if self.should_stop():
+                report.aborted = "stopped by shutdown; the remaining agents stay undecided"
+                log.warning("decision run stopped by shutdown before agent %s", agent.id)
+                break
             try:
                 result = self.decide_agent(cohort, agent, universe)
             except RunAborted as exc:

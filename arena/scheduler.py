@@ -1,0 +1,121 @@
+"""APScheduler 3 wiring of the runtime's jobs, and nothing else.
+
+UTC cron triggers from ``schedule`` in the config; no job overlaps itself
+(``max_instances=1``), missed runs coalesce into one, and a run later than
+``misfire_grace_seconds`` is skipped until its next slot. Every job additionally goes through
+the database guard (:mod:`arena.jobs.guard`), so two daemons never do the same slot twice.
+A failed decision run is retried every ``DECISION_RETRY_MINUTES`` within its week.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from datetime import UTC, datetime
+from types import FrameType
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
+from sqlalchemy import select
+
+from arena.clock import SystemClock
+from arena.config import Settings, parse_weekly
+from arena.runtime import Runtime
+from arena.store.models import JobRun
+
+log = logging.getLogger(__name__)
+DECISION_RETRY_MINUTES = 30
+
+
+def interval_trigger(minutes: int) -> CronTrigger:
+    """Every ``minutes`` on the clock (``*/10`` fires at :00, :10, ...), in UTC."""
+    if minutes >= 60:
+        hours = max(minutes // 60, 1)
+        return CronTrigger(hour=f"*/{hours}", minute=0, timezone=UTC)
+    return CronTrigger(minute=f"*/{minutes}", timezone=UTC)
+
+
+def weekly_trigger(spec: str) -> CronTrigger:
+    day, hour, minute = parse_weekly(spec)
+    return CronTrigger(day_of_week=day, hour=hour, minute=minute, timezone=UTC)
+
+
+def triggers(settings: Settings) -> dict[str, CronTrigger]:
+    schedule = settings.schedule
+    return {
+        "cohort_start": weekly_trigger(schedule.cohort_start),
+        "decision_run": weekly_trigger(schedule.decision_run),
+        "market_sync": interval_trigger(schedule.market_sync_minutes),
+        "resolution": interval_trigger(schedule.resolution_minutes),
+        "snapshot": interval_trigger(schedule.snapshot_minutes),
+    }
+
+
+def build_scheduler(runtime: Runtime) -> BackgroundScheduler:
+    settings = runtime.settings
+    scheduler = BackgroundScheduler(
+        timezone=UTC,
+        job_defaults={
+            "max_instances": 1,
+            "coalesce": True,
+            "misfire_grace_time": settings.schedule.misfire_grace_seconds,
+        },
+    )
+    clock = SystemClock()
+    for name, trigger in triggers(settings).items():
+        scheduler.add_job(runtime.run_job, trigger, args=[name, clock], id=name, name=name)
+    scheduler.add_job(
+        retry_failed_decision_run, interval_trigger(DECISION_RETRY_MINUTES), args=[runtime],
+        id="decision_retry", name="decision_retry",
+    )
+    return scheduler
+
+
+def retry_failed_decision_run(runtime: Runtime) -> None:
+    """Re-run this week's decision run if its slot failed (retryable agents get another go)."""
+    clock = SystemClock()
+    slot = runtime.slot("decision_run", clock.now())
+    with runtime.factory() as session:
+        status = session.scalar(
+            select(JobRun.status).where(JobRun.job == "decision_run", JobRun.slot == slot)
+        )
+    if status == "failed":
+        log.info("retrying the failed decision run of %s", slot)
+        runtime.run_job("decision_run", clock)
+
+
+def next_run_times(scheduler: BackgroundScheduler) -> dict[str, datetime | None]:
+    return {job.id: getattr(job, "next_run_time", None) for job in scheduler.get_jobs()}
+
+
+def next_fire_times(settings: Settings, now: datetime) -> dict[str, datetime | None]:
+    """When each job fires next, without a running scheduler (for ``arena status``)."""
+    return {name: trigger.get_next_fire_time(None, now) for name, trigger in
+            triggers(settings).items()}
+
+
+def run_forever(runtime: Runtime, stop: threading.Event | None = None) -> None:
+    """Run the scheduler until SIGTERM/SIGINT (or ``stop``); the job in flight finishes, a
+    decision run stops between agents, leaving the rest claimable by the next run."""
+    stop = stop or threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("received %s: shutting down after the job in flight",
+                 signal.Signals(signum).name)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    scheduler = build_scheduler(runtime)
+    scheduler.start()
+    for job, at in sorted(next_run_times(scheduler).items()):
+        log.info("job %s next runs at %s", job, at.isoformat() if at else "never")
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        runtime.stop_event.set()
+        scheduler.shutdown(wait=True)
+        log.info("scheduler stopped")

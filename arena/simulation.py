@@ -1,0 +1,265 @@
+"""A simulated arena: the production runtime driven by a fake clock against fake sources.
+
+Used by ``arena demo`` and by the daemon tests. Only the sources and the clock differ from
+production: the fake Gamma world (:mod:`arena.fakes.gamma`) served in-process, the fake
+OpenRouter (:mod:`arena.fakes.openrouter`) answering for the simulated model families through
+the real OpenAI SDK, and a :class:`~arena.clock.FixedClock` moved step by step. At every step
+the world evolves (prices drift towards each market's hidden outcome; markets whose end date
+passed close, get a UMA proposal and resolve, including a 50-50, an ambiguous result, a
+dispute and one never resolved that the arena must refund once overdue), then
+:meth:`Runtime.run_due` runs every job due at that instant under the database guard.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.clock import FixedClock
+from arena.config import Settings
+from arena.fakes.gamma import FakeGammaWorld, FakeMarket
+from arena.fakes.openrouter import FakeOpenRouter, answer
+from arena.jobs.guard import GuardedRun
+from arena.runtime import Runtime
+from arena.sources.gamma import GammaClient
+from arena.sources.registry import ProviderRegistry
+
+ONE = Decimal(1)
+TICK = Decimal("0.001")
+_ROW = re.compile(r"^(\d+) \| (.*?) \| (.*?) \| (.*?) \| ")
+
+
+@dataclass
+class _Fate:
+    """What will happen to a market that ends during the simulation."""
+
+    kind: str  # winner | fifty | ambiguous | disputed | never
+    winner: int = 0
+    stage: int = 0  # 0 open, 1 closed, 2 proposed/disputed, 3 resolved
+
+
+@dataclass
+class SimulatedWorld:
+    """The fake Gamma world plus each market's hidden truth and end-of-life script."""
+
+    gamma: FakeGammaWorld
+    rng: random.Random
+    fates: dict[str, _Fate] = field(default_factory=dict)
+    truth: dict[str, int] = field(default_factory=dict)  # winning outcome index
+
+    @classmethod
+    def build(cls, n_markets: int, seed: int, start: datetime, days: int) -> SimulatedWorld:
+        gamma = FakeGammaWorld(n_markets=n_markets, seed=seed, start=start)
+        world = cls(gamma, random.Random(seed + 1))
+        special = iter(["fifty", "ambiguous", "disputed", "never"])
+        candidates = sorted(
+            (m for m in gamma.markets.values()
+             if m.prices is not None and not m.closed and not m.event.neg_risk
+             and all(TICK * 50 < p < ONE - TICK * 50 for p in m.prices)),
+            key=lambda m: (-m.volume, int(m.id)),
+        )
+        for market in candidates:
+            weights = [float(p) for p in market.prices or []]
+            world.truth[market.id] = world.rng.choices(range(len(weights)), weights)[0]
+        ending = candidates[: max(8, len(candidates) * 2 // 5)]
+        for index, market in enumerate(ending):
+            market.end_date = start + timedelta(days=2 + (index * 5) % max(days - 3, 3),
+                                                hours=index % 24)
+            kind = next(special, "winner") if index % 3 == 0 else "winner"
+            if kind == "never":
+                market.end_date = start + timedelta(days=2)  # overdue well before the end
+            world.fates[market.id] = _Fate(kind, world.truth[market.id])
+        return world
+
+    def evolve(self, now: datetime) -> None:
+        """Move the world to ``now``: drift prices, then advance every ending market."""
+        gamma = self.gamma
+        gamma.advance(now - gamma.now)
+        for market_id, winner in self.truth.items():
+            market = gamma.markets.get(market_id)
+            if market is None or market.closed or market.prices is None:
+                continue
+            if len(market.prices) == 2 and self.rng.random() < 0.3:
+                self._drift(market, winner)
+        for market_id, fate in self.fates.items():
+            self._advance(gamma.markets[market_id], fate, now)
+
+    def _drift(self, market: FakeMarket, winner: int) -> None:
+        assert market.prices is not None
+        p = market.prices[0]
+        towards = 1 if winner == 0 else -1
+        step = Decimal(self.rng.randint(-6, 10) * towards) * TICK
+        p = max(TICK * 20, min(ONE - TICK * 20, p + step))
+        self.gamma.set_prices(market.id, [str(p), str(ONE - p)])
+        market.volume += Decimal(self.rng.randint(100, 5000))
+
+    def _advance(self, market: FakeMarket, fate: _Fate, now: datetime) -> None:
+        gamma = self.gamma
+        ended = now - market.end_date
+        if fate.stage == 0 and ended >= timedelta(0):
+            gamma.close(market.id)
+            fate.stage = 1
+        if fate.kind == "never":
+            return
+        if fate.stage == 1 and ended >= timedelta(hours=2):
+            gamma.propose(market.id, fate.winner)
+            if fate.kind == "disputed":
+                gamma.dispute(market.id)
+            fate.stage = 2
+        wait = timedelta(days=3) if fate.kind == "disputed" else timedelta(hours=4)
+        if fate.stage == 2 and ended >= wait:
+            if fate.kind == "fifty":
+                gamma.resolve_50_50(market.id)
+            elif fate.kind == "ambiguous":
+                gamma.resolve_ambiguous(market.id)
+            else:
+                gamma.resolve(market.id, fate.winner)
+            fate.stage = 3
+
+
+class SimulatedForecaster:
+    """A fake LLM behind the fake OpenRouter: reads the market list from the prompt and answers
+    with a JSON decision. ``skill`` in [0, 1] is how much it knows the hidden truth; now and
+    then it answers badly first (prose, fences) so the repair path is exercised."""
+
+    def __init__(self, world: SimulatedWorld, seed: int, skill: float) -> None:
+        self.world = world
+        self.rng = random.Random(seed)
+        self.skill = skill
+
+    def __call__(self, messages: list[dict[str, Any]]) -> str:
+        repair = len(messages) > 2
+        if not repair and self.rng.random() < 0.1:
+            return "Let me think... the markets look interesting but I am not sure."
+        prompt = next(m["content"] for m in messages if m["role"] == "user")
+        rows = self._markets(prompt)
+        decision = self._decide(prompt, rows)
+        text = json.dumps(decision)
+        return f"```json\n{text}\n```" if self.rng.random() < 0.3 else text
+
+    @staticmethod
+    def _markets(prompt: str) -> list[tuple[str, str]]:
+        block = prompt.split("<<<BEGIN MARKETS>>>")[-1].split("<<<END MARKETS>>>")[0]
+        return [(m.group(1), m.group(4)) for line in block.splitlines()
+                if (m := _ROW.match(line.strip()))]
+
+    def _belief(self, market_id: str, prices: str) -> tuple[list[str], list[float]]:
+        names = [part.split("=")[0] for part in prices.split("; ")]
+        market = [float(part.split("=")[1]) for part in prices.split("; ")]
+        truth = self.world.truth.get(market_id)
+        if truth is None:
+            return names, market
+        known = [1.0 if i == truth else 0.0 for i in range(len(market))]
+        belief = [(1 - self.skill) * m + self.skill * k for m, k in zip(market, known,
+                                                                         strict=True)]
+        total = sum(belief)
+        return names, [b / total for b in belief]
+
+    def _decide(self, prompt: str, rows: list[tuple[str, str]]) -> dict[str, Any]:
+        cash = Decimal(re.search(r"Cash balance: \$([\d.]+)", prompt).group(1))  # type: ignore[union-attr]
+        max_bet = Decimal(re.search(r"Maximum bet for this decision: \$([\d.]+)",  # type: ignore[union-attr]
+                                    prompt).group(1))
+        decision: dict[str, Any] = {"action": "HOLD", "reasoning": "nothing mispriced"}
+        bets = []
+        budget = cash
+        for market_id, prices in self.rng.sample(rows, min(len(rows), 25)):
+            names, belief = self._belief(market_id, prices)
+            market = [float(part.split("=")[1]) for part in prices.split("; ")]
+            edges = [b - m for b, m in zip(belief, market, strict=True)]
+            best = max(range(len(edges)), key=lambda i: edges[i])
+            if edges[best] < 0.08 or len(bets) >= 3:
+                continue
+            amount = min(max_bet, max(Decimal(50), max_bet * Decimal(str(round(
+                min(1.0, edges[best] * 2), 2)))), budget)
+            if amount < 50:
+                break
+            budget -= amount
+            bets.append({"market_id": market_id, "side": names[best],
+                         "amount": float(amount.quantize(Decimal("0.01"))),
+                         "probability": round(min(0.99, max(0.01, belief[best])), 3)})
+        if bets:
+            decision = {"action": "BET", "bets": bets, "reasoning": "edge over market price"}
+        if "FORECAST PANEL" in prompt:
+            decision["forecasts"] = self._forecasts(prompt, dict(rows))
+        return decision
+
+    def _forecasts(self, prompt: str, prices: dict[str, str]) -> list[dict[str, Any]]:
+        block = prompt.split("FORECAST PANEL")[-1]
+        ids = [m.group(1) for line in block.splitlines()
+               if (m := re.match(r"^(\d+) \| ", line.strip()))]
+        out = []
+        for market_id in ids:
+            names, belief = self._belief(market_id, prices.get(market_id, "YES=0.5; NO=0.5"))
+            noisy = [min(0.99, max(0.01, b + self.rng.gauss(0, 0.05 * (1 - self.skill))))
+                     for b in belief]
+            if names == ["YES", "NO"]:
+                out.append({"market_id": market_id, "probability": round(noisy[0], 3)})
+            else:
+                total = sum(noisy)
+                out.append({"market_id": market_id, "probabilities": {
+                    n: round(p / total, 4) for n, p in zip(names, noisy, strict=True)}})
+        return out
+
+
+class Simulation:
+    """The production :class:`Runtime` on fake sources and a fake clock."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        factory: sessionmaker[Session],
+        *,
+        start: datetime,
+        days: int,
+        n_markets: int = 300,
+        seed: int = 7,
+        skills: dict[str, float] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = FixedClock(start)
+        self.world = SimulatedWorld.build(n_markets, seed, start, days)
+        self.openrouter = FakeOpenRouter(sleep=lambda _s: None)
+        skills = skills or {}
+        for index, family in enumerate(f for f in settings.families if f.kind == "openrouter"):
+            model = family.openrouter_id
+            self.openrouter.add_model(model, "0.0000005", "0.0000015", provider="SimProvider")
+            forecaster = SimulatedForecaster(self.world, seed + index,
+                                             skills.get(family.id, 0.3))
+            self.openrouter.set_default(model, answer(forecaster))
+        gamma = GammaClient(settings.polymarket, sleep=lambda _s: None,
+                            http=httpx.Client(transport=self.world.gamma.mock_transport()))
+        providers = ProviderRegistry(
+            settings, api_key=SecretStr(self.openrouter.api_key),
+            http_client=httpx.Client(transport=self.openrouter.transport(), timeout=30),
+        )
+        self.runtime = Runtime(settings, factory, gamma, providers, sleep=lambda _s: None,
+                               wall_clock=self.clock)
+
+    def step(self, at: datetime) -> list[GuardedRun]:
+        self.clock.set(at)
+        self.world.evolve(at)
+        return self.runtime.run_due(at)
+
+    def run(
+        self, until: datetime, step: timedelta,
+        on_step: Callable[[datetime, list[GuardedRun]], None] | None = None,
+    ) -> None:
+        at = self.clock.now()
+        while at <= until:
+            results = self.step(at)
+            if on_step is not None:
+                on_step(at, results)
+            at += step
+
+    def close(self) -> None:
+        self.runtime.close()
