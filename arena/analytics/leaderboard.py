@@ -55,6 +55,7 @@ from arena.store.models import (
 STREAM_BATCH = 5_000
 FAILED_OUTCOMES = ("transient_error", "permanent_error", "fatal_error")
 FAILED_DECISION_STATUS = "retryable"
+NOT_A_CALL = "budget_skipped"  # an attempt row written when the budget forbade the call
 SCORE_PLACES = 6
 RETURN_PLACES = 4
 
@@ -64,7 +65,7 @@ class Reliability:
     """How cleanly a family's decisions went (counts over the decisions in scope)."""
 
     decisions: int = 0
-    attempts: int = 0
+    attempts: int = 0  # model calls (and baseline answers); budget-skipped rows are not calls
     malformed_attempts: int = 0
     failures: int = 0  # model calls that ended in an error (transient, permanent or fatal)
     retries: int = 0  # attempts beyond the first of each decision (repairs and re-tries)
@@ -312,6 +313,7 @@ def _add_attempts(session: Session, cohort_id: int | None, row: RowFor) -> None:
         )
         .join(Decision, Decision.id == DecisionAttempt.decision_id)
         .join(Agent, Agent.id == Decision.agent_id)
+        .where(DecisionAttempt.outcome != NOT_A_CALL)
     )
     counts = _in_cohort(counts, Decision.cohort_id, cohort_id).group_by(Agent.family_id)
     for family_id, attempts, decided, bad, failures, prompt, completion in session.execute(counts):
