@@ -72,11 +72,15 @@ def fit_two_way(
     counts = sp.csr_matrix((ones, (forecaster, question)), shape=(n_forecasters, n_questions))
     n_f = np.asarray(counts.sum(axis=1)).ravel()
     n_q = np.asarray(counts.sum(axis=0)).ravel()
-    f_comp, q_comp, n_comp = _components(counts)
     if method == "schur":
-        alpha, gamma = _solve_schur(counts, forecaster, question, score, n_f, n_q, f_comp)
+        inv_q = np.divide(1.0, n_q, out=np.zeros_like(n_q), where=n_q > 0)
+        scaled = (counts @ sp.diags(inv_q)).tocsr()
+        gram = (scaled @ counts.T).tocsr()
+        f_comp, q_comp, n_comp = _components_from_gram(gram, counts, n_f)
+        alpha, gamma = _solve_schur(counts, scaled, gram, forecaster, question, score, f_comp)
     elif method == "lsmr":
-        alpha, gamma = _solve_lsmr(forecaster, question, score, n_forecasters, n_questions)
+        f_comp, q_comp, n_comp = _components(counts)
+        alpha, gamma = _solve_lsmr(forecaster, question, score, n_f, n_q)
     else:
         raise ValueError(f"unknown method {method!r}")
     alpha, gamma = _centre(alpha, gamma, f_comp, q_comp, n_comp, n_f > 0)
@@ -87,34 +91,36 @@ def fit_two_way(
 
 def _solve_schur(
     counts: sp.csr_matrix,
+    scaled: sp.csr_matrix,
+    gram: sp.csr_matrix,
     forecaster: NDArray[np.int64],
     question: NDArray[np.int64],
     score: NDArray[np.float64],
-    n_f: NDArray[np.float64],
-    n_q: NDArray[np.float64],
     f_comp: NDArray[np.int64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Normal equations with gamma eliminated: ``(D_F - N D_Q^-1 N') a = r_F - N D_Q^-1 r_Q``.
 
-    The reduced matrix is a weighted graph Laplacian of the forecasters, singular once per
-    connected component; fixing ``alpha = 0`` for the first forecaster of each component (the
-    identifying constraint) leaves a positive definite system, solved by Cholesky.
+    ``scaled`` is ``N D_Q^-1`` and ``gram`` is ``N D_Q^-1 N'``. The reduced matrix is a weighted
+    graph Laplacian of the forecasters, singular once per connected component; fixing
+    ``alpha = 0`` for the first forecaster of each component (the identifying constraint)
+    leaves a positive definite system, solved by Cholesky.
     """
-    inv_q = np.divide(1.0, n_q, out=np.zeros_like(n_q), where=n_q > 0)
-    r_f = np.bincount(forecaster, weights=score, minlength=len(n_f))
-    r_q = np.bincount(question, weights=score, minlength=len(n_q))
-    scaled = counts @ sp.diags(inv_q)
-    reduced = (sp.diags(n_f) - scaled @ counts.T).toarray()
+    n_forecasters, n_questions = counts.shape
+    n_f = np.asarray(counts.sum(axis=1)).ravel()
+    r_f = np.bincount(forecaster, weights=score, minlength=n_forecasters)
+    r_q = np.bincount(question, weights=score, minlength=n_questions)
+    reduced = (sp.diags(n_f) - gram).toarray()
     rhs = r_f - scaled @ r_q
     _, reference = np.unique(f_comp, return_index=True)
-    free = np.ones(len(n_f), dtype=bool)
+    free = n_f > 0
     free[reference] = False
-    free &= n_f > 0
-    alpha = np.zeros(len(n_f))
+    alpha = np.zeros(n_forecasters)
     if free.any():
         alpha[free] = scipy.linalg.solve(
             reduced[np.ix_(free, free)], rhs[free], assume_a="pos", check_finite=False
         )
+    n_q = np.asarray(counts.sum(axis=0)).ravel()
+    inv_q = np.divide(1.0, n_q, out=np.zeros_like(n_q), where=n_q > 0)
     gamma = inv_q * (r_q - counts.T @ alpha)
     return alpha, gamma
 
@@ -123,26 +129,56 @@ def _solve_lsmr(
     forecaster: NDArray[np.int64],
     question: NDArray[np.int64],
     score: NDArray[np.float64],
-    n_forecasters: int,
-    n_questions: int,
+    n_f: NDArray[np.float64],
+    n_q: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """LSMR on the sparse design, columns scaled to unit norm (Jacobi preconditioning)."""
+    n_forecasters = len(n_f)
     rows = np.arange(len(score))
+    column_norm = np.sqrt(np.maximum(np.r_[n_f, n_q], 1.0))
+    columns = np.r_[forecaster, n_forecasters + question]
     design = sp.csr_matrix(
-        (
-            np.ones(2 * len(score)),
-            (np.r_[rows, rows], np.r_[forecaster, n_forecasters + question]),
-        ),
-        shape=(len(score), n_forecasters + n_questions),
+        (1.0 / column_norm[columns], (np.r_[rows, rows], columns)),
+        shape=(len(score), len(column_norm)),
     )
-    solution = lsmr(design, score, atol=1e-14, btol=1e-14, maxiter=20 * design.shape[1])[0]
+    scaled = lsmr(design, score, atol=1e-14, btol=1e-14, maxiter=20 * design.shape[1])[0]
+    solution = scaled / column_norm
     return solution[:n_forecasters].copy(), solution[n_forecasters:].copy()
 
 
+def _components_from_gram(
+    gram: sp.csr_matrix, counts: sp.csr_matrix, n_f: NDArray[np.float64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
+    """Components from the forecaster graph (forecasters sharing a question are linked).
+
+    Cheaper than the full forecaster-question graph; a question joins the component of any
+    forecaster who answered it. Unobserved forecasters and questions get -1.
+    """
+    _, labels = connected_components(gram, directed=False)
+    observed = n_f > 0
+    kept, dense = np.unique(labels[observed], return_inverse=True)
+    f_comp = np.full(len(n_f), -1, dtype=np.int64)
+    f_comp[observed] = dense.reshape(-1)
+    by_question = counts.tocsc()
+    asked = np.diff(by_question.indptr) > 0
+    q_comp = np.full(counts.shape[1], -1, dtype=np.int64)
+    q_comp[asked] = f_comp[by_question.indices[by_question.indptr[:-1][asked]]]
+    return f_comp, q_comp, len(kept)
+
+
 def _components(counts: sp.csr_matrix) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
+    """Connected components of the forecaster-question graph, numbered over observed nodes.
+
+    A forecaster or question without observations gets component -1 and is not counted.
+    """
     n_f = counts.shape[0]
     graph = sp.bmat([[None, counts], [counts.T, None]], format="csr")
-    n_comp, labels = connected_components(graph, directed=False)
-    return labels[:n_f].astype(np.int64), labels[n_f:].astype(np.int64), int(n_comp)
+    _, labels = connected_components(graph, directed=False)
+    observed = np.diff(graph.indptr) > 0
+    kept, dense = np.unique(labels[observed], return_inverse=True)
+    out = np.full(len(labels), -1, dtype=np.int64)
+    out[observed] = dense.reshape(-1)
+    return out[:n_f], out[n_f:], len(kept)
 
 
 def _centre(
@@ -156,8 +192,8 @@ def _centre(
     """Shift effects so forecaster effects average 0 within each component."""
     total = np.bincount(f_comp[observed], weights=alpha[observed], minlength=n_comp)
     size = np.bincount(f_comp[observed], minlength=n_comp)
-    mean = np.divide(total, size, out=np.zeros(n_comp), where=size > 0)
-    return alpha - mean[f_comp], gamma + mean[q_comp]
+    mean = np.r_[np.divide(total, size, out=np.zeros(n_comp), where=size > 0), 0.0]
+    return alpha - mean[f_comp], gamma + mean[q_comp]  # component -1 picks the final 0.0
 
 
 @dataclass(frozen=True, eq=False)

@@ -119,8 +119,7 @@ def ranking(forecasts: Forecasts, options: AnalysisOptions, prep: Prepared | Non
         min_questions=options.min_questions,
     )
     rows = []
-    for i, name in enumerate(panel.forecasters):
-        mine = f == i
+    for i, (name, mine) in enumerate(zip(panel.forecasters, _slices(f, n_f), strict=True)):
         t = weighted_t_interval(result.cell_adjusted[mine], cell_w[mine], options.confidence)
         row: dict[str, Any] = {
             "forecaster": name,
@@ -133,7 +132,7 @@ def ranking(forecasts: Forecasts, options: AnalysisOptions, prep: Prepared | Non
             "peer_score": _masked_mean(peers[mine], cell_w[mine]),
             "provisional": bool(is_provisional[i]),
             "first_forecast_at": to_datetime(panel.forecaster_first_at[i]),
-            "component": int(result.fit.forecaster_component[i]) if mine.any() else None,
+            "component": int(result.fit.forecaster_component[i]) if len(mine) else None,
             "reference": False,
         }
         if options.bootstrap_resamples > 0:
@@ -291,8 +290,10 @@ def calibration_results(
     row_ok = prep.scorable[prep.questions.row_question]
     outcome = prep.questions.resolved_value[prep.questions.row_question]
     results = []
-    for i, name in enumerate(panel.forecasters):
-        mine = row_ok & (row_forecaster == i)
+    selected = np.flatnonzero(row_ok)
+    groups = _slices(row_forecaster[selected], len(panel.forecasters))
+    for name, positions in zip(panel.forecasters, groups, strict=True):
+        mine = selected[positions]
         results.append(
             calibrate(prep.forecasts.probability[mine], outcome[mine], options.n_bins, name)
         )
@@ -351,6 +352,13 @@ def _market_row(
         "component": None,
         "reference": True,
     }
+
+
+def _slices(labels: NDArray[np.int64], n: int) -> list[NDArray[np.int64]]:
+    """For each label 0..n-1, the positions holding it (one sort instead of n scans)."""
+    order = np.argsort(labels, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(labels, minlength=n))]
+    return [order[bounds[i] : bounds[i + 1]] for i in range(n)]
 
 
 def _baseline_forecasters(prep: Prepared) -> NDArray[np.bool_]:

@@ -11,9 +11,10 @@ questions, and to benchmark the fit at scale. The data-generating process:
 * Rounds (weeks): each round asks fresh questions, drawn with softmax weights
   ``exp(beta_t * difficulty)``, ``beta_t`` alternating ``+beta`` and ``-beta`` (hard and easy
   rounds: question drift). A share ``persistence`` of the round's forecasters stay for the
-  next round; the others are replaced by forecasters drawn with softmax weights
-  ``exp(tau_t * skill)``, ``tau_t`` rising from ``-tau`` to ``+tau`` (model drift: better models
-  arrive later). Everyone in a round answers every question of the round.
+  next round; the others are replaced by new forecasters (who have not taken part yet, while
+  there are any) drawn with softmax weights ``exp(tau_t * skill)``, ``tau_t`` rising from
+  ``-tau`` to ``+tau`` (model drift: better models arrive later). Everyone in a round answers
+  every question of the round.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def simulate_tournament(
     unused = np.ones(n_questions, dtype=bool)
     question_round = np.full(n_questions, -1, dtype=np.int64)
     members: NDArray[np.int64] = np.empty(0, dtype=np.int64)
+    seen = np.zeros(n_forecasters, dtype=bool)
     parts_f, parts_q, parts_r = [], [], []
     for t in range(n_rounds):
         beta_t = beta if t % 2 == 0 else -beta
@@ -106,10 +108,13 @@ def simulate_tournament(
         unused[chosen] = False
         question_round[chosen] = t
         stay = rng.permutation(members)[: round(persistence * len(members))]
-        available = np.ones(n_forecasters, dtype=bool)
-        available[stay] = False
+        available = ~seen
+        if available.sum() < forecasters_per_round - len(stay):  # nobody new left: reuse
+            available = np.ones(n_forecasters, dtype=bool)
+            available[stay] = False
         fresh = _softmax_draw(rng, tau_t * skill, available, forecasters_per_round - len(stay))
         members = np.concatenate([stay, fresh])
+        seen[members] = True
         grid_f, grid_q = np.meshgrid(members, chosen, indexing="ij")
         parts_f.append(grid_f.ravel())
         parts_q.append(grid_q.ravel())

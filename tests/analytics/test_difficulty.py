@@ -55,7 +55,9 @@ def test_disconnected_groups_are_components() -> None:
     q = np.array([0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5])
     y = np.random.default_rng(0).random(len(f))
     fit = fit_two_way(f, q, y, 5, 7)
-    assert fit.n_components == 4  # two groups, an idle forecaster, an unasked question
+    assert fit.n_components == 2  # the idle forecaster and the unasked question are in none
+    assert fit.forecaster_component[4] == -1
+    assert fit.question_component[6] == -1
     assert fit.forecaster_component[0] == fit.forecaster_component[1]
     assert fit.forecaster_component[0] != fit.forecaster_component[2]
     assert np.isnan(fit.alpha[4])
