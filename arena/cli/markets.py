@@ -19,13 +19,19 @@ def sync(ctx: typer.Context, at: AtOption = None) -> None:
     factory = app_state.factory()
     with GammaClient(settings.polymarket) as gamma:
         report = sync_markets(factory, gamma, settings, clock_for(at))
-    console.print(report.summary())
+    console.print(report.summary(), soft_wrap=True, markup=False)
     if not report.complete:
         err_console.print(
-            f"warning: only {report.listed} of {report.universe_size} universe markets listed"
+            f"warning: only {report.listed} of {report.universe_size} universe markets listed",
+            soft_wrap=True,
+            markup=False,
         )
     for market_id, reason in report.parse_errors[:10]:
-        err_console.print(f"warning: skipped unparseable market {market_id}: {reason}")
+        err_console.print(
+            f"warning: skipped unparseable market {market_id}: {reason}",
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 def register(app: typer.Typer) -> None:

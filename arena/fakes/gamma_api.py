@@ -30,7 +30,7 @@ ORDER_FIELDS = ("volumeNum", "volume24hr", "liquidityNum", "endDate", "startDate
 # fmt: off
 OPTIONAL_KEYS = (
     "volumeNum", "liquidity", "liquidityNum", "volume24hr", "events", "description", "slug",
-    "endDate", "clobTokenIds", "bestBid", "lastTradePrice", "negRiskMarketID",
+    "endDateIso", "clobTokenIds", "bestBid", "lastTradePrice", "negRiskMarketID",
 )  # never acceptingOrders/closed/active/outcomes/outcomePrices: they decide tradability
 # fmt: on
 
