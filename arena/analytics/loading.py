@@ -81,13 +81,12 @@ def _read_csv(path: Path) -> pa.Table:
 
 
 def _read_jsonl(path: Path) -> pa.Table | Forecasts:
-    """Fast path through arrow with a fixed schema; plain ``json`` when types vary by row."""
-    schema = pa.schema(
-        [(name, pa.float64() if name in FLOAT_COLUMNS else pa.string()) for name in COLUMNS]
-    )
-    options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    """Fast path through arrow (types inferred, converted per column by ``from_columns``);
+    plain ``json`` when a column's type varies between rows."""
+    if path.stat().st_size == 0:
+        return Forecasts.from_rows([])
     try:
-        return pa_json.read_json(path, parse_options=options)
+        return pa_json.read_json(path)
     except pa.ArrowInvalid:
         return Forecasts.from_rows(_json_lines(path))
 

@@ -25,6 +25,9 @@ Columns (:data:`COLUMNS` is the reference; times are aware UTC, held as ``dateti
 ``resolved_value``      1 if the event happened, 0 if not, null while unresolved and for a void
                         market (50-50 or cancelled, which then has ``resolved_at`` set).
 ``family_kind``         ``openrouter`` or ``baseline``; baselines stay out of the proxy pool.
+``source``              ``panel`` (the weekly forecast panel) or ``bet`` (the probability stated
+                        on a bet); null counts as ``panel``. Analyses use panel forecasts only
+                        unless told otherwise: bets are on markets the model chose.
 ``forecast_id``, ``cohort_id``, ``agent_id``, ``decision_id``: carried for reference.
 """
 
@@ -52,6 +55,7 @@ STRING_COLUMNS = (
     "family_id",
     "family_kind",
     "decision_id",
+    "source",
     "market_id",
     "outcome",
     "event_group",
@@ -84,6 +88,7 @@ class Forecasts:
     family_id: NDArray[np.object_]
     family_kind: NDArray[np.object_]
     decision_id: NDArray[np.object_]
+    source: NDArray[np.object_]
     market_id: NDArray[np.object_]
     outcome: NDArray[np.object_]
     event_group: NDArray[np.object_]
@@ -168,6 +173,13 @@ class Forecasts:
     def select(self, mask: NDArray[np.bool_] | NDArray[np.int64]) -> Forecasts:
         """The rows picked by a boolean mask or an index array."""
         return Forecasts(**{f.name: getattr(self, f.name)[mask] for f in fields(self)})
+
+    def from_sources(self, sources: tuple[str, ...]) -> Forecasts:
+        """The rows whose ``source`` is one of ``sources`` (a missing source is ``panel``)."""
+        keep = np.array(
+            [(value or "panel").lower() in sources for value in self.source], dtype=bool
+        )
+        return self if keep.all() else self.select(keep)
 
     def families(self) -> list[str]:
         """Distinct family ids, sorted."""

@@ -48,6 +48,7 @@ class AnalysisOptions:
 
     as_of: datetime | None = None
     by: str = "family"
+    sources: tuple[str, ...] = ("panel",)
     market_weight: float = 1.0
     group_weights: bool = True
     repeat_weights: bool = True
@@ -80,8 +81,9 @@ class Prepared:
 
 def prepare(forecasts: Forecasts, options: AnalysisOptions) -> Prepared:
     """Index questions, build the panel, weigh questions and find the scorable ones."""
+    forecasts = forecasts.from_sources(options.sources)
     if len(forecasts) == 0:
-        raise ForecastsError("no forecasts to analyse")
+        raise ForecastsError(f"no forecasts to analyse (sources: {', '.join(options.sources)})")
     as_of = to_datetime64(options.as_of) if options.as_of else default_as_of(forecasts)
     questions = index_questions(forecasts)
     panel = build_panel(forecasts, questions, by=options.by)

@@ -72,6 +72,14 @@ Bootstrap = Annotated[
 ]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")]
 By = Annotated[str, typer.Option("--by", help="Rank by family or by agent.")]
+WithBets = Annotated[
+    bool,
+    typer.Option(
+        "--with-bets",
+        help="Also use the probabilities stated on bets (default: weekly panel forecasts only; "
+        "bets are on markets the model chose).",
+    ),
+]
 
 
 def _options(
@@ -81,6 +89,7 @@ def _options(
     bootstrap: int = 10_000,
     seed: int = 0,
     by: str = "family",
+    with_bets: bool = False,
     **extra: Any,
 ) -> AnalysisOptions:
     if by not in ("family", "agent"):
@@ -88,6 +97,7 @@ def _options(
     return AnalysisOptions(
         as_of=clock_for(at).now(),
         by=by,
+        sources=("panel", "bet") if with_bets else ("panel",),
         market_weight=market_weight,
         group_weights=weights,
         repeat_weights=weights,
@@ -129,6 +139,7 @@ def ranking_command(
     bootstrap: Bootstrap = 2_000,
     seed: Seed = 0,
     by: By = "family",
+    with_bets: WithBets = False,
 ) -> None:
     """Leaderboard by difficulty-adjusted Brier, with confidence intervals and provisional flags.
 
@@ -141,6 +152,7 @@ def ranking_command(
         bootstrap,
         seed,
         by,
+        with_bets,
         min_days=min_days,
         min_questions=min_questions,
     )
@@ -161,6 +173,7 @@ def h2h_command(
     bootstrap: Bootstrap = 10_000,
     seed: Seed = 0,
     by: By = "family",
+    with_bets: WithBets = False,
 ) -> None:
     """Head-to-head of A against B on their common resolved questions (> 0: A better).
 
@@ -168,7 +181,7 @@ def h2h_command(
     """
     if score not in ("log", "brier"):
         raise UserError(f"--score must be log or brier, not {score!r}")
-    options = _options(at, 1.0, weights, bootstrap, seed, by, h2h_score=score)
+    options = _options(at, 1.0, weights, bootstrap, seed, by, with_bets, h2h_score=score)
     report = head_to_head(load_forecasts(from_export), family_a, family_b, options)
     _emit(report, output_format, head_to_head_table)
 
@@ -186,6 +199,7 @@ def proxy_command(
         bool, typer.Option("--include-resolved", help="Score resolved questions too.")
     ] = False,
     by: By = "family",
+    with_bets: WithBets = False,
 ) -> None:
     """PROXY ranking before resolution: agreement with the other families' extremized pool.
 
@@ -194,6 +208,7 @@ def proxy_command(
     options = _options(
         at,
         by=by,
+        with_bets=with_bets,
         bootstrap=0,
         proxy_include_baselines=include_baselines,
         proxy_include_resolved=include_resolved,
@@ -214,9 +229,10 @@ def calibration_command(
         ),
     ] = None,
     by: By = "family",
+    with_bets: WithBets = False,
 ) -> None:
     """Reliability data, expected calibration error and Brier decomposition per forecaster."""
-    options = _options(at, by=by, bootstrap=0, n_bins=bins)
+    options = _options(at, by=by, with_bets=with_bets, bootstrap=0, n_bins=bins)
     forecasts = load_forecasts(from_export)
     prep = prepare(forecasts, options)
     report = calibration_report(forecasts, options, prep)

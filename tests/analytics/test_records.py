@@ -205,3 +205,55 @@ def test_export_errors(tmp_path: Path) -> None:
     (tmp_path / "forecasts.jsonl").write_text('{"family_id": "a"}\nnot json\n')
     with pytest.raises(ForecastsError, match="line 2 is not JSON"):
         read_export(tmp_path)
+
+
+def test_jsonl_as_the_database_export_writes_it(tmp_path: Path) -> None:
+    """Integer ids, decimals as strings, a date-only week start, offsets and Z times."""
+    lines = [
+        {
+            "forecast_id": 1,
+            "agent_id": 7,
+            "family_id": "claude",
+            "market_id": "559651",
+            "outcome": "YES",
+            "probability": "0.700000",
+            "market_probability": "0.650000",
+            "forecast_at": "2025-01-05T02:05:00+02:00",
+            "week_start": "2025-01-05",
+            "resolved_at": None,
+            "resolved_value": None,
+            "source": "panel",
+        },
+        {
+            "forecast_id": 2,
+            "agent_id": 8,
+            "family_id": "gpt",
+            "market_id": "559651",
+            "outcome": "NO",
+            "probability": "0.25",
+            "market_probability": None,
+            "forecast_at": "2025-01-05T00:05:00.5Z",
+            "week_start": "2025-01-05",
+            "resolved_at": "2025-01-09T00:00:00Z",
+            "resolved_value": 1,
+            "source": "bet",
+        },
+    ]
+    (tmp_path / "forecasts.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    loaded = read_export(tmp_path)
+    assert list(loaded.forecast_id) == ["1", "2"]
+    assert list(loaded.agent_id) == ["7", "8"]
+    np.testing.assert_allclose(loaded.probability, [0.7, 0.75])
+    assert loaded.resolved_value[1] == 0.0  # the NO side resolved 1: the YES event did not
+    assert to_datetime(loaded.forecast_at[0]) == datetime(2025, 1, 5, 0, 5, tzinfo=UTC)
+    assert to_datetime(loaded.forecast_at[1]) == datetime(2025, 1, 5, 0, 5, 0, 500000, tzinfo=UTC)
+    assert to_datetime(loaded.resolved_at[1]) == datetime(2025, 1, 9, tzinfo=UTC)
+    assert list(loaded.source) == ["panel", "bet"]
+    assert len(loaded.from_sources(("panel",))) == 1
+    assert len(loaded.from_sources(("panel", "bet"))) == 2
+
+
+def test_missing_source_counts_as_panel() -> None:
+    f = Forecasts.from_rows(ROWS)
+    assert len(f.from_sources(("panel",))) == 3
+    assert len(f.from_sources(("bet",))) == 0

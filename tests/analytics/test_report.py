@@ -193,3 +193,18 @@ def test_calibration_report_counts_resolved_forecasts() -> None:
 def test_empty_input_is_an_error() -> None:
     with pytest.raises(ForecastsError, match="no forecasts"):
         ranking(forecasts(), AnalysisOptions())
+
+
+def test_bets_are_left_out_unless_asked() -> None:
+    rows = [
+        row("A", "m1", 0.8, resolved=1.0),
+        {**row("A", "m2", 0.9, resolved=0.0), "source": "bet"},
+    ]
+    panel_only = ranking(forecasts(*rows), AnalysisOptions(bootstrap_resamples=0))
+    with_bets = ranking(
+        forecasts(*rows), AnalysisOptions(bootstrap_resamples=0, sources=("panel", "bet"))
+    )
+    assert panel_only["n_scored_questions"] == 1
+    assert with_bets["n_scored_questions"] == 2
+    with pytest.raises(ForecastsError, match="no forecasts to analyse"):
+        ranking(forecasts(rows[1]), AnalysisOptions())
