@@ -47,6 +47,7 @@ from arena.analytics.consistent_read import consistent_read
 from arena.clock import Clock, SystemClock
 from arena.errors import UserError
 from arena.export_tables import TABLES, Column, ExportFilters, Kind, TableSpec
+from arena.store.models import Agent, Cohort, Family
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,7 @@ def export(
     exported_at = (clock or SystemClock()).now()
     written: list[ExportedFile] = []
     with consistent_read(session_factory) as session:
+        _check_known(session, filters)
         versions = _methodology_versions(session, filters)
         for spec in TABLES:
             path = directory / f"{spec.name}.{fmt}"
@@ -165,9 +167,22 @@ def export(
     return manifest
 
 
-def _methodology_versions(session: Session, filters: ExportFilters) -> list[str]:
-    from arena.store.models import Agent
+def _check_known(session: Session, filters: ExportFilters) -> None:
+    """Unknown cohort or family ids are a usage error, not an empty export."""
+    if filters.cohorts:
+        found = set(session.scalars(select(Cohort.id).where(Cohort.id.in_(filters.cohorts))))
+        missing = [str(c) for c in filters.cohorts if c not in found]
+        if missing:
+            raise UserError(f"--cohort: no cohort {', '.join(missing)}")
+    if filters.families:
+        known = select(Family.id).where(Family.id.in_(filters.families))
+        found_families = set(session.scalars(known))
+        unknown = [f for f in filters.families if f not in found_families]
+        if unknown:
+            raise UserError(f"--family: no family {', '.join(unknown)}")
 
+
+def _methodology_versions(session: Session, filters: ExportFilters) -> list[str]:
     statement = select(Agent.methodology_version).distinct()
     if filters.cohorts:
         statement = statement.where(Agent.cohort_id.in_(filters.cohorts))

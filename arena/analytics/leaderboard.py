@@ -42,9 +42,11 @@ from arena.domain.scores import (
     return_band,
     return_pct,
 )
+from arena.errors import UserError
 from arena.store.models import (
     Agent,
     BrierScore,
+    Cohort,
     Decision,
     DecisionAttempt,
     Family,
@@ -233,6 +235,8 @@ def _rank_key(row: FamilyStanding) -> tuple[Decimal, bool, Decimal, str]:
 
 
 def _standings(session: Session, cohort_id: int | None, min_scored: int) -> list[FamilyStanding]:
+    if cohort_id is not None and session.get(Cohort, cohort_id) is None:
+        raise UserError(f"cohort {cohort_id} does not exist")
     names = {
         family_id: (display_name, kind)
         for family_id, display_name, kind in session.execute(

@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "arena.cli.jobs",
     "arena.cli.decide",
     "arena.cli.run",
+    "arena.cli.results",
 ]
 
 app = typer.Typer(

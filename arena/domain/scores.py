@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from scipy import stats
+from scipy.special import stdtr
 
 from arena.domain.ledger import ONE, ZERO, to_money
 from arena.domain.markets import side_price
@@ -131,7 +131,7 @@ def t_test(n: int, total: Decimal, total_squares: Decimal, mu: Decimal = ZERO) -
     if variance <= ZERO:
         return None
     t = float((mean - mu) / (variance / n).sqrt())
-    p = float(2 * stats.t.sf(abs(t), n - 1))
+    p = float(2 * stdtr(n - 1, -abs(t)))  # two-sided, Student's t CDF
     return TTest(t=t, df=n - 1, p_value=p)
 
 
