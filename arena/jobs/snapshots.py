@@ -30,7 +30,8 @@ from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, Table, func, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, floor_to_minutes
@@ -42,13 +43,12 @@ from arena.jobs.prices import MarketSource, refresh_held_markets
 from arena.store.db import transaction
 from arena.store.models import Agent, BrierScore, Cohort, PortfolioSnapshot, Position
 from arena.store.models import Market as MarketRow
-from arena.store.upsert import insert_ignore
 
 log = logging.getLogger(__name__)
 
 SCORE = Decimal("0.0000000001")  # the Price column's scale
 PERCENT = Decimal("0.0001")
-INSERT_CHUNK = 500
+STREAM_ROWS = 10_000  # positions fetched per batch
 
 
 @dataclass(frozen=True)
@@ -83,13 +83,7 @@ def take_snapshots(
     written = 0
     if rows:
         with transaction(factory) as session:
-            for start in range(0, len(rows), INSERT_CHUNK):
-                written += insert_ignore(
-                    session,
-                    PortfolioSnapshot.__table__,  # type: ignore[arg-type]
-                    rows[start : start + INSERT_CHUNK],
-                    conflict=["agent_id", "taken_at"],
-                )
+            written = insert_snapshots(session, rows)
     log.info(
         "snapshot %s: %d agents, %d written, %d open positions (%d at cost basis)",
         slot.isoformat(),
@@ -114,18 +108,17 @@ def value_agents(
 ) -> tuple[list[dict[str, Any]], int, int]:
     """Snapshot rows for ``slot``, read in one consistent transaction (no writes).
 
-    Returns (rows, open positions valued, positions valued at cost basis).
+    Returns (rows, open positions valued, positions valued at cost basis). Positions are
+    streamed and folded into per-agent sums as they arrive, so memory does not grow with them.
     """
     with factory() as session, session.begin():
+        options: dict[str, Any] = {}
         if session.get_bind().dialect.name == "postgresql":
-            session.connection(
-                execution_options={
-                    "isolation_level": "REPEATABLE READ",
-                    "postgresql_readonly": True,
-                }
-            )
+            options = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+        # Core rows on the session's connection: no ORM row processing for 10^5 positions.
+        conn = session.connection(execution_options=options)
         unfinished = (Cohort.status != "completed", Cohort.week_start <= now)
-        agents = session.execute(
+        agents = conn.execute(
             select(
                 Agent.id, Agent.cohort_id, Agent.starting_balance, Agent.cash, Agent.realized_pnl
             )
@@ -135,7 +128,18 @@ def value_agents(
         ).all()
         if not agents:
             return [], 0, 0
-        positions = session.execute(
+        held = select(Position.market_id).where(Position.status == "OPEN")
+        markets = {
+            market_id: (outcomes, prices)
+            for market_id, outcomes, prices in conn.execute(
+                select(MarketRow.id, MarketRow.outcomes, MarketRow.prices).where(
+                    MarketRow.id.in_(held)
+                )
+            )
+        }
+        briers = _brier_totals(conn, unfinished)
+        book = _Book(markets)
+        positions = conn.execution_options(yield_per=STREAM_ROWS).execute(
             select(
                 Position.agent_id,
                 Position.market_id,
@@ -145,40 +149,13 @@ def value_agents(
             )
             .join(Cohort, Cohort.id == Position.cohort_id)
             .where(Position.status == "OPEN", *unfinished)
-        ).all()
-        held = select(Position.market_id).where(Position.status == "OPEN")
-        markets = {
-            market_id: (outcomes, prices)
-            for market_id, outcomes, prices in session.execute(
-                select(MarketRow.id, MarketRow.outcomes, MarketRow.prices).where(
-                    MarketRow.id.in_(held)
-                )
-            ).all()
-        }
-        briers = _brier_totals(session, unfinished)
-
-    value: dict[int, Decimal] = defaultdict(Decimal)
-    basis: dict[int, Decimal] = defaultdict(Decimal)
-    count: dict[int, int] = defaultdict(int)
-    marks: dict[tuple[str, str], Decimal | None] = {}
-    unpriced = 0
-    for agent_id, market_id, side, shares, cost_basis in positions:
-        key = (market_id, side)
-        if key not in marks:
-            outcomes, prices = markets.get(market_id, (None, None))
-            marks[key] = _mark(outcomes, prices, side)
-        mark = marks[key]
-        if mark is None:
-            unpriced += 1
-            value[agent_id] += cost_basis
-        else:
-            value[agent_id] += to_money(shares * mark)
-        basis[agent_id] += cost_basis
-        count[agent_id] += 1
+        )
+        for agent_id, market_id, side, shares, cost_basis in positions:
+            book.add(agent_id, market_id, side, shares, cost_basis)
 
     rows: list[dict[str, Any]] = []
     for agent_id, cohort_id, starting, cash, realized in agents:
-        positions_value = value[agent_id]
+        positions_value = book.value[agent_id]
         total = cash + positions_value
         pnl = total - starting
         scored, brier_sum = briers.get(agent_id, (0, ZERO))
@@ -193,13 +170,58 @@ def value_agents(
                 "pnl": pnl,
                 "pnl_pct": (pnl / starting * HUNDRED).quantize(PERCENT, ROUND_HALF_EVEN),
                 "realized_pnl": realized,
-                "unrealized_pnl": positions_value - basis[agent_id],
+                "unrealized_pnl": positions_value - book.basis[agent_id],
                 "brier": (brier_sum / scored).quantize(SCORE, ROUND_HALF_EVEN) if scored else None,
                 "resolved_bets": scored,
-                "open_positions": count[agent_id],
+                "open_positions": book.count[agent_id],
             }
         )
-    return rows, len(positions), unpriced
+    return rows, book.positions, book.unpriced
+
+
+class _Book:
+    """Per-agent sums of marked value, open cost basis and position count."""
+
+    def __init__(self, markets: dict[str, tuple[list[str], list[Any] | None]]) -> None:
+        self.markets = markets
+        self.marks: dict[tuple[str, str], Decimal | None] = {}
+        self.value: dict[int, Decimal] = defaultdict(Decimal)
+        self.basis: dict[int, Decimal] = defaultdict(Decimal)
+        self.count: dict[int, int] = defaultdict(int)
+        self.positions = 0
+        self.unpriced = 0
+
+    def add(
+        self, agent_id: int, market_id: str, side: str, shares: Decimal, cost_basis: Decimal
+    ) -> None:
+        key = (market_id, side)
+        if key not in self.marks:
+            outcomes, prices = self.markets.get(market_id, (None, None))
+            self.marks[key] = _mark(outcomes, prices, side)
+        mark = self.marks[key]
+        if mark is None:
+            self.unpriced += 1
+            self.value[agent_id] += cost_basis
+        else:
+            self.value[agent_id] += to_money(shares * mark)
+        self.basis[agent_id] += cost_basis
+        self.count[agent_id] += 1
+        self.positions += 1
+
+
+def insert_snapshots(session: Session, rows: list[dict[str, Any]]) -> int:
+    """Insert-or-nothing on ``(agent_id, taken_at)``; returns the number of rows inserted.
+
+    One statement compiled once and executed for all rows (SQLAlchemy batches the VALUES and
+    the RETURNING), instead of compiling a fresh multi-row VALUES per chunk.
+    """
+    table: Table = PortfolioSnapshot.__table__  # type: ignore[assignment]
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert(table) if dialect == "postgresql" else sqlite.insert(table)
+    statement = insert.on_conflict_do_nothing(index_elements=["agent_id", "taken_at"]).returning(
+        table.c.id
+    )
+    return len(session.execute(statement, rows).all())
 
 
 def _mark(outcomes: list[str] | None, prices: list[Any] | None, side: str) -> Decimal | None:
@@ -212,7 +234,7 @@ def _mark(outcomes: list[str] | None, prices: list[Any] | None, side: str) -> De
         return None
 
 
-def _brier_totals(session: Session, unfinished: tuple[Any, ...]) -> dict[int, tuple[int, Decimal]]:
+def _brier_totals(conn: Connection, unfinished: tuple[Any, ...]) -> dict[int, tuple[int, Decimal]]:
     """Per agent: (number of Brier rows, exact sum of their scores).
 
     PostgreSQL sums NUMERIC exactly in SQL; SQLite stores decimals as text (its SUM would go
@@ -220,16 +242,16 @@ def _brier_totals(session: Session, unfinished: tuple[Any, ...]) -> dict[int, tu
     """
     scope = BrierScore.cohort_id.in_(select(Cohort.id).where(*unfinished))
     totals: dict[int, tuple[int, Decimal]] = {}
-    if session.get_bind().dialect.name == "postgresql":
+    if conn.dialect.name == "postgresql":
         statement = (
             select(BrierScore.agent_id, func.count(), func.sum(BrierScore.brier))
             .where(scope)
             .group_by(BrierScore.agent_id)
         )
-        for agent_id, scored, total in session.execute(statement).all():
+        for agent_id, scored, total in conn.execute(statement).all():
             totals[agent_id] = (int(scored), Decimal(total))
         return totals
-    for agent_id, brier in session.execute(
+    for agent_id, brier in conn.execute(
         select(BrierScore.agent_id, BrierScore.brier).where(scope)
     ).all():
         scored, total = totals.get(agent_id, (0, ZERO))

@@ -1,0 +1,418 @@
+"""Time and memory of one snapshot tick at arena scale, on SQLite and PostgreSQL.
+
+Builds ``cohorts x 7 agents x 50 open positions`` (100 cohorts: 35,000 positions; 1,000
+cohorts: 350,000), plus per agent 10 settled positions with their BUY trades and Brier rows
+(so the Brier aggregate has work to do), over binary and named-outcome markets, some of them
+never priced (valued at cost basis). The synthetic rows are bulk-loaded (Core executemany on
+SQLite, ``COPY`` on PostgreSQL). Then times one snapshot tick
+(:func:`arena.jobs.snapshots.take_snapshots` without the Gamma refresh: the consistent read,
+the valuation and the bulk insert of one row per agent), each run on a fresh 10-minute slot,
+and prints the best and median wall time, the read-and-value part alone, the peak of traced
+Python allocations of one more tick (tracemalloc) and the process's peak RSS.
+
+PostgreSQL runs when ``--postgres-url`` or ``ARENA_TEST_POSTGRES_URL`` is given; the script
+creates its own scratch database there and drops it afterwards.
+
+Run: ``.venv/bin/python benchmarks/bench_snapshot.py [--scales 1,10] [--postgres-url URL]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import resource
+import statistics
+import tempfile
+import time
+import tracemalloc
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, Table, create_engine, text
+from sqlalchemy.engine import make_url
+
+from arena.clock import FixedClock
+from arena.config import Settings
+from arena.jobs.snapshots import insert_snapshots, take_snapshots, value_agents
+from arena.store.db import make_engine, session_factory, transaction, upgrade
+from arena.store.models import (
+    Agent,
+    BrierScore,
+    Cohort,
+    Decision,
+    Family,
+    Position,
+    Trade,
+)
+from arena.store.models import Market as MarketRow
+
+AGENTS_PER_COHORT = 7
+OPEN_PER_AGENT = 50
+SETTLED_PER_AGENT = 10
+MARKETS_PER_COHORT = 20  # 2,000 markets for 100 cohorts
+NOW = datetime(2027, 6, 2, 12, 3, tzinfo=UTC)
+CHUNK = 20_000
+TEAMS = ("Falcons", "Otters", "Comets")
+
+
+def synthetic_rows(cohorts: int, seed: int = 0) -> dict[Table, list[dict[str, Any]]]:
+    """Every row of the synthetic arena, keyed by table, with explicit ids."""
+    rng = random.Random(seed)
+    start = NOW - timedelta(days=7 * cohorts)
+    families = [f"family-{i}" for i in range(AGENTS_PER_COHORT)]
+    models = (Family, Cohort, MarketRow, Agent, Decision, Position, Trade, BrierScore)
+    tables: dict[str, Table] = {m.__tablename__: m.__table__ for m in models}  # type: ignore[misc]
+    rows: dict[Table, list[dict[str, Any]]] = {table: [] for table in tables.values()}
+    for family in families:
+        rows[tables["families"]].append(
+            {
+                "id": family,
+                "kind": "baseline",
+                "display_name": family,
+                "provider": "bench",
+                "openrouter_id": None,
+                "strategy": "random",
+                "active": True,
+                "first_seen_at": start,
+                "updated_at": start,
+            }
+        )
+    markets = []
+    for index in range(cohorts * MARKETS_PER_COHORT):
+        named = index % 10 == 0
+        outcomes = list(TEAMS) if named else ["Yes", "No"]
+        if index % 97 == 0:
+            prices = None  # never priced: valued at cost basis
+        elif named:
+            prices = ["0.2", "0.3", "0.5"]
+        else:
+            yes = Decimal(rng.randint(1, 999)) / 1000
+            prices = [str(yes), str(1 - yes)]
+        markets.append((str(100000 + index), outcomes))
+        rows[tables["markets"]].append(
+            {
+                "id": str(100000 + index),
+                "question": f"Synthetic market {index}?",
+                "slug": None,
+                "description": None,
+                "category": "Bench",
+                "outcomes": outcomes,
+                "prices": prices,
+                "yes_price": None if named or prices is None else Decimal(prices[0]),
+                "last_raw_prices": prices,
+                "volume": Decimal(1000 + index),
+                "volume_24h": None,
+                "liquidity": None,
+                "end_date": None,
+                "closed_time": None,
+                "active": True,
+                "closed": False,
+                "accepting_orders": True,
+                "uma_resolution_status": None,
+                "condition_id": None,
+                "neg_risk": False,
+                "neg_risk_market_id": None,
+                "group_item_title": None,
+                "event_id": None,
+                "event_slug": None,
+                "event_title": None,
+                "first_seen_at": start,
+                "updated_at": start,
+                "prices_updated_at": start,
+                "status": "open",
+                "resolution_state": None,
+                "winning_outcome": None,
+                "resolved_at": None,
+            }
+        )
+    agent_id = position_id = 0
+    for cohort_id in range(1, cohorts + 1):
+        week = start + timedelta(days=7 * (cohort_id - 1))
+        rows[tables["cohorts"]].append(
+            {
+                "id": cohort_id,
+                "week_start": week,
+                "created_at": week,
+                "methodology_version": "v1",
+                "prompt_version": "v1",
+                "starting_balance": Decimal(10000),
+                "status": "active",
+                "completed_at": None,
+            }
+        )
+        for family in families:
+            agent_id += 1
+            cash = Decimal(10000)
+            held = rng.sample(markets, OPEN_PER_AGENT + SETTLED_PER_AGENT)
+            rows[tables["decisions"]].append(
+                {
+                    "id": agent_id,
+                    "agent_id": agent_id,
+                    "cohort_id": cohort_id,
+                    "decision_week": 1,
+                    "universe_id": None,
+                    "status": "completed",
+                    "action": "BET",
+                    "system_hold": False,
+                    "claim_token": None,
+                    "lease_expires_at": None,
+                    "claim_count": 1,
+                    "cash_shown": cash,
+                    "reasoning": None,
+                    "payload": None,
+                    "error": None,
+                    "prompt_version": "v1",
+                    "methodology_version": "v1",
+                    "created_at": week,
+                    "updated_at": week,
+                    "completed_at": week,
+                }
+            )
+            for number, (market_id, outcomes) in enumerate(held):
+                position_id += 1
+                side = rng.choice(TEAMS) if len(outcomes) == 3 else rng.choice(("YES", "NO"))
+                basis = Decimal(rng.randint(50, 150))
+                cash -= basis
+                settled = number >= OPEN_PER_AGENT
+                rows[tables["positions"]].append(
+                    {
+                        "id": position_id,
+                        "agent_id": agent_id,
+                        "cohort_id": cohort_id,
+                        "market_id": market_id,
+                        "side": side,
+                        "shares": basis * 2,
+                        "cost_basis": basis,
+                        "status": "SETTLED" if settled else "OPEN",
+                        "settlement_outcome": "LOST" if settled else None,
+                        "payout": Decimal(0) if settled else None,
+                        "realized_pnl": Decimal(0),
+                        "opened_at": week,
+                        "updated_at": week,
+                        "closed_at": None,
+                    }
+                )
+                if settled:
+                    rows[tables["trades"]].append(
+                        {
+                            "id": position_id,
+                            "decision_id": agent_id,
+                            "agent_id": agent_id,
+                            "cohort_id": cohort_id,
+                            "position_id": position_id,
+                            "market_id": market_id,
+                            "side": side,
+                            "trade_type": "BUY",
+                            "amount": basis,
+                            "shares": basis * 2,
+                            "price": Decimal("0.5"),
+                            "percentage": None,
+                            "basis_out": None,
+                            "realized_pnl": None,
+                            "implied_confidence": basis / 2500,
+                            "probability": None,
+                            "cash_shown": Decimal(10000),
+                            "cash_after": cash,
+                            "executed_at": week,
+                        }
+                    )
+                    rows[tables["brier_scores"]].append(
+                        {
+                            "id": position_id,
+                            "trade_id": position_id,
+                            "agent_id": agent_id,
+                            "cohort_id": cohort_id,
+                            "family_id": family,
+                            "market_id": market_id,
+                            "side": side,
+                            "implied_confidence": basis / 2500,
+                            "price_paid": Decimal("0.5"),
+                            "won": False,
+                            "brier": (basis / 2500) ** 2,
+                            "market_brier": Decimal("0.25"),
+                            "scored_at": week,
+                        }
+                    )
+            rows[tables["agents"]].append(
+                {
+                    "id": agent_id,
+                    "cohort_id": cohort_id,
+                    "family_id": family,
+                    "kind": "baseline",
+                    "display_name": family,
+                    "provider": "bench",
+                    "openrouter_id": None,
+                    "strategy": "random",
+                    "prompt_version": "v1",
+                    "methodology_version": "v1",
+                    "starting_balance": Decimal(10000),
+                    "cash": cash,
+                    "realized_pnl": Decimal(0),
+                    "created_at": week,
+                }
+            )
+    return rows
+
+
+def load(engine: Engine, rows: dict[Table, list[dict[str, Any]]]) -> None:
+    """Bulk-load the rows: ``COPY`` on PostgreSQL, Core executemany on SQLite."""
+    if engine.dialect.name == "postgresql":
+        raw = engine.raw_connection()
+        try:
+            with raw.cursor() as cursor:  # type: ignore[attr-defined]
+                for table, table_rows in rows.items():
+                    columns = [c.name for c in table.columns]
+                    json_columns = {
+                        c.name for c in table.columns if c.type.__class__.__name__ == "JSON"
+                    }
+                    with cursor.copy(
+                        f'COPY "{table.name}" ({", ".join(columns)}) FROM STDIN'
+                    ) as copy:
+                        for row in table_rows:
+                            copy.write_row(
+                                [
+                                    json.dumps(row[c])
+                                    if c in json_columns and row[c] is not None
+                                    else row[c]
+                                    for c in columns
+                                ]
+                            )
+            raw.commit()
+        finally:
+            raw.close()
+        with engine.begin() as conn:
+            conn.execute(text("ANALYZE"))
+        return
+    with engine.begin() as conn:
+        for table, table_rows in rows.items():
+            for start in range(0, len(table_rows), CHUNK):
+                conn.execute(table.insert(), table_rows[start : start + CHUNK])
+    with engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+
+
+@contextmanager
+def sqlite_engine() -> Iterator[Engine]:
+    with tempfile.TemporaryDirectory(prefix="arena-bench-") as directory:
+        engine = make_engine(f"sqlite:///{Path(directory) / 'bench.db'}")
+        upgrade(engine)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
+
+
+@contextmanager
+def postgres_engine(base_url: str) -> Iterator[Engine]:
+    admin_url = make_url(base_url).set(drivername="postgresql+psycopg")
+    name = f"arena_bench_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    engine = make_engine(admin_url.set(database=name).render_as_string(hide_password=False))
+    try:
+        upgrade(engine)
+        yield engine
+    finally:
+        engine.dispose()
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def timed(work: Callable[[], Any], repeat: int) -> tuple[float, float, float]:
+    """(best wall, median wall, best CPU of this process) over ``repeat`` runs."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        gc.collect()
+        wall, cpu = time.perf_counter(), time.process_time()
+        work()
+        cpus.append(time.process_time() - cpu)
+        walls.append(time.perf_counter() - wall)
+    return min(walls), statistics.median(walls), min(cpus)
+
+
+def bench(label: str, engine: Engine, cohorts: int, repeat: int) -> None:
+    rows = synthetic_rows(cohorts)
+    positions = sum(1 for r in rows[Position.__table__] if r["status"] == "OPEN")  # type: ignore[arg-type]
+    agents = len(rows[Agent.__table__])  # type: ignore[arg-type]
+    start = time.perf_counter()
+    load(engine, rows)
+    loaded = time.perf_counter() - start
+    del rows
+    factory = session_factory(engine)
+    settings = Settings()
+    slots = iter(NOW + timedelta(minutes=10 * i) for i in range(10_000))
+    snapshot_rows, _, _ = value_agents(factory, NOW, NOW)
+
+    def tick() -> None:
+        report = take_snapshots(factory, settings, FixedClock(next(slots)))
+        assert report.written == agents, report
+
+    def read() -> None:
+        value_agents(factory, NOW, NOW)
+
+    def write() -> None:
+        slot = next(slots)
+        with transaction(factory) as session:
+            written = insert_snapshots(session, [{**r, "taken_at": slot} for r in snapshot_rows])
+        assert written == agents
+
+    results = {"tick": timed(tick, repeat), "read+value": timed(read, repeat)}
+    results["insert"] = timed(write, repeat)
+    gc.collect()
+    tracemalloc.start()
+    tick()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"{label}: {cohorts} cohorts, {agents} agents, {positions:,} open positions"
+        f" (bulk load {loaded:.1f} s)"
+    )
+    for name, (best, median, cpu) in results.items():
+        print(
+            f"  {name:<11} best {best:6.3f} s  median {median:6.3f} s  "
+            f"(client CPU best {cpu:6.3f} s)"
+        )
+    print(
+        f"  one tick: peak traced Python memory {peak / 2**20:.1f} MiB;"
+        f" process peak RSS so far {rss:.0f} MiB",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scales", default="1,10", help="multiples of 100 cohorts (e.g. 1,10)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed ticks per measurement")
+    parser.add_argument(
+        "--postgres-url",
+        default=os.environ.get("ARENA_TEST_POSTGRES_URL"),
+        help="server for a scratch PostgreSQL database (default: $ARENA_TEST_POSTGRES_URL)",
+    )
+    parser.add_argument("--no-sqlite", action="store_true", help="skip SQLite")
+    args = parser.parse_args(argv)
+    scales = [int(s) for s in args.scales.split(",") if s.strip()]
+    for scale in scales:
+        cohorts = 100 * scale
+        if not args.no_sqlite:
+            with sqlite_engine() as engine:
+                bench("sqlite", engine, cohorts, args.repeat)
+        if args.postgres_url:
+            with postgres_engine(args.postgres_url) as engine:
+                bench("postgresql", engine, cohorts, args.repeat)
+    if not args.postgres_url:
+        print("PostgreSQL skipped: pass --postgres-url or set ARENA_TEST_POSTGRES_URL")
+
+
+if __name__ == "__main__":
+    main()
