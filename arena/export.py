@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 EXPORT_SCHEMA_VERSION = "1"
 FORMATS = ("jsonl", "csv", "parquet")
 BATCH_ROWS = 5_000
-BATCH_BYTES = 32 * 1024 * 1024
+BATCH_BYTES = 8 * 1024 * 1024
 HASH_CHUNK = 1024 * 1024
 
 
@@ -143,7 +143,7 @@ def export(
             written.append(
                 ExportedFile(spec.name, path.name, rows, path.stat().st_size, sha256_of(path))
             )
-            log.info("exported %s: %d rows", spec.name, rows)
+            log.debug("exported %s: %d rows", spec.name, rows)
     manifest = Manifest(
         export_schema_version=EXPORT_SCHEMA_VERSION,
         methodology_version=methodology,
@@ -164,6 +164,7 @@ def export(
     partial = directory / "manifest.json.partial"
     partial.write_text(json.dumps(manifest.to_dict(), indent=2) + "\n", encoding="utf-8")
     partial.replace(target)
+    log.info("export of %d rows written to %s", sum(f.rows for f in written), directory)
     return manifest
 
 
@@ -355,7 +356,11 @@ def _csv_cell(column: Column, value: Any) -> Any:
 class _ParquetWriter:
     def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
         self.schema = arrow_schema(columns)
-        self.writer = pq.ParquetWriter(path, self.schema, compression="zstd")
+        # Dictionary pages pay off for repeated values (ids, statuses), not for prompts.
+        dictionary = [c.name for c in columns if not c.prompt]
+        self.writer = pq.ParquetWriter(
+            path, self.schema, compression="zstd", use_dictionary=dictionary
+        )
 
     def write(self, rows: list[tuple[Any, ...]]) -> None:
         arrays = [
