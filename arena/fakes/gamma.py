@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from arena.fakes.gamma_api import error_reply, fault_reply, route, take_fault
+from arena.fakes.gamma_api import error_reply, fault_reply, note_edit, route, take_fault
 from arena.fakes.serving import FakeDrop, FakeSlow, Reply, serve_handler
 
 TICK = Decimal("0.001")
@@ -100,6 +100,10 @@ class FakeMarket:
     group_item_title: str | None = None
     sports: bool = False
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        note_edit()
+
     @property
     def placeholder(self) -> bool:
         return self.prices is None
@@ -131,6 +135,7 @@ class FakeGammaWorld:
         self.missing_fields = False
         self.empty_end_cursor = False
         self.page_clamp = 100  # rows per page at most, whatever `limit` asks
+        self.sort_cache: dict[tuple[str, bool], Any] = {}  # see gamma_api._sorted
         self._lock = threading.RLock()
         self._next_id = 500_000
         self._next_event = 20_000

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
+import itertools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from arena.fakes.gamma import FakeEvent, FakeGammaWorld, FakeMarket, Fault
 
 TICK = Decimal("0.001")
+_edits = 0  # attribute writes on any FakeMarket (see note_edit); keys the sorted-listing cache
 PAGE_CLAMP = 100
 LEGACY_OFFSET_MAX = 2000
 ORDER_FIELDS = ("volumeNum", "volume24hr", "liquidityNum", "endDate", "startDate", "id")
@@ -33,6 +36,12 @@ OPTIONAL_KEYS = (
     "endDateIso", "clobTokenIds", "bestBid", "lastTradePrice", "negRiskMarketID",
 )  # never acceptingOrders/closed/active/outcomes/outcomePrices: they decide tradability
 # fmt: on
+
+
+def note_edit() -> None:
+    """Record that some fake market changed, so cached sorted listings are rebuilt."""
+    global _edits
+    _edits += 1
 
 
 def take_fault(world: FakeGammaWorld, path: str, query: dict[str, list[str]]) -> Fault | None:
@@ -80,19 +89,27 @@ def _keyset(world: FakeGammaWorld, query: dict[str, list[str]], fault: Fault | N
     if "offset" in query:
         return error_reply(422, "validation error", "offset is not supported, use after_cursor")
     try:
-        rows = _select(world, query)
+        rows, keep = _select(world, query)
         limit = _limit(query, world.page_clamp)
         cursor = _first(query, "after_cursor")
+        start = 0
         if cursor:
             after = _decode_cursor(cursor)
-            rows = [row for row in rows if row[0] > after]
+            start = bisect.bisect_right(rows, after, key=lambda row: row[0])
     except ValueError as exc:
         return error_reply(422, "validation error", str(exc))
-    page = rows[:limit]
+    page: list[tuple[tuple[int, Decimal, int], FakeMarket]] = []
+    more = False
+    for row in itertools.islice(rows, start, None):
+        if keep(row[1]):
+            if len(page) == limit:
+                more = True
+                break
+            page.append(row)
     body: dict[str, Any] = {"markets": [render_market(world, m) for _, m in page]}
     if fault is not None and fault.kind == "repeat_cursor" and cursor:
         body["next_cursor"] = cursor
-    elif len(rows) > limit:
+    elif more:
         body["next_cursor"] = _encode_cursor(page[-1][0])
     elif world.empty_end_cursor:
         body["next_cursor"] = ""
@@ -101,44 +118,60 @@ def _keyset(world: FakeGammaWorld, query: dict[str, list[str]], fault: Fault | N
 
 def _legacy(world: FakeGammaWorld, query: dict[str, list[str]]) -> Reply:
     try:
-        rows = _select(world, query)
+        ordered, keep = _select(world, query)
         limit = _limit(query, world.page_clamp)
         offset = int(_first(query, "offset") or 0)
     except ValueError as exc:
         return error_reply(422, "validation error", str(exc))
     if offset > LEGACY_OFFSET_MAX:
         return error_reply(422, "validation error", "offset too large, use /markets/keyset")
-    status, headers, body = _json(
-        [render_market(world, m) for _, m in rows[offset : offset + limit]]
-    )
+    rows = [market for _, market in ordered if keep(market)]
+    status, headers, body = _json([render_market(world, m) for m in rows[offset : offset + limit]])
     headers.update({"Deprecation": "true", "Sunset": "Fri, 01 May 2026 00:00:00 GMT"})
     return status, headers, body
 
 
 def _select(
     world: FakeGammaWorld, query: dict[str, list[str]]
-) -> list[tuple[tuple[int, Decimal, int], FakeMarket]]:
+) -> tuple[list[tuple[tuple[int, Decimal, int], FakeMarket]], Callable[[FakeMarket], bool]]:
+    """All markets in the requested order, and the filter a market must pass."""
     order = _first(query, "order") or "id"
     if order not in ORDER_FIELDS:
         raise ValueError("order fields are not valid")
     ascending = (_first(query, "ascending") or "false").lower() == "true"
     closed = (_first(query, "closed") or "false").lower() == "true"
     active = _first(query, "active")
+    wanted_active = None if active is None else active.lower() == "true"
     ids = set(query.get("id", []))
     if len(ids) > PAGE_CLAMP:
         raise ValueError(f"at most {PAGE_CLAMP} ids")
     volume_min = Decimal(_first(query, "volume_num_min") or "-1")
-    chosen = []
-    for market in world.markets.values():
-        if market.closed != closed or (ids and market.id not in ids):
-            continue
-        if active is not None and market.active != (active.lower() == "true"):
-            continue
-        if market.volume < volume_min:
-            continue
-        chosen.append((_sort_key(market, order, ascending), market))
-    chosen.sort(key=lambda row: row[0])
-    return chosen
+
+    def keep(market: FakeMarket) -> bool:
+        return (
+            market.closed == closed
+            and (not ids or market.id in ids)
+            and (wanted_active is None or market.active == wanted_active)
+            and market.volume >= volume_min
+        )
+
+    return _sorted(world, order, ascending), keep
+
+
+def _sorted(
+    world: FakeGammaWorld, order: str, ascending: bool
+) -> list[tuple[tuple[int, Decimal, int], FakeMarket]]:
+    """Every market in ``order``; cached until any market is edited, added or removed."""
+    stamp = (_edits, len(world.markets))
+    cached = world.sort_cache.get((order, ascending))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    rows = sorted(
+        ((_sort_key(m, order, ascending), m) for m in world.markets.values()),
+        key=lambda row: row[0],
+    )
+    world.sort_cache[(order, ascending)] = (stamp, rows)
+    return rows
 
 
 def render_market(world: FakeGammaWorld, market: FakeMarket) -> dict[str, Any]:
@@ -235,18 +268,18 @@ def _number(world: FakeGammaWorld, value: Decimal, seq: int) -> Any:
     return float(value)
 
 
+_SORT_VALUES: dict[str, Callable[[FakeMarket], Decimal]] = {
+    "volumeNum": lambda m: m.volume,
+    "volume24hr": lambda m: m.volume_24h,
+    "liquidityNum": lambda m: m.liquidity,
+    "endDate": lambda m: Decimal(int(m.end_date.timestamp())),
+    "startDate": lambda m: Decimal(int(m.start_date.timestamp())),
+    "id": lambda m: Decimal(int(m.id)),
+}
+
+
 def _sort_key(market: FakeMarket, order: str, ascending: bool) -> tuple[int, Decimal, int]:
-    values: dict[str, Decimal | None] = {
-        "volumeNum": market.volume,
-        "volume24hr": market.volume_24h,
-        "liquidityNum": market.liquidity,
-        "endDate": Decimal(int(market.end_date.timestamp())),
-        "startDate": Decimal(int(market.start_date.timestamp())),
-        "id": Decimal(int(market.id)),
-    }
-    value = values[order]
-    if value is None:
-        return (1, Decimal(0), int(market.id))
+    value = _SORT_VALUES[order](market)
     return (0, value if ascending else -value, int(market.id))
 
 

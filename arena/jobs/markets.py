@@ -41,7 +41,6 @@ from arena.sources.gamma import FetchStats
 from arena.store.db import transaction
 from arena.store.models import Market as MarketRow
 from arena.store.models import MarketPrice, Position
-from arena.store.upsert import insert_ignore
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +201,7 @@ def upsert_markets(session: Session, markets: Sequence[Market], now: datetime) -
     table = MarketRow.__table__
     ids = [market.id for market in markets]
     existing = set(session.scalars(select(MarketRow.id).where(MarketRow.id.in_(ids))))
-    insert = _dialect_insert(session).values(
+    insert = _dialect_insert(session, MarketRow).values(
         prices=bindparam("prices", type_=_SQL_NULL_JSON),
         last_raw_prices=bindparam("last_raw_prices", type_=_SQL_NULL_JSON),
     )
@@ -259,12 +258,14 @@ def append_price_history(session: Session, markets: Sequence[Market], now: datet
                 "volume": _quantize(market.volume, VOLUME_PLACES),
             }
         )
-    return insert_ignore(
-        session,
-        MarketPrice.__table__,  # type: ignore[arg-type]
-        rows,
-        conflict=["market_id", "observed_at"],
+    if not rows:
+        return 0
+    statement = (
+        _dialect_insert(session, MarketPrice)
+        .on_conflict_do_nothing(index_elements=["market_id", "observed_at"])
+        .returning(MarketPrice.__table__.c.id)
     )
+    return len(session.scalars(statement, rows).all())
 
 
 def market_row(market: Market, now: datetime) -> dict[str, Any]:
@@ -308,12 +309,14 @@ def market_row(market: Market, now: datetime) -> dict[str, Any]:
     return row
 
 
-def _dialect_insert(session: Session) -> Any:
+def _dialect_insert(session: Session, model: type[MarketRow] | type[MarketPrice]) -> Any:
+    """``INSERT`` with ``ON CONFLICT`` support for the session's database (SQLite/PostgreSQL)."""
+    table = model.__table__
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
-        return postgresql.insert(MarketRow.__table__)  # type: ignore[arg-type]
+        return postgresql.insert(table)  # type: ignore[arg-type]
     if dialect == "sqlite":
-        return sqlite.insert(MarketRow.__table__)  # type: ignore[arg-type]
+        return sqlite.insert(table)  # type: ignore[arg-type]
     raise NotImplementedError(f"unsupported database dialect {dialect!r}")
 
 
