@@ -71,7 +71,7 @@ class SimulatedWorld:
         for market in candidates:
             weights = [float(p) for p in market.prices or []]
             world.truth[market.id] = world.rng.choices(range(len(weights)), weights)[0]
-        ending = candidates[: max(8, len(candidates) * 2 // 5)]
+        ending = candidates[: max(8, len(candidates) * 7 // 10)]
         for index, market in enumerate(ending):
             market.end_date = start + timedelta(days=2 + (index * 5) % max(days - 3, 3),
                                                 hours=index % 24)
@@ -127,6 +127,12 @@ class SimulatedWorld:
             fate.stage = 3
 
 
+def _dollars(prompt: str, label: str) -> Decimal:
+    """A dollar figure the prompt shows as ``label: $1,234.56``."""
+    match = re.search(rf"{re.escape(label)}: \$([\d,.]+)", prompt)
+    return Decimal(match.group(1).replace(",", "")) if match else Decimal(0)
+
+
 class SimulatedForecaster:
     """A fake LLM behind the fake OpenRouter: reads the market list from the prompt and answers
     with a JSON decision. ``skill`` in [0, 1] is how much it knows the hidden truth; now and
@@ -154,21 +160,22 @@ class SimulatedForecaster:
                 if (m := _ROW.match(line.strip()))]
 
     def _belief(self, market_id: str, prices: str) -> tuple[list[str], list[float]]:
+        """Market prices moved towards the hidden truth by ``skill``, plus noise that shrinks
+        as skill grows (a poor forecaster sees edges that are not there)."""
         names = [part.split("=")[0] for part in prices.split("; ")]
         market = [float(part.split("=")[1]) for part in prices.split("; ")]
         truth = self.world.truth.get(market_id)
-        if truth is None:
-            return names, market
-        known = [1.0 if i == truth else 0.0 for i in range(len(market))]
-        belief = [(1 - self.skill) * m + self.skill * k for m, k in zip(market, known,
-                                                                         strict=True)]
+        known = [1.0 if i == truth else 0.0 for i in range(len(market))] if truth is not None \
+            else market
+        noise = 0.15 * (1 - self.skill)
+        belief = [max(0.01, (1 - self.skill) * m + self.skill * k + self.rng.gauss(0, noise))
+                  for m, k in zip(market, known, strict=True)]
         total = sum(belief)
         return names, [b / total for b in belief]
 
     def _decide(self, prompt: str, rows: list[tuple[str, str]]) -> dict[str, Any]:
-        cash = Decimal(re.search(r"Cash balance: \$([\d.]+)", prompt).group(1))  # type: ignore[union-attr]
-        max_bet = Decimal(re.search(r"Maximum bet for this decision: \$([\d.]+)",  # type: ignore[union-attr]
-                                    prompt).group(1))
+        cash = _dollars(prompt, "Cash balance")
+        max_bet = _dollars(prompt, "Maximum bet for this decision")
         decision: dict[str, Any] = {"action": "HOLD", "reasoning": "nothing mispriced"}
         bets = []
         budget = cash

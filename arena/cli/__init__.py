@@ -23,7 +23,9 @@ COMMAND_MODULES = [
     "arena.cli.jobs",
     "arena.cli.decide",
     "arena.cli.run",
+    "arena.cli.analyze",
     "arena.cli.results",
+    "arena.cli.demo",
 ]
 
 app = typer.Typer(

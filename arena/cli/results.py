@@ -41,10 +41,10 @@ def leaderboard(
     elif fmt == "csv":
         write_csv(standings, sys.stdout)
     else:
-        _print_tables(standings, cohort, minimum)
+        print_leaderboard(standings, cohort, minimum)
 
 
-def _print_tables(standings: list[FamilyStanding], cohort: int | None, minimum: int) -> None:
+def print_leaderboard(standings: list[FamilyStanding], cohort: int | None, minimum: int) -> None:
     scope = f"cohort {cohort}" if cohort is not None else "all cohorts"
     if not standings:
         console.print(f"leaderboard ({scope}): no agents yet")

@@ -7,6 +7,7 @@ a call; a run of baselines alone never asks for it.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 import httpx
 from pydantic import SecretStr
@@ -14,9 +15,11 @@ from pydantic import SecretStr
 from arena.config import BaselineFamily, Settings, openrouter_api_key
 from arena.errors import ConfigError
 from arena.sources.baselines import BaselineProvider
-from arena.sources.openrouter import OpenRouterProvider
 from arena.sources.providers import ModelProvider
 from arena.store.models import Agent
+
+if TYPE_CHECKING:
+    from arena.sources.openrouter import OpenRouterProvider
 
 
 class ProviderRegistry:
@@ -42,6 +45,8 @@ class ProviderRegistry:
                     "OPENROUTER_API_KEY: not set; OpenRouter families need it "
                     "(set it in the environment, or deactivate those families)"
                 )
+            from arena.sources.openrouter import OpenRouterProvider  # the SDK loads slowly
+
             self._openrouter = OpenRouterProvider(self.settings, key, self._http_client)
         return self._openrouter
 

@@ -1,0 +1,157 @@
+"""``arena demo``: the whole arena, offline, in well under a minute.
+
+A fresh SQLite file, a simulated Polymarket (a few hundred synthetic markets whose prices move
+and which close, get proposed, disputed and resolve, including a 50-50 and an ambiguous one),
+the configured baseline families, and every configured OpenRouter family answered by simulated
+models through the real OpenAI SDK against an in-process fake OpenRouter. A simulated clock
+runs several weeks of the production jobs, then the leaderboard and an export are written.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from sqlalchemy import func, select
+
+from arena.analytics.leaderboard import compute_leaderboard
+from arena.cli.common import console, state
+from arena.cli.results import print_leaderboard
+from arena.errors import JobFailed, UserError
+from arena.export import export
+from arena.jobs.audit import check_ledger
+from arena.simulation import Simulation
+from arena.store.db import make_engine, session_factory, upgrade
+from arena.store.models import (
+    Agent,
+    BrierScore,
+    Cohort,
+    Decision,
+    DecisionAttempt,
+    PortfolioSnapshot,
+    Position,
+    Trade,
+)
+
+DEMO_START = datetime(2026, 11, 1, tzinfo=UTC)  # a Sunday
+
+
+def demo(
+    ctx: typer.Context,
+    weeks: Annotated[int, typer.Option("--weeks", min=1, max=26,
+                                       help="Simulated weeks to run.")] = 4,
+    out: Annotated[Path, typer.Option("--out", help="Directory for demo.db and the export "
+                                      "(replaced if it exists).")] = Path("demo-output"),
+    step_minutes: Annotated[int, typer.Option("--step-minutes", min=10,
+                                              help="Simulated minutes between two ticks of "
+                                              "the scheduler.")] = 120,
+    methodology: Annotated[str | None, typer.Option(
+        "--methodology", help="v1 or v2 (default: the config's).")] = None,
+    markets: Annotated[int, typer.Option("--markets", min=50, max=3000,
+                                         help="Synthetic markets in the fake Polymarket.")] = 300,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated world.")] = 7,
+) -> None:
+    """Run an offline, self-contained simulation of several weeks; print the leaderboard and
+    write an export."""
+    base = state(ctx).settings
+    version = methodology or base.methodology
+    if version not in ("v1", "v2"):
+        raise UserError(f"--methodology: {version!r} is not v1 or v2")
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    settings = base.model_copy(update={
+        "database_url": f"sqlite:///{out / 'demo.db'}",
+        "methodology": version,
+        "benchmark": base.benchmark.model_copy(update={"universe_size": min(500, markets)}),
+        # Simulated time runs ~10,000x faster than real time: sync the whole universe four
+        # times a simulated day (held markets are still refreshed at every snapshot).
+        "schedule": base.schedule.model_copy(update={"market_sync_minutes": 360}),
+    })
+    logging.getLogger().setLevel(logging.ERROR)  # the demo shows progress, not job logs
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    factory = session_factory(engine)
+    end = DEMO_START + timedelta(days=7 * weeks) - timedelta(minutes=step_minutes)
+    step = timedelta(minutes=step_minutes)
+    families = [f.id for f in settings.active_families]
+    console.print(f"[bold]arena demo[/bold]: {weeks} simulated weeks from {DEMO_START.date()}, "
+                  f"{markets} synthetic markets, {len(families)} families, methodology "
+                  f"{version}, database {out / 'demo.db'}")
+    started = time.perf_counter()
+    sim = Simulation(settings, factory, start=DEMO_START, days=7 * weeks, n_markets=markets,
+                     seed=seed, skills=_skills(families))
+    failures: list[str] = []
+    ticks = int((end - DEMO_START) / step) + 1
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as progress:
+            task = progress.add_task("simulating", total=ticks)
+
+            def on_step(at: datetime, results: list) -> None:  # type: ignore[type-arg]
+                failures.extend(f"{at:%Y-%m-%d %H:%M} {r.job}: {r.error}"
+                                for r in results if r.status == "failed")
+                progress.update(task, advance=1,
+                                description=f"simulated time {at:%a %Y-%m-%d %H:%M} UTC")
+
+            sim.run(end, step, on_step)
+    finally:
+        sim.close()
+    _summary(factory, time.perf_counter() - started)
+    for failure in failures[:5]:
+        console.print(f"[yellow]job failed[/yellow] {failure}", markup=True)
+    with factory() as session:
+        violations = check_ledger(session)
+    if violations:
+        raise JobFailed("ledger invariant violated: " + "; ".join(violations[:3]))
+    minimum = settings.benchmark.min_scored_bets
+    print_leaderboard(compute_leaderboard(factory, min_scored_bets=minimum), None, minimum)
+    export_dir = out / "export"
+    manifest = export(factory, export_dir, "jsonl", methodology=version)
+    console.print(f"export: {export_dir} ({sum(f.rows for f in manifest.files)} rows in "
+                  f"{len(manifest.files)} files, manifest.json)")
+    if version == "v2":
+        _analytics(export_dir, end)
+    console.print("ledger invariant holds for every agent; done in "
+                  f"{time.perf_counter() - started:.1f}s")
+
+
+def _skills(families: list[str]) -> dict[str, float]:
+    """Spread simulated skill over the OpenRouter families so the ranking has something to find."""
+    return {family: round(0.1 + 0.6 * (i % 4) / 3, 2) for i, family in enumerate(families)}
+
+
+def _summary(factory, seconds: float) -> None:  # type: ignore[no-untyped-def]
+    with factory() as session:
+        def count(model, *where) -> int:  # type: ignore[no-untyped-def]
+            return int(session.scalar(select(func.count()).select_from(model).where(*where)) or 0)
+
+        console.print(
+            f"simulated in {seconds:.1f}s: {count(Cohort)} cohorts, {count(Agent)} agents, "
+            f"{count(Decision)} decisions ({count(DecisionAttempt)} model attempts, "
+            f"{count(Decision, Decision.system_hold.is_(True))} system HOLDs), "
+            f"{count(Trade)} trades, {count(Position, Position.status != 'OPEN')} positions "
+            f"closed or settled, {count(BrierScore)} Brier scores, "
+            f"{count(PortfolioSnapshot)} snapshots"
+        )
+
+
+def _analytics(export_dir: Path, now: datetime) -> None:
+    from arena.analytics.loading import read_export
+    from arena.analytics.render import proxy_table, ranking_table
+    from arena.analytics.report import AnalysisOptions, proxy_ranking, ranking
+
+    forecasts = read_export(export_dir)
+    options = AnalysisOptions(as_of=now, min_days=7, min_questions=10, bootstrap_resamples=500)
+    console.print(ranking_table(ranking(forecasts, options)))
+    console.print(proxy_table(proxy_ranking(forecasts, options)))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)
