@@ -4,15 +4,17 @@ Behaviour follows gamma-api.md:
 
 - listings use ``GET /markets/keyset`` ordered by ``volumeNum`` descending, paging with
   ``after_cursor`` and resending every filter on every page; a missing or empty ``next_cursor``
-  ends the listing, a cursor seen before ends it with a warning, a short page never does (Gamma
-  clamps ``limit`` to 100 silently);
+  ends the listing, a short page never does (Gamma clamps ``limit`` to 100 silently); a cursor
+  seen before is logged and the page asked again, and if it keeps repeating the listing stops
+  with a warning;
 - multi-id look-ups send repeated ``id=`` keys, at most 100 a request; since ``closed``
   defaults to false and ``closed=true`` returns *only* closed markets, a look-up that must see
   closed markets asks twice: ``closed=false``, then ``closed=true`` for the ids still missing;
 - transient failures (connection errors, timeouts, 429, 5xx, a body that is not the JSON
-  expected) are retried with exponential backoff and jitter, honouring ``Retry-After``; every
-  retry is logged; other 4xx fail at once. After ``max_attempts`` a :class:`GammaError` is
-  raised. A malformed *row* is logged with its market id and skipped, never fatal.
+  expected) are retried with exponential backoff and jitter, honouring ``Retry-After`` (in
+  seconds, capped at two minutes); every retry is logged; other 4xx fail at once. After
+  ``max_attempts`` a :class:`GammaError` is raised. A malformed *row* is logged with its market
+  id and skipped, never fatal.
 
 The listing trusts Gamma's order (it is sorted by ``volumeNum`` on the server) and does not
 re-sort, so a row whose volume fields are missing still keeps its rank.
@@ -123,6 +125,8 @@ class GammaClient:
     def top_markets(self, limit: int, stats: FetchStats | None = None) -> list[Market]:
         """The ``limit`` highest-``volumeNum`` open, tradable markets, best first."""
         stats = stats if stats is not None else FetchStats()
+        if limit <= 0:
+            return []
         filters: Params = [
             ("order", "volumeNum"),
             ("ascending", "false"),
