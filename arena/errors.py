@@ -1,18 +1,18 @@
 """The exception tree of arena.
 
-    ArenaError                      base of everything arena raises on purpose
-    ├── UserError                   something the operator can fix; CLI prints one line, exit 2
-    │   ├── ConfigError             invalid config file or environment (names the key)
-    │   └── DatabaseUnavailable     missing database directory, unreachable PostgreSQL
-    ├── LedgerError                 a trade that the ledger rules refuse (no state change)
-    │   └── ExecutionError          a price outside (0, 1), an unknown side, too little cash
-    ├── SourceError                 the outside world failed (after retries)
-    │   ├── GammaError              Polymarket Gamma
-    │   │   └── MarketParseError    one Gamma market row that cannot be parsed (skip it)
-    │   └── ProviderError           an LLM provider
-    │       └── ProviderFatal       401/402: stop the whole run at once
-    ├── MalformedResponse           a model's answer failed extraction or validation (repairable)
-    └── JobFailed                   a job ran and failed; CLI exits 1
+ArenaError                      base of everything arena raises on purpose
+├── UserError                   something the operator can fix; CLI prints one line, exit 2
+│   ├── ConfigError             invalid config file or environment (names the key)
+│   └── DatabaseUnavailable     missing database directory, unreachable PostgreSQL
+├── LedgerError                 a trade that the ledger rules refuse (no state change)
+│   └── ExecutionError          a price outside (0, 1), an unknown side, too little cash
+├── SourceError                 the outside world failed (after retries)
+│   ├── GammaError              Polymarket Gamma
+│   │   └── MarketParseError    one Gamma market row that cannot be parsed (skip it)
+│   └── ProviderError           an LLM provider
+│       └── ProviderFatal       401/402: stop the whole run at once
+├── MalformedResponse           a model's answer failed extraction or validation (repairable)
+└── JobFailed                   a job ran and failed; CLI exits 1
 """
 
 from __future__ import annotations

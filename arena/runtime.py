@@ -86,12 +86,12 @@ class Runtime:
 
     def cohort_start(self, clock: Clock) -> dict[str, Any]:
         report = start_cohort(self.factory, self.settings, clock)
-        return {"cohort_id": report.cohort_id, "created": report.created,
-                "agents": report.agents}
+        return {"cohort_id": report.cohort_id, "created": report.created, "agents": report.agents}
 
     def market_sync(self, clock: Clock) -> dict[str, Any]:
-        return dict(_jsonable(sync_markets(self.factory, self.gamma, self.settings,
-                                           clock).counts()))
+        return dict(
+            _jsonable(sync_markets(self.factory, self.gamma, self.settings, clock).counts())
+        )
 
     def decision_run(self, clock: Clock) -> dict[str, Any]:
         """Refresh the market universe, then decide for every agent in the window."""
@@ -99,12 +99,20 @@ class Runtime:
             self.market_sync(clock)
         except Exception as exc:  # decide on the stored markets rather than not at all
             log.warning("decision run: market sync failed, using stored markets: %s", exc)
-        budget = Budget(self.settings.budget, self.providers.worst_case,
-                        rounds=self.settings.benchmark.malformed_retries + 1)
+        budget = Budget(
+            self.settings.budget,
+            self.providers.worst_case,
+            rounds=self.settings.benchmark.malformed_retries + 1,
+        )
         run = DecisionRun(
-            self.factory, self.settings, clock, self.providers.for_agent,
+            self.factory,
+            self.settings,
+            clock,
+            self.providers.for_agent,
             lambda ids: freeze_universe(self.factory, self.settings, clock.now(), ids),
-            sleep=self.sleep, budget=budget, should_stop=self.stop_event.is_set,
+            sleep=self.sleep,
+            budget=budget,
+            should_stop=self.stop_event.is_set,
             lease_clock=self.wall_clock,
         )
         report = run.run()
@@ -158,8 +166,9 @@ class Runtime:
             return GuardedRun(job, slot, False, "skipped")
         method: Callable[[Clock], dict[str, Any]] = getattr(self, job)
         # A weekly job acts as of its slot's week, even when it runs late (catch-up).
-        result = run_guarded(self.factory, job, slot, lambda: method(clock), clock=clock,
-                             wall_clock=self.wall_clock)
+        result = run_guarded(
+            self.factory, job, slot, lambda: method(clock), clock=clock, wall_clock=self.wall_clock
+        )
         if result.status == "succeeded":
             self._settled[job] = slot  # done here: no need to ask the database again
         return result
@@ -176,5 +185,4 @@ class Runtime:
 
 def production_runtime(settings: Settings, factory: sessionmaker[Session]) -> Runtime:
     """The runtime with the real Gamma client and OpenRouter (key read when first needed)."""
-    return Runtime(settings, factory, GammaClient(settings.polymarket),
-                   ProviderRegistry(settings))
+    return Runtime(settings, factory, GammaClient(settings.polymarket), ProviderRegistry(settings))

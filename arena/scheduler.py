@@ -66,8 +66,11 @@ def build_scheduler(runtime: Runtime) -> BackgroundScheduler:
     for name, trigger in triggers(settings).items():
         scheduler.add_job(runtime.run_job, trigger, args=[name, clock], id=name, name=name)
     scheduler.add_job(
-        retry_failed_decision_run, interval_trigger(DECISION_RETRY_MINUTES), args=[runtime],
-        id="decision_retry", name="decision_retry",
+        retry_failed_decision_run,
+        interval_trigger(DECISION_RETRY_MINUTES),
+        args=[runtime],
+        id="decision_retry",
+        name="decision_retry",
     )
     return scheduler
 
@@ -91,8 +94,9 @@ def next_run_times(scheduler: BackgroundScheduler) -> dict[str, datetime | None]
 
 def next_fire_times(settings: Settings, now: datetime) -> dict[str, datetime | None]:
     """When each job fires next, without a running scheduler (for ``arena status``)."""
-    return {name: trigger.get_next_fire_time(None, now) for name, trigger in
-            triggers(settings).items()}
+    return {
+        name: trigger.get_next_fire_time(None, now) for name, trigger in triggers(settings).items()
+    }
 
 
 def run_forever(runtime: Runtime, stop: threading.Event | None = None) -> None:
@@ -101,8 +105,7 @@ def run_forever(runtime: Runtime, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("received %s: shutting down after the job in flight",
-                 signal.Signals(signum).name)
+        log.info("received %s: shutting down after the job in flight", signal.Signals(signum).name)
         stop.set()
 
     if threading.current_thread() is threading.main_thread():

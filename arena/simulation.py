@@ -63,9 +63,14 @@ class SimulatedWorld:
         world = cls(gamma, random.Random(seed + 1))
         special = iter(["fifty", "ambiguous", "disputed", "never"])
         candidates = sorted(
-            (m for m in gamma.markets.values()
-             if m.prices is not None and not m.closed and not m.event.neg_risk
-             and all(TICK * 50 < p < ONE - TICK * 50 for p in m.prices)),
+            (
+                m
+                for m in gamma.markets.values()
+                if m.prices is not None
+                and not m.closed
+                and not m.event.neg_risk
+                and all(TICK * 50 < p < ONE - TICK * 50 for p in m.prices)
+            ),
             key=lambda m: (-m.volume, int(m.id)),
         )
         for market in candidates:
@@ -73,8 +78,9 @@ class SimulatedWorld:
             world.truth[market.id] = world.rng.choices(range(len(weights)), weights)[0]
         ending = candidates[: max(8, len(candidates) * 7 // 10)]
         for index, market in enumerate(ending):
-            market.end_date = start + timedelta(days=2 + (index * 5) % max(days - 3, 3),
-                                                hours=index % 24)
+            market.end_date = start + timedelta(
+                days=2 + (index * 5) % max(days - 3, 3), hours=index % 24
+            )
             kind = next(special, "winner") if index % 3 == 0 else "winner"
             if kind == "never":
                 market.end_date = start + timedelta(days=2)  # overdue well before the end
@@ -156,8 +162,11 @@ class SimulatedForecaster:
     @staticmethod
     def _markets(prompt: str) -> list[tuple[str, str]]:
         block = prompt.split("<<<BEGIN MARKETS>>>")[-1].split("<<<END MARKETS>>>")[0]
-        return [(m.group(1), m.group(4)) for line in block.splitlines()
-                if (m := _ROW.match(line.strip()))]
+        return [
+            (m.group(1), m.group(4))
+            for line in block.splitlines()
+            if (m := _ROW.match(line.strip()))
+        ]
 
     def _belief(self, market_id: str, prices: str) -> tuple[list[str], list[float]]:
         """Market prices moved towards the hidden truth by ``skill``, plus noise that shrinks
@@ -165,11 +174,16 @@ class SimulatedForecaster:
         names = [part.split("=")[0] for part in prices.split("; ")]
         market = [float(part.split("=")[1]) for part in prices.split("; ")]
         truth = self.world.truth.get(market_id)
-        known = [1.0 if i == truth else 0.0 for i in range(len(market))] if truth is not None \
+        known = (
+            [1.0 if i == truth else 0.0 for i in range(len(market))]
+            if truth is not None
             else market
+        )
         noise = 0.15 * (1 - self.skill)
-        belief = [max(0.01, (1 - self.skill) * m + self.skill * k + self.rng.gauss(0, noise))
-                  for m, k in zip(market, known, strict=True)]
+        belief = [
+            max(0.01, (1 - self.skill) * m + self.skill * k + self.rng.gauss(0, noise))
+            for m, k in zip(market, known, strict=True)
+        ]
         total = sum(belief)
         return names, [b / total for b in belief]
 
@@ -177,7 +191,7 @@ class SimulatedForecaster:
         cash = _dollars(prompt, "Cash balance")
         max_bet = _dollars(prompt, "Maximum bet for this decision")
         decision: dict[str, Any] = {"action": "HOLD", "reasoning": "nothing mispriced"}
-        bets = []
+        bets: list[dict[str, Any]] = []
         budget = cash
         for market_id, prices in self.rng.sample(rows, min(len(rows), 25)):
             names, belief = self._belief(market_id, prices)
@@ -186,14 +200,22 @@ class SimulatedForecaster:
             best = max(range(len(edges)), key=lambda i: edges[i])
             if edges[best] < 0.08 or len(bets) >= 3:
                 continue
-            amount = min(max_bet, max(Decimal(50), max_bet * Decimal(str(round(
-                min(1.0, edges[best] * 2), 2)))), budget)
+            amount = min(
+                max_bet,
+                max(Decimal(50), max_bet * Decimal(str(round(min(1.0, edges[best] * 2), 2)))),
+                budget,
+            )
             if amount < 50:
                 break
             budget -= amount
-            bets.append({"market_id": market_id, "side": names[best],
-                         "amount": float(amount.quantize(Decimal("0.01"))),
-                         "probability": round(min(0.99, max(0.01, belief[best])), 3)})
+            bets.append(
+                {
+                    "market_id": market_id,
+                    "side": names[best],
+                    "amount": float(amount.quantize(Decimal("0.01"))),
+                    "probability": round(min(0.99, max(0.01, belief[best])), 3),
+                }
+            )
         if bets:
             decision = {"action": "BET", "bets": bets, "reasoning": "edge over market price"}
         if "FORECAST PANEL" in prompt:
@@ -202,19 +224,29 @@ class SimulatedForecaster:
 
     def _forecasts(self, prompt: str, prices: dict[str, str]) -> list[dict[str, Any]]:
         block = prompt.split("FORECAST PANEL")[-1]
-        ids = [m.group(1) for line in block.splitlines()
-               if (m := re.match(r"^(\d+) \| ", line.strip()))]
+        ids = [
+            m.group(1)
+            for line in block.splitlines()
+            if (m := re.match(r"^(\d+) \| ", line.strip()))
+        ]
         out = []
         for market_id in ids:
             names, belief = self._belief(market_id, prices.get(market_id, "YES=0.5; NO=0.5"))
-            noisy = [min(0.99, max(0.01, b + self.rng.gauss(0, 0.05 * (1 - self.skill))))
-                     for b in belief]
+            noisy = [
+                min(0.99, max(0.01, b + self.rng.gauss(0, 0.05 * (1 - self.skill)))) for b in belief
+            ]
             if names == ["YES", "NO"]:
                 out.append({"market_id": market_id, "probability": round(noisy[0], 3)})
             else:
                 total = sum(noisy)
-                out.append({"market_id": market_id, "probabilities": {
-                    n: round(p / total, 4) for n, p in zip(names, noisy, strict=True)}})
+                out.append(
+                    {
+                        "market_id": market_id,
+                        "probabilities": {
+                            n: round(p / total, 4) for n, p in zip(names, noisy, strict=True)
+                        },
+                    }
+                )
         return out
 
 
@@ -240,17 +272,21 @@ class Simulation:
         for index, family in enumerate(f for f in settings.families if f.kind == "openrouter"):
             model = family.openrouter_id
             self.openrouter.add_model(model, "0.0000005", "0.0000015", provider="SimProvider")
-            forecaster = SimulatedForecaster(self.world, seed + index,
-                                             skills.get(family.id, 0.3))
+            forecaster = SimulatedForecaster(self.world, seed + index, skills.get(family.id, 0.3))
             self.openrouter.set_default(model, answer(forecaster))
-        gamma = GammaClient(settings.polymarket, sleep=lambda _s: None,
-                            http=httpx.Client(transport=self.world.gamma.mock_transport()))
+        gamma = GammaClient(
+            settings.polymarket,
+            sleep=lambda _s: None,
+            http=httpx.Client(transport=self.world.gamma.mock_transport()),
+        )
         providers = ProviderRegistry(
-            settings, api_key=SecretStr(self.openrouter.api_key),
+            settings,
+            api_key=SecretStr(self.openrouter.api_key),
             http_client=httpx.Client(transport=self.openrouter.transport(), timeout=30),
         )
-        self.runtime = Runtime(settings, factory, gamma, providers, sleep=lambda _s: None,
-                               wall_clock=self.clock)
+        self.runtime = Runtime(
+            settings, factory, gamma, providers, sleep=lambda _s: None, wall_clock=self.clock
+        )
 
     def step(self, at: datetime) -> list[GuardedRun]:
         self.clock.set(at)
@@ -258,7 +294,9 @@ class Simulation:
         return self.runtime.run_due(at)
 
     def run(
-        self, until: datetime, step: timedelta,
+        self,
+        until: datetime,
+        step: timedelta,
         on_step: Callable[[datetime, list[GuardedRun]], None] | None = None,
     ) -> None:
         at = self.clock.now()

@@ -11,14 +11,30 @@ from typing import Any
 import yaml
 
 SEVEN_FAMILIES: list[dict[str, Any]] = [
-    {"id": "gpt-5.1", "display_name": "GPT-5.2", "provider": "OpenAI",
-     "openrouter_id": "openai/gpt-5.2"},
-    {"id": "claude-opus-4.5", "display_name": "Claude Opus 4.5", "provider": "Anthropic",
-     "openrouter_id": "anthropic/claude-opus-4.5"},
-    {"id": "grok-4", "display_name": "Grok 4.1", "provider": "xAI",
-     "openrouter_id": "x-ai/grok-4.1-fast"},
-    {"id": "qwen-3-next", "display_name": "Qwen 3", "provider": "Alibaba",
-     "openrouter_id": "qwen/qwen3-235b-a22b-2507"},
+    {
+        "id": "gpt-5.1",
+        "display_name": "GPT-5.2",
+        "provider": "OpenAI",
+        "openrouter_id": "openai/gpt-5.2",
+    },
+    {
+        "id": "claude-opus-4.5",
+        "display_name": "Claude Opus 4.5",
+        "provider": "Anthropic",
+        "openrouter_id": "anthropic/claude-opus-4.5",
+    },
+    {
+        "id": "grok-4",
+        "display_name": "Grok 4.1",
+        "provider": "xAI",
+        "openrouter_id": "x-ai/grok-4.1-fast",
+    },
+    {
+        "id": "qwen-3-next",
+        "display_name": "Qwen 3",
+        "provider": "Alibaba",
+        "openrouter_id": "qwen/qwen3-235b-a22b-2507",
+    },
     {"id": "market-follower", "kind": "baseline", "strategy": "market-follower"},
     {"id": "always-hold", "kind": "baseline", "strategy": "always-hold"},
     {"id": "random-bettor", "kind": "baseline", "strategy": "random", "seed": 7},
@@ -40,19 +56,29 @@ def cli_env(**overrides: str) -> dict[str, str]:
     return env
 
 
-def run_arena(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-              timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_arena(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m arena ARGS`` in a fresh process."""
     return subprocess.run(
         [sys.executable, "-m", "arena", *args],
-        capture_output=True, text=True, env=env or cli_env(), cwd=cwd, timeout=timeout,
+        capture_output=True,
+        text=True,
+        env=env or cli_env(),
+        cwd=cwd,
+        timeout=timeout,
         check=False,
     )
 
 
-def start_arena(*args: str, env: dict[str, str] | None = None,
-                cwd: Path | None = None) -> subprocess.Popen[str]:
+def start_arena(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "arena", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or cli_env(), cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env or cli_env(),
+        cwd=cwd,
     )

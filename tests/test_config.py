@@ -16,12 +16,19 @@ def test_shipped_config_has_reference_lineup_and_baselines() -> None:
     settings = load_settings(REPO / "config.yaml")
     openrouter = [f.id for f in settings.families if f.kind == "openrouter"]
     assert openrouter == [
-        "gpt-5.1", "gemini-2.5-flash", "grok-4", "claude-opus-4.5",
-        "deepseek-v3.1", "kimi-k2", "qwen-3-next",
+        "gpt-5.1",
+        "gemini-2.5-flash",
+        "grok-4",
+        "claude-opus-4.5",
+        "deepseek-v3.1",
+        "kimi-k2",
+        "qwen-3-next",
     ]
     assert settings.family("gpt-5.1").display_name == "GPT-5.2"
     assert {f.strategy for f in settings.families if f.kind == "baseline"} == {
-        "market-follower", "always-hold", "random",
+        "market-follower",
+        "always-hold",
+        "random",
     }
     assert settings.benchmark.starting_balance == 10000
     assert settings.methodology == "v1"

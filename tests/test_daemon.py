@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,9 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> Database:
     tmp = tmp_path_factory.mktemp("daemon")
     url = f"sqlite:///{tmp / 'arena.db'}"
     config = write_config(
-        Path(tmp / "config.yaml"), url, families=FAMILIES,
+        Path(tmp / "config.yaml"),
+        url,
+        families=FAMILIES,
         schedule={"market_sync_minutes": 60, "resolution_minutes": 30, "snapshot_minutes": 10},
         benchmark={"decision_cohort_limit": 2},
     )
@@ -55,8 +58,15 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> Database:
     engine = make_engine(url)
     upgrade(engine)
     factory = session_factory(engine)
-    sim = Simulation(settings, factory, start=START, days=21, n_markets=50, seed=11,
-                     skills={"sim-sharp": 0.7, "sim-noisy": 0.1})
+    sim = Simulation(
+        settings,
+        factory,
+        start=START,
+        days=21,
+        n_markets=50,
+        seed=11,
+        skills={"sim-sharp": 0.7, "sim-noisy": 0.1},
+    )
     try:
         sim.run(END, timedelta(minutes=10))
     finally:
@@ -85,8 +95,10 @@ def test_decisions_follow_the_decision_window(simulated: Database) -> None:
     n = len(FAMILIES)
     # decision_cohort_limit 2: cohort 1 decides in weeks 1-2, then is tracking-only
     assert weeks == {
-        (START, 1): n, (START, 2): n,
-        (START + timedelta(days=7), 1): n, (START + timedelta(days=7), 2): n,
+        (START, 1): n,
+        (START, 2): n,
+        (START + timedelta(days=7), 1): n,
+        (START + timedelta(days=7), 2): n,
         (START + timedelta(days=14), 1): n,
     }
     assert statuses == {"completed"}
@@ -97,21 +109,27 @@ def test_snapshots_every_ten_minutes_none_twice(simulated: Database) -> None:
         agents = list(session.scalars(select(Agent)))
         cohort_start = {c.id: c.week_start for c in session.scalars(select(Cohort))}
         for agent in agents:
-            times = list(session.scalars(select(PortfolioSnapshot.taken_at)
-                                         .where(PortfolioSnapshot.agent_id == agent.id)
-                                         .order_by(PortfolioSnapshot.taken_at)))
+            times = list(
+                session.scalars(
+                    select(PortfolioSnapshot.taken_at)
+                    .where(PortfolioSnapshot.agent_id == agent.id)
+                    .order_by(PortfolioSnapshot.taken_at)
+                )
+            )
             expected_count = (END - cohort_start[agent.cohort_id]) // timedelta(minutes=10) + 1
             assert len(times) == len(set(times)) == expected_count
             assert times[0] == cohort_start[agent.cohort_id] and times[-1] == END
-            assert all(b - a == timedelta(minutes=10) for a, b in zip(times, times[1:],
-                                                                      strict=False))
+            assert all(b - a == timedelta(minutes=10) for a, b in pairwise(times))
 
 
 def test_settlements_and_brier_rows_are_exact(simulated: Database) -> None:
     with simulated.factory() as session:
         markets = {m.id: m for m in session.scalars(select(Market))}
-        settled = list(session.scalars(select(Position).where(Position.status != "OPEN",
-                                                              Position.status != "CLOSED")))
+        settled = list(
+            session.scalars(
+                select(Position).where(Position.status != "OPEN", Position.status != "CLOSED")
+            )
+        )
         outcomes = Counter(p.settlement_outcome for p in settled)
         assert outcomes["WON"] and outcomes["LOST"], outcomes
         for position in settled:
@@ -122,14 +140,22 @@ def test_settlements_and_brier_rows_are_exact(simulated: Database) -> None:
             if position.settlement_outcome == "CANCELLED":
                 assert position.payout is not None and position.realized_pnl == 0
         open_on_settled = session.scalar(
-            select(func.count()).select_from(Position)
+            select(func.count())
+            .select_from(Position)
             .join(Market, Market.id == Position.market_id)
-            .where(Position.status == "OPEN", Market.status != "open"))
+            .where(Position.status == "OPEN", Market.status != "open")
+        )
         assert open_on_settled == 0
-        scored_markets = [m.id for m in markets.values()
-                          if m.status == "resolved" and m.resolution_state == "resolved_winner"]
-        buys = list(session.scalars(select(Trade).where(Trade.trade_type == "BUY",
-                                                        Trade.market_id.in_(scored_markets))))
+        scored_markets = [
+            m.id
+            for m in markets.values()
+            if m.status == "resolved" and m.resolution_state == "resolved_winner"
+        ]
+        buys = list(
+            session.scalars(
+                select(Trade).where(Trade.trade_type == "BUY", Trade.market_id.in_(scored_markets))
+            )
+        )
         briers = {b.trade_id: b for b in session.scalars(select(BrierScore))}
         assert set(briers) == {t.id for t in buys}
         for trade in buys:
@@ -142,9 +168,11 @@ def test_settlements_and_brier_rows_are_exact(simulated: Database) -> None:
 def test_ledger_invariant_and_job_runs(simulated: Database) -> None:
     with simulated.factory() as session:
         assert check_ledger(session) == []
-        failed = session.scalar(select(func.count()).select_from(JobRun)
-                                .where(JobRun.status != "succeeded"))
+        failed = session.scalar(
+            select(func.count()).select_from(JobRun).where(JobRun.status != "succeeded")
+        )
         assert failed == 0
-        snapshot_runs = session.scalar(select(func.count()).select_from(JobRun)
-                                       .where(JobRun.job == "snapshot"))
+        snapshot_runs = session.scalar(
+            select(func.count()).select_from(JobRun).where(JobRun.job == "snapshot")
+        )
         assert snapshot_runs == (END - START) // timedelta(minutes=10) + 1

@@ -24,12 +24,17 @@ def test_two_once_processes_do_each_job_once(db: Database, tmp_path: Path) -> No
         if "openrouter_id" in family:
             fake.add_model(family["openrouter_id"])
     with serve_fake_gamma(world) as gamma_url, fake.serve() as openrouter_url:
-        config = write_config(tmp_path / "config.yaml", db.url,
-                              polymarket={"gamma_url": gamma_url},
-                              openrouter={"base_url": openrouter_url, "max_tokens": 1000})
+        config = write_config(
+            tmp_path / "config.yaml",
+            db.url,
+            polymarket={"gamma_url": gamma_url},
+            openrouter={"base_url": openrouter_url, "max_tokens": 1000},
+        )
         env = cli_env(OPENROUTER_API_KEY=fake.api_key)
-        procs = [start_arena("--config", str(config), "run", "--once", "--at", AT, env=env,
-                             cwd=tmp_path) for _ in range(2)]
+        procs = [
+            start_arena("--config", str(config), "run", "--once", "--at", AT, env=env, cwd=tmp_path)
+            for _ in range(2)
+        ]
         outcomes = [(p.wait(timeout=300), p.communicate()) for p in procs]
     assert all(code == 0 for code, _ in outcomes), outcomes
     with db.factory() as session:

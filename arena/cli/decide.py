@@ -21,8 +21,9 @@ def decide(ctx: typer.Context, at: AtOption = None) -> None:
     factory = app_state.factory()
     clock = clock_for(at)
     registry = ProviderRegistry(settings)
-    budget = Budget(settings.budget, registry.worst_case,
-                    rounds=settings.benchmark.malformed_retries + 1)
+    budget = Budget(
+        settings.budget, registry.worst_case, rounds=settings.benchmark.malformed_retries + 1
+    )
     try:
         with Progress(console=console, transient=True) as progress:
             task = progress.add_task("deciding", total=None)
@@ -32,9 +33,13 @@ def decide(ctx: typer.Context, at: AtOption = None) -> None:
                 progress.update(task, description=f"{result.family_id}: {result.status}")
 
             run = DecisionRun(
-                factory, settings, clock, registry.for_agent,
+                factory,
+                settings,
+                clock,
+                registry.for_agent,
                 lambda cohort_ids: freeze_universe(factory, settings, clock.now(), cohort_ids),
-                budget=budget, on_progress=on_progress,
+                budget=budget,
+                on_progress=on_progress,
             )
             report = run.run()
     finally:
@@ -48,13 +53,20 @@ def print_report(report: DecideReport) -> None:
     table = Table("cohort", "family", "action", "trades", "cost (USD)", "attempts", "status")
     for r in report.results:
         action = (r.action or "-") + (" (system)" if r.system_hold else "")
-        table.add_row(str(r.cohort_id), r.family_id, action, str(r.trades),
-                      f"{r.cost_usd:.6f}", str(r.attempts),
-                      r.status + (f": {r.error[:60]}" if r.error else ""))
+        table.add_row(
+            str(r.cohort_id),
+            r.family_id,
+            action,
+            str(r.trades),
+            f"{r.cost_usd:.6f}",
+            str(r.attempts),
+            r.status + (f": {r.error[:60]}" if r.error else ""),
+        )
     console.print(table)
     done = sum(1 for r in report.results if r.status == "completed")
-    console.print(f"{done} decided, {len(report.results) - done} not "
-                  f"(universe {report.universe_id})")
+    console.print(
+        f"{done} decided, {len(report.results) - done} not (universe {report.universe_id})"
+    )
     if report.aborted:
         console.print(f"[red]run aborted[/red]: {report.aborted}")
 

@@ -14,11 +14,12 @@ import shutil
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
 
 from arena.analytics.leaderboard import compute_leaderboard
 from arena.cli.common import console, state
@@ -26,10 +27,12 @@ from arena.cli.results import print_leaderboard
 from arena.errors import JobFailed, UserError
 from arena.export import export
 from arena.jobs.audit import check_ledger
+from arena.jobs.guard import GuardedRun
 from arena.simulation import Simulation
 from arena.store.db import make_engine, session_factory, upgrade
 from arena.store.models import (
     Agent,
+    Base,
     BrierScore,
     Cohort,
     Decision,
@@ -44,17 +47,28 @@ DEMO_START = datetime(2026, 11, 1, tzinfo=UTC)  # a Sunday
 
 def demo(
     ctx: typer.Context,
-    weeks: Annotated[int, typer.Option("--weeks", min=1, max=26,
-                                       help="Simulated weeks to run.")] = 4,
-    out: Annotated[Path, typer.Option("--out", help="Directory for demo.db and the export "
-                                      "(replaced if it exists).")] = Path("demo-output"),
-    step_minutes: Annotated[int, typer.Option("--step-minutes", min=10,
-                                              help="Simulated minutes between two ticks of "
-                                              "the scheduler.")] = 120,
-    methodology: Annotated[str | None, typer.Option(
-        "--methodology", help="v1 or v2 (default: the config's).")] = None,
-    markets: Annotated[int, typer.Option("--markets", min=50, max=3000,
-                                         help="Synthetic markets in the fake Polymarket.")] = 300,
+    weeks: Annotated[
+        int, typer.Option("--weeks", min=1, max=26, help="Simulated weeks to run.")
+    ] = 4,
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Directory for demo.db and the export (replaced if it exists)."),
+    ] = Path("demo-output"),
+    step_minutes: Annotated[
+        int,
+        typer.Option(
+            "--step-minutes", min=10, help="Simulated minutes between two ticks of the scheduler."
+        ),
+    ] = 120,
+    methodology: Annotated[
+        str | None, typer.Option("--methodology", help="v1 or v2 (default: the config's).")
+    ] = None,
+    markets: Annotated[
+        int,
+        typer.Option(
+            "--markets", min=50, max=3000, help="Synthetic markets in the fake Polymarket."
+        ),
+    ] = 300,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated world.")] = 7,
 ) -> None:
     """Run an offline, self-contained simulation of several weeks; print the leaderboard and
@@ -66,14 +80,16 @@ def demo(
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    settings = base.model_copy(update={
-        "database_url": f"sqlite:///{out / 'demo.db'}",
-        "methodology": version,
-        "benchmark": base.benchmark.model_copy(update={"universe_size": min(500, markets)}),
-        # Simulated time runs ~10,000x faster than real time: sync the whole universe four
-        # times a simulated day (held markets are still refreshed at every snapshot).
-        "schedule": base.schedule.model_copy(update={"market_sync_minutes": 360}),
-    })
+    settings = base.model_copy(
+        update={
+            "database_url": f"sqlite:///{out / 'demo.db'}",
+            "methodology": version,
+            "benchmark": base.benchmark.model_copy(update={"universe_size": min(500, markets)}),
+            # Simulated time runs ~10,000x faster than real time: sync the whole universe four
+            # times a simulated day (held markets are still refreshed at every snapshot).
+            "schedule": base.schedule.model_copy(update={"market_sync_minutes": 360}),
+        }
+    )
     logging.getLogger().setLevel(logging.ERROR)  # the demo shows progress, not job logs
     engine = make_engine(settings.database_url)
     upgrade(engine)
@@ -81,24 +97,42 @@ def demo(
     end = DEMO_START + timedelta(days=7 * weeks) - timedelta(minutes=step_minutes)
     step = timedelta(minutes=step_minutes)
     families = [f.id for f in settings.active_families]
-    console.print(f"[bold]arena demo[/bold]: {weeks} simulated weeks from {DEMO_START.date()}, "
-                  f"{markets} synthetic markets, {len(families)} families, methodology "
-                  f"{version}, database {out / 'demo.db'}")
+    console.print(
+        f"[bold]arena demo[/bold]: {weeks} simulated weeks from {DEMO_START.date()}, "
+        f"{markets} synthetic markets, {len(families)} families, methodology "
+        f"{version}, database {out / 'demo.db'}"
+    )
     started = time.perf_counter()
-    sim = Simulation(settings, factory, start=DEMO_START, days=7 * weeks, n_markets=markets,
-                     seed=seed, skills=_skills(families))
+    sim = Simulation(
+        settings,
+        factory,
+        start=DEMO_START,
+        days=7 * weeks,
+        n_markets=markets,
+        seed=seed,
+        skills=_skills(families),
+    )
     failures: list[str] = []
     ticks = int((end - DEMO_START) / step) + 1
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as progress:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
             task = progress.add_task("simulating", total=ticks)
 
-            def on_step(at: datetime, results: list) -> None:  # type: ignore[type-arg]
-                failures.extend(f"{at:%Y-%m-%d %H:%M} {r.job}: {r.error}"
-                                for r in results if r.status == "failed")
-                progress.update(task, advance=1,
-                                description=f"simulated time {at:%a %Y-%m-%d %H:%M} UTC")
+            def on_step(at: datetime, results: list[GuardedRun]) -> None:
+                failures.extend(
+                    f"{at:%Y-%m-%d %H:%M} {r.job}: {r.error}"
+                    for r in results
+                    if r.status == "failed"
+                )
+                progress.update(
+                    task, advance=1, description=f"simulated time {at:%a %Y-%m-%d %H:%M} UTC"
+                )
 
             sim.run(end, step, on_step)
     finally:
@@ -114,12 +148,15 @@ def demo(
     print_leaderboard(compute_leaderboard(factory, min_scored_bets=minimum), None, minimum)
     export_dir = out / "export"
     manifest = export(factory, export_dir, "jsonl", methodology=version)
-    console.print(f"export: {export_dir} ({sum(f.rows for f in manifest.files)} rows in "
-                  f"{len(manifest.files)} files, manifest.json)")
+    console.print(
+        f"export: {export_dir} ({sum(f.rows for f in manifest.files)} rows in "
+        f"{len(manifest.files)} files, manifest.json)"
+    )
     if version == "v2":
         _analytics(export_dir, end)
-    console.print("ledger invariant holds for every agent; done in "
-                  f"{time.perf_counter() - started:.1f}s")
+    console.print(
+        f"ledger invariant holds for every agent; done in {time.perf_counter() - started:.1f}s"
+    )
 
 
 def _skills(families: list[str]) -> dict[str, float]:
@@ -127,9 +164,10 @@ def _skills(families: list[str]) -> dict[str, float]:
     return {family: round(0.1 + 0.6 * (i % 4) / 3, 2) for i, family in enumerate(families)}
 
 
-def _summary(factory, seconds: float) -> None:  # type: ignore[no-untyped-def]
+def _summary(factory: sessionmaker[Session], seconds: float) -> None:
     with factory() as session:
-        def count(model, *where) -> int:  # type: ignore[no-untyped-def]
+
+        def count(model: type[Base], *where: Any) -> int:
             return int(session.scalar(select(func.count()).select_from(model).where(*where)) or 0)
 
         console.print(

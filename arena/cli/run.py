@@ -28,8 +28,10 @@ def run(
     ctx: typer.Context,
     once: Annotated[
         bool,
-        typer.Option("--once", help="Run every job that is due now (or at --at) and exit; "
-                     "for cron-style deployments."),
+        typer.Option(
+            "--once",
+            help="Run every job that is due now (or at --at) and exit; for cron-style deployments.",
+        ),
     ] = False,
     at: AtOption = None,
 ) -> None:
@@ -45,8 +47,10 @@ def run(
             results = runtime.run_due(now)
             for result in results:
                 detail = result.error or ""
-                console.print(f"{result.job:13} slot {result.slot.isoformat()}: "
-                              f"{result.status} {detail}".rstrip())
+                console.print(
+                    f"{result.job:13} slot {result.slot.isoformat()}: "
+                    f"{result.status} {detail}".rstrip()
+                )
             if any(r.status == "failed" for r in results):
                 raise JobFailed("one or more jobs failed")
             return
@@ -68,21 +72,35 @@ def status(ctx: typer.Context, at: AtOption = None) -> None:
         for job in JOBS:
             r = runs.get(job)
             nxt = next_times.get(job)
-            jobs.add_row(job, r.slot.isoformat() if r else "-", r.status if r else "never",
-                         r.finished_at.isoformat() if r and r.finished_at else "-",
-                         nxt.isoformat() if nxt else "-", (r.error or "")[:60] if r else "")
+            jobs.add_row(
+                job,
+                r.slot.isoformat() if r else "-",
+                r.status if r else "never",
+                r.finished_at.isoformat() if r and r.finished_at else "-",
+                nxt.isoformat() if nxt else "-",
+                (r.error or "")[:60] if r else "",
+            )
         console.print(jobs)
-        window = {c.id for c in decision_window(session, settings.benchmark.decision_cohort_limit,
-                                                now)}
+        window = {
+            c.id for c in decision_window(session, settings.benchmark.decision_cohort_limit, now)
+        }
         cohorts = Table("cohort", "week start", "phase", "agents", "open positions")
         for cohort in unfinished_cohorts(session, now):
-            agents = session.scalar(select(func.count()).select_from(Agent)
-                                    .where(Agent.cohort_id == cohort.id))
-            open_positions = session.scalar(select(func.count()).select_from(Position).where(
-                Position.cohort_id == cohort.id, Position.status == "OPEN"))
-            cohorts.add_row(str(cohort.id), cohort.week_start.date().isoformat(),
-                            "deciding" if cohort.id in window else "tracking",
-                            str(agents), str(open_positions))
+            agents = session.scalar(
+                select(func.count()).select_from(Agent).where(Agent.cohort_id == cohort.id)
+            )
+            open_positions = session.scalar(
+                select(func.count())
+                .select_from(Position)
+                .where(Position.cohort_id == cohort.id, Position.status == "OPEN")
+            )
+            cohorts.add_row(
+                str(cohort.id),
+                cohort.week_start.date().isoformat(),
+                "deciding" if cohort.id in window else "tracking",
+                str(agents),
+                str(open_positions),
+            )
         console.print(cohorts)
         warnings = open_warnings(session, now, settings.benchmark.claim_lease_seconds)
     if warnings:
@@ -100,24 +118,32 @@ def open_warnings(session, now, lease_seconds: int) -> list[str]:  # type: ignor
     """Markets awaiting resolution for long, and agents whose decision is in a failure state."""
     warnings: list[str] = []
     held = select(Position.market_id).where(Position.status == "OPEN").distinct()
-    for market in session.scalars(select(Market).where(Market.id.in_(held),
-                                                        Market.status == "open")):
+    for market in session.scalars(
+        select(Market).where(Market.id.in_(held), Market.status == "open")
+    ):
         closed_at = market.closed_time or (market.end_date if market.closed else None)
         if market.closed and closed_at and now - closed_at > AWAITING_TOO_LONG:
-            warnings.append(f"market {market.id} closed {closed_at.date()} and still awaits "
-                            f"resolution ({market.uma_resolution_status or 'no proposal'})")
+            warnings.append(
+                f"market {market.id} closed {closed_at.date()} and still awaits "
+                f"resolution ({market.uma_resolution_status or 'no proposal'})"
+            )
     failing = session.execute(
-        select(Decision, Agent.family_id).join(Agent, Agent.id == Decision.agent_id)
+        select(Decision, Agent.family_id)
+        .join(Agent, Agent.id == Decision.agent_id)
         .where(Decision.status.in_(["retryable", "budget_skipped", "claimed"]))
     ).all()
     for decision, family in failing:
-        if decision.status == "claimed" and decision.lease_expires_at and (
-            decision.lease_expires_at > SystemClock().now()
+        if (
+            decision.status == "claimed"
+            and decision.lease_expires_at
+            and (decision.lease_expires_at > SystemClock().now())
         ):
             continue  # in flight right now
-        warnings.append(f"agent {decision.agent_id} ({family}) cohort {decision.cohort_id} "
-                        f"week {decision.decision_week}: {decision.status}"
-                        f" {(decision.error or '')[:80]}".rstrip())
+        warnings.append(
+            f"agent {decision.agent_id} ({family}) cohort {decision.cohort_id} "
+            f"week {decision.decision_week}: {decision.status}"
+            f" {(decision.error or '')[:80]}".rstrip()
+        )
     return warnings
 
 

@@ -28,9 +28,7 @@ class BudgetExceeded(Exception):
 
 
 class Budget:
-    def __init__(
-        self, limits: config.Budget, pricing: WorstCase | None, rounds: int = 1
-    ) -> None:
+    def __init__(self, limits: config.Budget, pricing: WorstCase | None, rounds: int = 1) -> None:
         self.limits = limits
         self.pricing = pricing
         self.rounds = rounds

@@ -184,8 +184,9 @@ class LeaseKeeper:
             try:
                 if not renew_lease(self._factory, self._claim, self._clock, self._seconds):
                     self.lost = True
-                    log.warning("decision %s: claim lost to another worker",
-                                self._claim.decision_id)
+                    log.warning(
+                        "decision %s: claim lost to another worker", self._claim.decision_id
+                    )
                     return
             except Exception:  # a failed renewal must not kill the call; the next one retries
                 log.exception("decision %s: lease renewal failed", self._claim.decision_id)

@@ -54,8 +54,15 @@ def sync_families(session: Session, settings: Settings, now: datetime) -> None:
         Family.__table__,  # type: ignore[arg-type]
         rows,
         conflict=["id"],
-        update=["kind", "display_name", "provider", "openrouter_id", "strategy", "active",
-                "updated_at"],
+        update=[
+            "kind",
+            "display_name",
+            "provider",
+            "openrouter_id",
+            "strategy",
+            "active",
+            "updated_at",
+        ],
     )
 
 
@@ -138,9 +145,7 @@ def complete_cohorts(factory: sessionmaker[Session], limit: int, clock: Clock) -
     now = clock.now()
     with transaction(factory) as session:
         window = {c.id for c in decision_window(session, limit, now)}
-        open_position = exists().where(
-            Position.cohort_id == Cohort.id, Position.status == "OPEN"
-        )
+        open_position = exists().where(Position.cohort_id == Cohort.id, Position.status == "OPEN")
         candidates = session.execute(
             select(Cohort.id).where(Cohort.status == "active", ~open_position)
         ).scalars()

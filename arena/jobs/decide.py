@@ -42,7 +42,6 @@ from arena.domain.decisions import (
     extract_json_object,
     validate_decision,
 )
-from arena.domain.markets import Market
 from arena.domain.prompting import (
     PositionView,
     PromptContext,
@@ -280,11 +279,13 @@ class DecisionRun:
         with self.factory() as session:
             fresh = session.get(Agent, agent.id)
             assert fresh is not None
-            positions = list(session.scalars(
-                select(Position)
-                .where(Position.agent_id == agent.id, Position.status == "OPEN")
-                .order_by(Position.id)
-            ))
+            positions = list(
+                session.scalars(
+                    select(Position)
+                    .where(Position.agent_id == agent.id, Position.status == "OPEN")
+                    .order_by(Position.id)
+                )
+            )
         views = []
         for position in positions:
             market = universe.by_id.get(position.market_id)
@@ -294,13 +295,19 @@ class DecisionRun:
                 price: Decimal | None = market.side_price(position.side)
             except ExecutionError:
                 price = None
-            views.append(PositionView(
-                position_id=str(position.id), market=market, side=position.side,
-                shares=position.shares,
-                avg_entry_price=position.cost_basis / position.shares if position.shares else
-                Decimal(0),
-                current_price=price, cost_basis=position.cost_basis,
-            ))
+            views.append(
+                PositionView(
+                    position_id=str(position.id),
+                    market=market,
+                    side=position.side,
+                    shares=position.shares,
+                    avg_entry_price=position.cost_basis / position.shares
+                    if position.shares
+                    else Decimal(0),
+                    current_price=price,
+                    cost_basis=position.cost_basis,
+                )
+            )
         bench = self.settings.benchmark
         methodology = agent.methodology_version
         ctx = PromptContext(
@@ -321,7 +328,11 @@ class DecisionRun:
         return ctx, fresh.cash
 
     def _decide_claimed(
-        self, claim: Claim, agent: Agent, week: int, universe: FrozenUniverse,
+        self,
+        claim: Claim,
+        agent: Agent,
+        week: int,
+        universe: FrozenUniverse,
         result: AgentResult,
     ) -> None:
         ctx, cash_shown = self._prompt_context(agent, week, universe)
@@ -332,20 +343,23 @@ class DecisionRun:
         model = agent.openrouter_id or f"baseline/{agent.strategy}"
         max_tokens = self._max_tokens(agent)
         try:
-            self.budget.reserve(agent.family_id, model, messages, max_tokens, baseline=
-                                agent.kind == "baseline")
+            self.budget.reserve(
+                agent.family_id, model, messages, max_tokens, baseline=agent.kind == "baseline"
+            )
         except BudgetExceeded as exc:
             self._finish(claim, result, BUDGET_SKIPPED, error=str(exc), attempts=attempts)
-            attempts.store("initial", "budget_skipped", messages, self.clock.now(),
-                           message=str(exc))
+            attempts.store(
+                "initial", "budget_skipped", messages, self.clock.now(), message=str(exc)
+            )
             return
         decision: ValidDecision | None = None
         parsed: dict[str, Any] | None = None
         kind = "initial"
         last_error = ""
         for _round in range(self.settings.benchmark.malformed_retries + 1):
-            reply = self._call(provider, agent, model, messages, max_tokens, ctx, attempts,
-                               kind, claim, result)
+            reply = self._call(
+                provider, agent, model, messages, max_tokens, ctx, attempts, kind, claim, result
+            )
             if reply is None:
                 return  # failure already recorded
             started = self.clock.now()
@@ -354,14 +368,24 @@ class DecisionRun:
                 decision = validate_decision(parsed, validation)
             except MalformedResponse as exc:
                 last_error = str(exc)
-                attempts.store(kind, "malformed", messages, started, reply=reply,
-                               parsed=parsed, message=last_error)
-                messages = [*messages, *render_repair(last_error, reply.content,
-                                                      agent.prompt_version)]
+                attempts.store(
+                    kind,
+                    "malformed",
+                    messages,
+                    started,
+                    reply=reply,
+                    parsed=parsed,
+                    message=last_error,
+                )
+                messages = [
+                    *messages,
+                    *render_repair(last_error, reply.content, agent.prompt_version),
+                ]
                 kind, parsed = "repair", None
                 continue
-            attempts.store(kind, "valid", messages, started, reply=reply,
-                           parsed=decision.to_json_dict())
+            attempts.store(
+                kind, "valid", messages, started, reply=reply, parsed=decision.to_json_dict()
+            )
             break
         self.budget.settle(agent.family_id, attempts.cost)
         if decision is None:
@@ -398,8 +422,13 @@ class DecisionRun:
 
         def on_attempt(number: int, outcome: ModelReply | ProviderCallError) -> None:
             if isinstance(outcome, ProviderCallError):
-                attempts.store("retry" if number > 1 else kind, f"{outcome.kind}_error",
-                               messages, started[0], error=outcome)
+                attempts.store(
+                    "retry" if number > 1 else kind,
+                    f"{outcome.kind}_error",
+                    messages,
+                    started[0],
+                    error=outcome,
+                )
             started[0] = self.clock.now()
 
         retry_kwargs: dict[str, Any] = {}
@@ -407,49 +436,77 @@ class DecisionRun:
             retry_kwargs["sleep"] = self.sleep
         try:
             return call_with_retries(
-                provider, request, max_attempts=self.settings.openrouter.max_attempts,
-                on_attempt=on_attempt, **retry_kwargs,
+                provider,
+                request,
+                max_attempts=self.settings.openrouter.max_attempts,
+                on_attempt=on_attempt,
+                **retry_kwargs,
             )
         except ProviderFatal as exc:
             self.budget.settle(agent.family_id, attempts.cost)
-            self._finish(claim, result, RETRYABLE, error=f"provider refused: {exc}",
-                         attempts=attempts)
+            self._finish(
+                claim, result, RETRYABLE, error=f"provider refused: {exc}", attempts=attempts
+            )
             raise RunAborted(f"{agent.family_id}: {exc}") from exc
         except ProviderCallError as exc:
             self.budget.settle(agent.family_id, attempts.cost)
-            self._finish(claim, result, RETRYABLE, error=f"provider failed: {exc}",
-                         attempts=attempts)
+            self._finish(
+                claim, result, RETRYABLE, error=f"provider failed: {exc}", attempts=attempts
+            )
             return None
 
     def _execute(
-        self, claim: Claim, agent: Agent, decision: ValidDecision, universe: FrozenUniverse,
-        cash_shown: Decimal, attempts: _Attempts, result: AgentResult,
+        self,
+        claim: Claim,
+        agent: Agent,
+        decision: ValidDecision,
+        universe: FrozenUniverse,
+        cash_shown: Decimal,
+        attempts: _Attempts,
+        result: AgentResult,
     ) -> None:
         now = self.clock.now()
         with transaction(self.factory) as session:
             row = lock_claim(session, claim)
             if row is None:
-                log.warning("decision %s: claim lost before execution; no trades written",
-                            claim.decision_id)
+                log.warning(
+                    "decision %s: claim lost before execution; no trades written", claim.decision_id
+                )
                 result.status, result.error = "skipped", "claim lost"
                 return
             locked_agent = session.execute(
                 _for_update(session, select(Agent).where(Agent.id == agent.id))
             ).scalar_one()
             execution = execute_decision(
-                session, decision_id=row.id, agent=locked_agent, decision=decision,
-                markets=universe.by_id, cash_shown=cash_shown,
-                max_bet_fraction=self.settings.benchmark.max_bet_fraction, now=now,
+                session,
+                decision_id=row.id,
+                agent=locked_agent,
+                decision=decision,
+                markets=universe.by_id,
+                cash_shown=cash_shown,
+                max_bet_fraction=self.settings.benchmark.max_bet_fraction,
+                now=now,
             )
             if execution.all_failed:
                 session.rollback()
-                self._finish(claim, result, RETRYABLE,
-                             error="all executions failed: " + "; ".join(execution.failures),
-                             attempts=attempts, decision=decision)
+                self._finish(
+                    claim,
+                    result,
+                    RETRYABLE,
+                    error="all executions failed: " + "; ".join(execution.failures),
+                    attempts=attempts,
+                    decision=decision,
+                )
                 return
             if agent.methodology_version == "v2":
-                store_forecasts(session, decision_id=row.id, agent=locked_agent,
-                                decision=decision, markets=universe.by_id, now=now)
+                store_forecasts(
+                    session,
+                    decision_id=row.id,
+                    agent=locked_agent,
+                    decision=decision,
+                    markets=universe.by_id,
+                    now=now,
+                )
             row.status = COMPLETED
             row.action = decision.action.value
             row.system_hold = result.system_hold
@@ -461,11 +518,20 @@ class DecisionRun:
             row.lease_expires_at = None
         result.status, result.action = COMPLETED, decision.action.value
         result.trades, result.attempts, result.cost_usd = (
-            execution.trades, attempts.count, attempts.cost)
+            execution.trades,
+            attempts.count,
+            attempts.cost,
+        )
 
     def _finish(
-        self, claim: Claim, result: AgentResult, status: str, *, error: str,
-        attempts: _Attempts, decision: ValidDecision | None = None,
+        self,
+        claim: Claim,
+        result: AgentResult,
+        status: str,
+        *,
+        error: str,
+        attempts: _Attempts,
+        decision: ValidDecision | None = None,
     ) -> None:
         """Record a failure state on the decision (only while the claim still holds)."""
         now = self.clock.now()

@@ -56,16 +56,34 @@ def execute_decision(
     if decision.action is Action.BET:
         for index, bet in enumerate(decision.bets):
             try:
-                _buy(session, decision_id, agent, bet.market_id, bet.side, bet.amount,
-                     bet.probability, markets, cash_shown, max_bet_fraction, now)
+                _buy(
+                    session,
+                    decision_id,
+                    agent,
+                    bet.market_id,
+                    bet.side,
+                    bet.amount,
+                    bet.probability,
+                    markets,
+                    cash_shown,
+                    max_bet_fraction,
+                    now,
+                )
                 result.trades += 1
             except ExecutionError as exc:
                 result.failures.append(f"bets[{index}] {bet.market_id} {bet.side}: {exc}")
     elif decision.action is Action.SELL:
         for index, order in enumerate(decision.sells):
             try:
-                _sell(session, decision_id, agent, int(order.position_id), order.percentage,
-                      markets, now)
+                _sell(
+                    session,
+                    decision_id,
+                    agent,
+                    int(order.position_id),
+                    order.percentage,
+                    markets,
+                    now,
+                )
                 result.trades += 1
             except (ExecutionError, ValueError) as exc:
                 result.failures.append(f"sells[{index}] position {order.position_id}: {exc}")
@@ -90,20 +108,30 @@ def _buy(
         raise ExecutionError(f"market {market_id} is not in the frozen universe")
     price = market.side_price(side)
     position = session.execute(
-        _lock(session, select(Position).where(
-            Position.agent_id == agent.id,
-            Position.market_id == market_id,
-            Position.side == side,
-            Position.status == "OPEN",
-        ))
+        _lock(
+            session,
+            select(Position).where(
+                Position.agent_id == agent.id,
+                Position.market_id == market_id,
+                Position.side == side,
+                Position.status == "OPEN",
+            ),
+        )
     ).scalar_one_or_none()
     holding = ledger.Holding(position.shares, position.cost_basis) if position else None
     bought = ledger.buy(agent.cash, holding, amount, price)
     if position is None:
         position = Position(
-            agent_id=agent.id, cohort_id=agent.cohort_id, market_id=market_id, side=side,
-            shares=bought.holding_after.shares, cost_basis=bought.holding_after.cost_basis,
-            status="OPEN", realized_pnl=Decimal(0), opened_at=now, updated_at=now,
+            agent_id=agent.id,
+            cohort_id=agent.cohort_id,
+            market_id=market_id,
+            side=side,
+            shares=bought.holding_after.shares,
+            cost_basis=bought.holding_after.cost_basis,
+            status="OPEN",
+            realized_pnl=Decimal(0),
+            opened_at=now,
+            updated_at=now,
         )
         session.add(position)
         session.flush()
@@ -112,14 +140,27 @@ def _buy(
         position.cost_basis = bought.holding_after.cost_basis
         position.updated_at = now
     agent.cash = bought.cash_after
-    session.add(Trade(
-        decision_id=decision_id, agent_id=agent.id, cohort_id=agent.cohort_id,
-        position_id=position.id, market_id=market_id, side=side, trade_type="BUY",
-        amount=bought.amount, shares=bought.shares, price=price,
-        implied_confidence=ledger.implied_confidence(bought.amount, cash_shown, max_bet_fraction),
-        probability=probability, cash_shown=cash_shown, cash_after=bought.cash_after,
-        executed_at=now,
-    ))
+    session.add(
+        Trade(
+            decision_id=decision_id,
+            agent_id=agent.id,
+            cohort_id=agent.cohort_id,
+            position_id=position.id,
+            market_id=market_id,
+            side=side,
+            trade_type="BUY",
+            amount=bought.amount,
+            shares=bought.shares,
+            price=price,
+            implied_confidence=ledger.implied_confidence(
+                bought.amount, cash_shown, max_bet_fraction
+            ),
+            probability=probability,
+            cash_shown=cash_shown,
+            cash_after=bought.cash_after,
+            executed_at=now,
+        )
+    )
 
 
 def _sell(
@@ -132,9 +173,10 @@ def _sell(
     now: datetime,
 ) -> None:
     position = session.execute(
-        _lock(session, select(Position).where(
-            Position.id == position_id, Position.agent_id == agent.id
-        ))
+        _lock(
+            session,
+            select(Position).where(Position.id == position_id, Position.agent_id == agent.id),
+        )
     ).scalar_one_or_none()
     if position is None or position.status != "OPEN":
         raise ExecutionError(f"position {position_id} is not an open position of this agent")
@@ -155,13 +197,25 @@ def _sell(
     else:
         position.shares = sold.holding_after.shares
         position.cost_basis = sold.holding_after.cost_basis
-    session.add(Trade(
-        decision_id=decision_id, agent_id=agent.id, cohort_id=agent.cohort_id,
-        position_id=position.id, market_id=position.market_id, side=position.side,
-        trade_type="SELL", amount=sold.proceeds, shares=sold.shares_sold, price=price,
-        percentage=percentage, basis_out=sold.basis_out, realized_pnl=sold.realized_pnl,
-        cash_after=sold.cash_after, executed_at=now,
-    ))
+    session.add(
+        Trade(
+            decision_id=decision_id,
+            agent_id=agent.id,
+            cohort_id=agent.cohort_id,
+            position_id=position.id,
+            market_id=position.market_id,
+            side=position.side,
+            trade_type="SELL",
+            amount=sold.proceeds,
+            shares=sold.shares_sold,
+            price=price,
+            percentage=percentage,
+            basis_out=sold.basis_out,
+            realized_pnl=sold.realized_pnl,
+            cash_after=sold.cash_after,
+            executed_at=now,
+        )
+    )
 
 
 def store_forecasts(
@@ -177,21 +231,34 @@ def store_forecasts(
     rows: dict[tuple[str, str], Forecast] = {}
     for forecast in decision.forecasts:
         rows[(forecast.market_id, forecast.outcome)] = _forecast_row(
-            decision_id, agent, forecast.market_id, forecast.outcome, forecast.probability,
-            "panel", markets, now,
+            decision_id,
+            agent,
+            forecast.market_id,
+            forecast.outcome,
+            forecast.probability,
+            "panel",
+            markets,
+            now,
         )
     for bet in decision.bets:
         key = (bet.market_id, bet.side)
         if bet.probability is not None and key not in rows:
-            rows[key] = _forecast_row(decision_id, agent, bet.market_id, bet.side,
-                                      bet.probability, "bet", markets, now)
+            rows[key] = _forecast_row(
+                decision_id, agent, bet.market_id, bet.side, bet.probability, "bet", markets, now
+            )
     session.add_all(rows.values())
     return len(rows)
 
 
 def _forecast_row(
-    decision_id: int, agent: Agent, market_id: str, outcome: str, probability: Decimal,
-    source: str, markets: Mapping[str, Market], now: datetime,
+    decision_id: int,
+    agent: Agent,
+    market_id: str,
+    outcome: str,
+    probability: Decimal,
+    source: str,
+    markets: Mapping[str, Market],
+    now: datetime,
 ) -> Forecast:
     market = markets.get(market_id)
     market_probability = None
@@ -201,8 +268,14 @@ def _forecast_row(
         except ExecutionError:
             market_probability = None
     return Forecast(
-        decision_id=decision_id, agent_id=agent.id, cohort_id=agent.cohort_id,
-        family_id=agent.family_id, market_id=market_id, outcome=outcome,
-        probability=probability, market_probability=market_probability, source=source,
+        decision_id=decision_id,
+        agent_id=agent.id,
+        cohort_id=agent.cohort_id,
+        family_id=agent.family_id,
+        market_id=market_id,
+        outcome=outcome,
+        probability=probability,
+        market_probability=market_probability,
+        source=source,
         forecast_at=now,
     )

@@ -44,26 +44,48 @@ class GuardedRun:
 
 
 def _acquire(
-    factory: sessionmaker[Session], job: str, slot: datetime, started: datetime,
-    lease_until: datetime, wall_now: datetime,
+    factory: sessionmaker[Session],
+    job: str,
+    slot: datetime,
+    started: datetime,
+    lease_until: datetime,
+    wall_now: datetime,
 ) -> bool:
     with transaction(factory) as session:
         inserted = insert_ignore(
             session,
             JobRun.__table__,  # type: ignore[arg-type]
-            {"job": job, "slot": slot, "holder": HOLDER, "status": "running",
-             "started_at": started, "lease_expires_at": lease_until},
+            {
+                "job": job,
+                "slot": slot,
+                "holder": HOLDER,
+                "status": "running",
+                "started_at": started,
+                "lease_expires_at": lease_until,
+            },
             conflict=["job", "slot"],
         )
         if inserted:
             return True
         result = session.execute(
             update(JobRun)
-            .where(JobRun.job == job, JobRun.slot == slot,
-                   or_(JobRun.status == "failed",
-                       (JobRun.status == "running") & (JobRun.lease_expires_at < wall_now)))
-            .values(holder=HOLDER, status="running", started_at=started, finished_at=None,
-                    lease_expires_at=lease_until, error=None, counts=None)
+            .where(
+                JobRun.job == job,
+                JobRun.slot == slot,
+                or_(
+                    JobRun.status == "failed",
+                    (JobRun.status == "running") & (JobRun.lease_expires_at < wall_now),
+                ),
+            )
+            .values(
+                holder=HOLDER,
+                status="running",
+                started_at=started,
+                finished_at=None,
+                lease_expires_at=lease_until,
+                error=None,
+                counts=None,
+            )
         )
         return result.rowcount == 1  # type: ignore[attr-defined]
 
@@ -93,16 +115,28 @@ def run_guarded(
         error = f"{type(exc).__name__}: {exc}"
         log.error("job %s failed for slot %s: %s", job, slot, error)
         _finish(factory, job, slot, clock, "failed", None, error)
-        _log_event(factory, clock, job, "failed", error, level="ERROR",
-                   details={"traceback": traceback.format_exc(limit=8)})
+        _log_event(
+            factory,
+            clock,
+            job,
+            "failed",
+            error,
+            level="ERROR",
+            details={"traceback": traceback.format_exc(limit=8)},
+        )
         return GuardedRun(job, slot, True, "failed", error=error)
     _finish(factory, job, slot, clock, "succeeded", counts, None)
     return GuardedRun(job, slot, True, "succeeded", counts)
 
 
 def _finish(
-    factory: sessionmaker[Session], job: str, slot: datetime, clock: Clock, status: str,
-    counts: dict[str, Any] | None, error: str | None,
+    factory: sessionmaker[Session],
+    job: str,
+    slot: datetime,
+    clock: Clock,
+    status: str,
+    counts: dict[str, Any] | None,
+    error: str | None,
 ) -> None:
     with transaction(factory) as session:
         session.execute(
@@ -113,13 +147,27 @@ def _finish(
 
 
 def _log_event(
-    factory: sessionmaker[Session], clock: Clock, source: str, event: str, message: str,
-    *, level: str = "INFO", details: dict[str, Any] | None = None,
+    factory: sessionmaker[Session],
+    clock: Clock,
+    source: str,
+    event: str,
+    message: str,
+    *,
+    level: str = "INFO",
+    details: dict[str, Any] | None = None,
 ) -> None:
     try:
         with transaction(factory) as session:
-            session.add(SystemLog(at=clock.now(), level=level, source=source, event=event,
-                                  message=message[:2000], details=details))
+            session.add(
+                SystemLog(
+                    at=clock.now(),
+                    level=level,
+                    source=source,
+                    event=event,
+                    message=message[:2000],
+                    details=details,
+                )
+            )
     except Exception:  # the system log must never break a job
         log.exception("could not write the system log")
 

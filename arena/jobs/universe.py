@@ -39,15 +39,28 @@ def row_prices(prices: Sequence[str] | None) -> tuple[Decimal, ...] | None:
 
 def market_from_row(row: MarketRow) -> Market:
     return Market(
-        id=row.id, question=row.question, outcomes=tuple(row.outcomes),
-        prices=row_prices(row.prices), slug=row.slug, category=row.category,
-        volume=row.volume, volume_24h=row.volume_24h, liquidity=row.liquidity,
-        end_date=row.end_date, closed_time=row.closed_time, active=row.active,
-        closed=row.closed, accepting_orders=row.accepting_orders,
-        uma_resolution_status=row.uma_resolution_status, condition_id=row.condition_id,
-        neg_risk=row.neg_risk, neg_risk_market_id=row.neg_risk_market_id,
-        group_item_title=row.group_item_title, event_id=row.event_id,
-        event_slug=row.event_slug, event_title=row.event_title,
+        id=row.id,
+        question=row.question,
+        outcomes=tuple(row.outcomes),
+        prices=row_prices(row.prices),
+        slug=row.slug,
+        category=row.category,
+        volume=row.volume,
+        volume_24h=row.volume_24h,
+        liquidity=row.liquidity,
+        end_date=row.end_date,
+        closed_time=row.closed_time,
+        active=row.active,
+        closed=row.closed,
+        accepting_orders=row.accepting_orders,
+        uma_resolution_status=row.uma_resolution_status,
+        condition_id=row.condition_id,
+        neg_risk=row.neg_risk,
+        neg_risk_market_id=row.neg_risk_market_id,
+        group_item_title=row.group_item_title,
+        event_id=row.event_id,
+        event_slug=row.event_slug,
+        event_title=row.event_title,
     )
 
 
@@ -65,8 +78,9 @@ def freeze_universe(
             return existing
         candidates = session.scalars(
             select(MarketRow)
-            .where(MarketRow.closed.is_(False), MarketRow.active.is_(True),
-                   MarketRow.status == "open")
+            .where(
+                MarketRow.closed.is_(False), MarketRow.active.is_(True), MarketRow.status == "open"
+            )
             .order_by(MarketRow.volume.desc().nulls_last(), MarketRow.id)
         )
         ranked: list[MarketRow] = []
@@ -78,17 +92,26 @@ def freeze_universe(
                     break
         ranked.sort(key=lambda r: (-(r.volume or Decimal(0)), r.id))
         chosen = {row.id for row in ranked}
-        held_ids = set(session.scalars(
-            select(Position.market_id).where(
-                Position.status == "OPEN", Position.cohort_id.in_(list(cohort_ids))
+        held_ids = (
+            set(
+                session.scalars(
+                    select(Position.market_id).where(
+                        Position.status == "OPEN", Position.cohort_id.in_(list(cohort_ids))
+                    )
+                )
             )
-        )) - chosen
+            - chosen
+        )
         held = list(session.scalars(select(MarketRow).where(MarketRow.id.in_(held_ids))))
         inserted = insert_ignore(
             session,
             DecisionUniverse.__table__,  # type: ignore[arg-type]
-            {"run_slot": slot, "frozen_at": now, "universe_size": size,
-             "market_count": len(ranked) + len(held)},
+            {
+                "run_slot": slot,
+                "frozen_at": now,
+                "universe_size": size,
+                "market_count": len(ranked) + len(held),
+            },
             conflict=["run_slot"],
         )
         universe_id = session.execute(
@@ -96,10 +119,12 @@ def freeze_universe(
         ).scalar_one()
         if not inserted:
             return universe_id
-        rows = [_universe_row(universe_id, row, rank, False)
-                for rank, row in enumerate(ranked, start=1)]
-        rows += [_universe_row(universe_id, row, None, True)
-                 for row in held if row.prices is not None]
+        rows = [
+            _universe_row(universe_id, row, rank, False) for rank, row in enumerate(ranked, start=1)
+        ]
+        rows += [
+            _universe_row(universe_id, row, None, True) for row in held if row.prices is not None
+        ]
         if rows:
             session.execute(insert(UniverseMarket), rows)
     return universe_id
@@ -109,10 +134,18 @@ def _universe_row(
     universe_id: int, row: MarketRow, rank: int | None, held_only: bool
 ) -> dict[str, object]:
     return {
-        "universe_id": universe_id, "market_id": row.id, "rank": rank, "held_only": held_only,
-        "in_panel": False, "question": row.question, "category": row.category,
-        "outcomes": list(row.outcomes), "prices": list(row.prices or []),
-        "yes_price": row.yes_price, "volume": row.volume, "end_date": row.end_date,
+        "universe_id": universe_id,
+        "market_id": row.id,
+        "rank": rank,
+        "held_only": held_only,
+        "in_panel": False,
+        "question": row.question,
+        "category": row.category,
+        "outcomes": list(row.outcomes),
+        "prices": list(row.prices or []),
+        "yes_price": row.yes_price,
+        "volume": row.volume,
+        "end_date": row.end_date,
         "event_id": row.event_id,
     }
 
@@ -127,9 +160,14 @@ def load_universe(session: Session, universe_id: int) -> FrozenUniverse:
     by_id: dict[str, Market] = {}
     for row in rows:
         market = Market(
-            id=row.market_id, question=row.question, outcomes=tuple(row.outcomes),
-            prices=row_prices(row.prices), category=row.category, volume=row.volume,
-            end_date=row.end_date, event_id=row.event_id,
+            id=row.market_id,
+            question=row.question,
+            outcomes=tuple(row.outcomes),
+            prices=row_prices(row.prices),
+            category=row.category,
+            volume=row.volume,
+            end_date=row.end_date,
+            event_id=row.event_id,
         )
         by_id[market.id] = market
         if not row.held_only:

@@ -43,7 +43,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
                 raise DatabaseUnavailable(
                     f"database_url: directory {directory} does not exist (create it first)"
                 )
-        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **kwargs)
+        timeout = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        engine = create_engine(url, connect_args=timeout, **kwargs)
         _configure_sqlite(engine)
         return engine
     if parsed.drivername == "postgresql":

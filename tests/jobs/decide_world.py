@@ -37,8 +37,11 @@ MODELS = {
 
 
 def bet(market_id: str = "1001", side: str = "YES", amount: float = 500.0) -> dict[str, Any]:
-    return {"action": "BET", "bets": [{"market_id": market_id, "side": side, "amount": amount}],
-            "reasoning": "test bet"}
+    return {
+        "action": "BET",
+        "bets": [{"market_id": market_id, "side": side, "amount": amount}],
+        "reasoning": "test bet",
+    }
 
 
 HOLD = {"action": "HOLD", "reasoning": "nothing to do"}
@@ -54,10 +57,22 @@ def add_markets(db: Database, now: datetime = COHORT_AT) -> None:
     with db.factory() as session, session.begin():
         for market_id, question, outcomes, prices, volume in rows:
             yes = Decimal(prices[0]) if outcomes[0] == "Yes" else None
-            session.add(Market(id=market_id, question=question, outcomes=outcomes,
-                               prices=prices, yes_price=yes, volume=Decimal(volume),
-                               active=True, closed=False, accepting_orders=True,
-                               first_seen_at=now, updated_at=now, category="test"))
+            session.add(
+                Market(
+                    id=market_id,
+                    question=question,
+                    outcomes=outcomes,
+                    prices=prices,
+                    yes_price=yes,
+                    volume=Decimal(volume),
+                    active=True,
+                    closed=False,
+                    accepting_orders=True,
+                    first_seen_at=now,
+                    updated_at=now,
+                    category="test",
+                )
+            )
 
 
 @dataclass
@@ -70,17 +85,22 @@ class World:
 
     def registry(self) -> ProviderRegistry:
         client = httpx.Client(transport=self.fake.transport(), timeout=5)
-        return ProviderRegistry(self.settings, api_key=SecretStr(self.fake.api_key),
-                                http_client=client)
+        return ProviderRegistry(
+            self.settings, api_key=SecretStr(self.fake.api_key), http_client=client
+        )
 
     def run(self, at: datetime = DECIDE_AT, budget: Budget | None = None) -> DecideReport:
         registry = self.registry()
         clock = FixedClock(at)
         try:
             run = DecisionRun(
-                self.db.factory, self.settings, clock, registry.for_agent,
+                self.db.factory,
+                self.settings,
+                clock,
+                registry.for_agent,
                 lambda ids: freeze_universe(self.db.factory, self.settings, clock.now(), ids),
-                sleep=self.sleeps.append, budget=budget,
+                sleep=self.sleeps.append,
+                budget=budget,
             )
             return run.run()
         finally:
@@ -91,17 +111,19 @@ class World:
             rows = session.execute(
                 select(Agent.family_id, Decision).join(Agent, Agent.id == Decision.agent_id)
             ).all()
-        return {family: decision for family, decision in rows}
+        return dict(rows)
 
     def attempts(self, family_id: str) -> list[DecisionAttempt]:
         with self.db.factory() as session:
-            return list(session.scalars(
-                select(DecisionAttempt)
-                .join(Decision, Decision.id == DecisionAttempt.decision_id)
-                .join(Agent, Agent.id == Decision.agent_id)
-                .where(Agent.family_id == family_id)
-                .order_by(DecisionAttempt.id)
-            ))
+            return list(
+                session.scalars(
+                    select(DecisionAttempt)
+                    .join(Decision, Decision.id == DecisionAttempt.decision_id)
+                    .join(Agent, Agent.id == Decision.agent_id)
+                    .where(Agent.family_id == family_id)
+                    .order_by(DecisionAttempt.id)
+                )
+            )
 
     def trade_count(self) -> int:
         with self.db.factory() as session:
@@ -111,17 +133,41 @@ class World:
         """cash + open cost basis == starting balance + realized P/L, cash >= 0, for all."""
         with self.db.factory() as session:
             for agent in session.scalars(select(Agent)):
-                basis = sum((p.cost_basis for p in session.scalars(
-                    select(Position).where(Position.agent_id == agent.id,
-                                           Position.status == "OPEN"))), Decimal(0))
+                basis = sum(
+                    (
+                        p.cost_basis
+                        for p in session.scalars(
+                            select(Position).where(
+                                Position.agent_id == agent.id, Position.status == "OPEN"
+                            )
+                        )
+                    ),
+                    Decimal(0),
+                )
                 assert agent.cash + basis == agent.starting_balance + agent.realized_pnl
                 assert agent.cash >= 0
-                bought = sum((t.amount for t in session.scalars(
-                    select(Trade).where(Trade.agent_id == agent.id,
-                                        Trade.trade_type == "BUY"))), Decimal(0))
-                sold = sum((t.basis_out or 0 for t in session.scalars(
-                    select(Trade).where(Trade.agent_id == agent.id,
-                                        Trade.trade_type == "SELL"))), Decimal(0))
+                bought = sum(
+                    (
+                        t.amount
+                        for t in session.scalars(
+                            select(Trade).where(
+                                Trade.agent_id == agent.id, Trade.trade_type == "BUY"
+                            )
+                        )
+                    ),
+                    Decimal(0),
+                )
+                sold = sum(
+                    (
+                        t.basis_out or 0
+                        for t in session.scalars(
+                            select(Trade).where(
+                                Trade.agent_id == agent.id, Trade.trade_type == "SELL"
+                            )
+                        )
+                    ),
+                    Decimal(0),
+                )
                 assert bought - sold == basis
 
 
@@ -130,8 +176,9 @@ def make_world(db: Database, tmp_path: Path, **config: Any) -> World:
     for model in MODELS.values():
         fake.add_model(model, "0.000001", "0.000004")
         fake.set_default(model, fake_answer(HOLD))
-    config.setdefault("openrouter", {"base_url": "http://fake-openrouter.test/api/v1",
-                                     "max_tokens": 2000})
+    config.setdefault(
+        "openrouter", {"base_url": "http://fake-openrouter.test/api/v1", "max_tokens": 2000}
+    )
     path = write_config(tmp_path / "config.yaml", db.url, **config)
     settings = load_settings(path)
     add_markets(db)

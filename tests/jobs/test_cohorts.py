@@ -77,8 +77,16 @@ def test_inactive_family_gets_no_agent(db: Database, tmp_path: Path) -> None:
 def test_parallel_processes_create_exactly_one_cohort(db: Database, tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.yaml", db.url)
     procs = [
-        start_arena("--config", str(config), "cohort", "start", "--at", "2026-11-22T03:00:00Z",
-                    env=cli_env(), cwd=tmp_path)
+        start_arena(
+            "--config",
+            str(config),
+            "cohort",
+            "start",
+            "--at",
+            "2026-11-22T03:00:00Z",
+            env=cli_env(),
+            cwd=tmp_path,
+        )
         for _ in range(4)
     ]
     results = [(p.wait(timeout=120), p.communicate()) for p in procs]
@@ -105,12 +113,24 @@ def test_lifecycle_window_and_completion(db: Database, tmp_path: Path) -> None:
         window = [c.id for c in decision_window(session, 2, now)]
         agent = session.scalars(select(Agent).where(Agent.cohort_id == ids[0])).first()
         assert agent is not None
-        session.add(Position(agent_id=agent.id, cohort_id=ids[0], market_id="m1", side="YES",
-                             shares=Decimal(1), cost_basis=Decimal(1), status="OPEN",
-                             opened_at=now, updated_at=now))
+        session.add(
+            Position(
+                agent_id=agent.id,
+                cohort_id=ids[0],
+                market_id="m1",
+                side="YES",
+                shares=Decimal(1),
+                cost_basis=Decimal(1),
+                status="OPEN",
+                opened_at=now,
+                updated_at=now,
+            )
+        )
         from arena.store.models import Market
-        session.add(Market(id="m1", question="q", outcomes=["Yes", "No"], first_seen_at=now,
-                           updated_at=now))
+
+        session.add(
+            Market(id="m1", question="q", outcomes=["Yes", "No"], first_seen_at=now, updated_at=now)
+        )
         session.commit()
     assert window == [ids[3], ids[2]]
     done = complete_cohorts(db.factory, 2, FixedClock(now))

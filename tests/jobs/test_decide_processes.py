@@ -21,14 +21,17 @@ AT = "2026-11-22T00:05:00Z"
 
 
 def _env(fake: FakeOpenRouter, url: str) -> dict[str, str]:
-    return cli_env(OPENROUTER_API_KEY=fake.api_key, ARENA_OPENROUTER__BASE_URL=url,
-                   ARENA_OPENROUTER__MAX_ATTEMPTS="2")
+    return cli_env(
+        OPENROUTER_API_KEY=fake.api_key,
+        ARENA_OPENROUTER__BASE_URL=url,
+        ARENA_OPENROUTER__MAX_ATTEMPTS="2",
+    )
 
 
 def _trades_per_decision(db: Database) -> Counter[int]:
     with db.factory() as session:
         rows = session.execute(select(Trade.decision_id, func.count()).group_by(Trade.decision_id))
-        return Counter({decision: count for decision, count in rows})
+        return Counter(dict(rows))
 
 
 def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Path) -> None:
@@ -36,8 +39,18 @@ def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Pa
     for model in MODELS.values():
         world.fake.set_default(model, answer(json.dumps(bet("1001", "YES", 100)), delay=0.2))
     with world.fake.serve() as url:
-        procs = [start_arena("--config", str(world.config_path), "decide", "--at", AT,
-                             env=_env(world.fake, url), cwd=tmp_path) for _ in range(3)]
+        procs = [
+            start_arena(
+                "--config",
+                str(world.config_path),
+                "decide",
+                "--at",
+                AT,
+                env=_env(world.fake, url),
+                cwd=tmp_path,
+            )
+            for _ in range(3)
+        ]
         outcomes = [(p.wait(timeout=180), p.communicate()) for p in procs]
     assert all(code == 0 for code, _ in outcomes), outcomes
     decisions = world.decisions()
@@ -45,20 +58,31 @@ def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Pa
     for model in MODELS.values():  # each model called exactly once over all three processes
         assert len(world.fake.chat_requests(model)) == 1, model
     per_decision = _trades_per_decision(db)
-    assert all(count == 1 for family, d in decisions.items() if family in MODELS
-               for count in [per_decision[d.id]])
+    assert all(
+        count == 1
+        for family, d in decisions.items()
+        if family in MODELS
+        for count in [per_decision[d.id]]
+    )
     with db.factory() as session:
-        buys = session.scalar(select(func.count()).select_from(Trade)
-                              .join(Agent, Agent.id == Trade.agent_id)
-                              .where(Agent.family_id.in_(list(MODELS))))
+        buys = session.scalar(
+            select(func.count())
+            .select_from(Trade)
+            .join(Agent, Agent.id == Trade.agent_id)
+            .where(Agent.family_id.in_(list(MODELS)))
+        )
     assert buys == len(MODELS)
     world.assert_ledger()
 
 
 def test_killed_run_resumes_without_duplicates(db: Database, tmp_path: Path) -> None:
     world = make_world(db, tmp_path)
-    config = write_config(world.config_path, db.url, benchmark={"claim_lease_seconds": 2},
-                          openrouter={"max_tokens": 2000})
+    config = write_config(
+        world.config_path,
+        db.url,
+        benchmark={"claim_lease_seconds": 2},
+        openrouter={"max_tokens": 2000},
+    )
     gpt, claude = MODELS["gpt-5.1"], MODELS["claude-opus-4.5"]
     world.fake.script(gpt, fake_answer(bet("1001", "YES", 200)))
     world.fake.script(claude, slow(60, then=fake_answer(HOLD)), fake_answer(bet("1002")))

@@ -51,20 +51,48 @@ def test_sqlite_pragmas(sqlite_db: Database) -> None:
 
 def _seed(db: Database) -> tuple[int, int]:
     with db.factory() as session, session.begin():
-        session.add(Family(id="f", kind="baseline", display_name="F", provider="",
-                           first_seen_at=NOW, updated_at=NOW))
-        cohort = Cohort(week_start=NOW.replace(minute=0), created_at=NOW,
-                        methodology_version="v1", prompt_version="v1",
-                        starting_balance=Decimal("10000"))
+        session.add(
+            Family(
+                id="f",
+                kind="baseline",
+                display_name="F",
+                provider="",
+                first_seen_at=NOW,
+                updated_at=NOW,
+            )
+        )
+        cohort = Cohort(
+            week_start=NOW.replace(minute=0),
+            created_at=NOW,
+            methodology_version="v1",
+            prompt_version="v1",
+            starting_balance=Decimal("10000"),
+        )
         session.add(cohort)
         session.flush()
-        agent = Agent(cohort_id=cohort.id, family_id="f", kind="baseline", display_name="F",
-                      prompt_version="v1", methodology_version="v1",
-                      starting_balance=Decimal("10000"), cash=Decimal("10000"), created_at=NOW)
+        agent = Agent(
+            cohort_id=cohort.id,
+            family_id="f",
+            kind="baseline",
+            display_name="F",
+            prompt_version="v1",
+            methodology_version="v1",
+            starting_balance=Decimal("10000"),
+            cash=Decimal("10000"),
+            created_at=NOW,
+        )
         session.add(agent)
-        session.add(Market(id="559651", question="Q?", outcomes=["Yes", "No"],
-                           prices=["0.0245", "0.9755"], yes_price=Decimal("0.0245"),
-                           first_seen_at=NOW, updated_at=NOW))
+        session.add(
+            Market(
+                id="559651",
+                question="Q?",
+                outcomes=["Yes", "No"],
+                prices=["0.0245", "0.9755"],
+                yes_price=Decimal("0.0245"),
+                first_seen_at=NOW,
+                updated_at=NOW,
+            )
+        )
         session.flush()
         return cohort.id, agent.id
 
@@ -75,9 +103,18 @@ def test_money_and_time_round_trip_exactly(db: Database) -> None:
     shares = Decimal("20408.163265")
     other_zone = datetime(2026, 11, 22, 5, 5, tzinfo=timezone(timedelta(hours=5)))
     with db.factory() as session, session.begin():
-        session.add(Position(agent_id=agent_id, cohort_id=cohort_id, market_id="559651",
-                             side="YES", shares=shares, cost_basis=tricky, opened_at=other_zone,
-                             updated_at=NOW))
+        session.add(
+            Position(
+                agent_id=agent_id,
+                cohort_id=cohort_id,
+                market_id="559651",
+                side="YES",
+                shares=shares,
+                cost_basis=tricky,
+                opened_at=other_zone,
+                updated_at=NOW,
+            )
+        )
     with db.factory() as session:
         position = session.query(Position).one()
         assert position.cost_basis == tricky and isinstance(position.cost_basis, Decimal)
@@ -90,24 +127,47 @@ def test_money_and_time_round_trip_exactly(db: Database) -> None:
 
 def test_naive_datetimes_are_refused(db: Database) -> None:
     _seed(db)
-    with pytest.raises(Exception, match="naive datetime"), db.factory() as session:
-        session.add(Family(id="g", kind="baseline", display_name="G", provider="",
-                           first_seen_at=datetime(2026, 1, 1), updated_at=NOW))
-        session.commit()
+    with db.factory() as session:
+        session.add(
+            Family(
+                id="g",
+                kind="baseline",
+                display_name="G",
+                provider="",
+                first_seen_at=datetime(2026, 1, 1),
+                updated_at=NOW,
+            )
+        )
+        with pytest.raises(Exception, match="naive datetime"):
+            session.commit()
 
 
 def test_one_cohort_per_week_start(db: Database) -> None:
     _seed(db)
     with pytest.raises(IntegrityError), db.factory() as session, session.begin():
-        session.add(Cohort(week_start=NOW.replace(minute=0), created_at=NOW,
-                           methodology_version="v1", prompt_version="v1",
-                           starting_balance=Decimal("10000")))
+        session.add(
+            Cohort(
+                week_start=NOW.replace(minute=0),
+                created_at=NOW,
+                methodology_version="v1",
+                prompt_version="v1",
+                starting_balance=Decimal("10000"),
+            )
+        )
 
 
 def _position(cohort_id: int, agent_id: int, status: str = "OPEN") -> Position:
-    return Position(agent_id=agent_id, cohort_id=cohort_id, market_id="559651", side="YES",
-                    shares=Decimal(1), cost_basis=Decimal(1), status=status, opened_at=NOW,
-                    updated_at=NOW)
+    return Position(
+        agent_id=agent_id,
+        cohort_id=cohort_id,
+        market_id="559651",
+        side="YES",
+        shares=Decimal(1),
+        cost_basis=Decimal(1),
+        status=status,
+        opened_at=NOW,
+        updated_at=NOW,
+    )
 
 
 def test_one_open_position_per_agent_market_side(db: Database) -> None:
@@ -126,16 +186,33 @@ def test_one_decision_per_agent_week_one_snapshot_per_slot_one_brier_per_trade(
     cohort_id, agent_id = _seed(db)
 
     def decision() -> Decision:
-        return Decision(agent_id=agent_id, cohort_id=cohort_id, decision_week=1,
-                        status="claimed", prompt_version="v1", methodology_version="v1",
-                        created_at=NOW, updated_at=NOW)
+        return Decision(
+            agent_id=agent_id,
+            cohort_id=cohort_id,
+            decision_week=1,
+            status="claimed",
+            prompt_version="v1",
+            methodology_version="v1",
+            created_at=NOW,
+            updated_at=NOW,
+        )
 
     def snapshot() -> PortfolioSnapshot:
         zero = Decimal(0)
-        return PortfolioSnapshot(agent_id=agent_id, cohort_id=cohort_id, taken_at=NOW,
-                                 cash=zero, positions_value=zero, total_value=zero, pnl=zero,
-                                 pnl_pct=zero, realized_pnl=zero, unrealized_pnl=zero,
-                                 resolved_bets=0, open_positions=0)
+        return PortfolioSnapshot(
+            agent_id=agent_id,
+            cohort_id=cohort_id,
+            taken_at=NOW,
+            cash=zero,
+            positions_value=zero,
+            total_value=zero,
+            pnl=zero,
+            pnl_pct=zero,
+            realized_pnl=zero,
+            unrealized_pnl=zero,
+            resolved_bets=0,
+            open_positions=0,
+        )
 
     with db.factory() as session, session.begin():
         first = decision()
@@ -144,20 +221,39 @@ def test_one_decision_per_agent_week_one_snapshot_per_slot_one_brier_per_trade(
         position = _position(cohort_id, agent_id)
         session.add(position)
         session.flush()
-        trade = Trade(decision_id=first.id, agent_id=agent_id, cohort_id=cohort_id,
-                      position_id=position.id, market_id="559651", side="YES", trade_type="BUY",
-                      amount=Decimal(50), shares=Decimal(100), price=Decimal("0.5"),
-                      cash_after=Decimal(9950), executed_at=NOW)
+        trade = Trade(
+            decision_id=first.id,
+            agent_id=agent_id,
+            cohort_id=cohort_id,
+            position_id=position.id,
+            market_id="559651",
+            side="YES",
+            trade_type="BUY",
+            amount=Decimal(50),
+            shares=Decimal(100),
+            price=Decimal("0.5"),
+            cash_after=Decimal(9950),
+            executed_at=NOW,
+        )
         session.add(trade)
         session.flush()
         trade_id = trade.id
 
     def brier() -> BrierScore:
-        return BrierScore(trade_id=trade_id, agent_id=agent_id, cohort_id=cohort_id,
-                          family_id="f", market_id="559651", side="YES",
-                          implied_confidence=Decimal("0.02"), price_paid=Decimal("0.5"),
-                          won=True, brier=Decimal("0.9604"), market_brier=Decimal("0.25"),
-                          scored_at=NOW)
+        return BrierScore(
+            trade_id=trade_id,
+            agent_id=agent_id,
+            cohort_id=cohort_id,
+            family_id="f",
+            market_id="559651",
+            side="YES",
+            implied_confidence=Decimal("0.02"),
+            price_paid=Decimal("0.5"),
+            won=True,
+            brier=Decimal("0.9604"),
+            market_brier=Decimal("0.25"),
+            scored_at=NOW,
+        )
 
     with db.factory() as session, session.begin():
         session.add(brier())
@@ -168,9 +264,11 @@ def test_one_decision_per_agent_week_one_snapshot_per_slot_one_brier_per_trade(
 
 def test_foreign_keys_enforced(db: Database) -> None:
     with pytest.raises(IntegrityError), db.factory() as session, session.begin():
-        session.execute(text(
-            "INSERT INTO agents (cohort_id, family_id, kind, display_name, provider, "
-            "prompt_version, methodology_version, starting_balance, cash, realized_pnl, "
-            "created_at) VALUES (999, 'nope', 'x', 'x', '', 'v1', 'v1', '1', '1', '0', "
-            "'2026-01-01 00:00:00')"
-        ))
+        session.execute(
+            text(
+                "INSERT INTO agents (cohort_id, family_id, kind, display_name, provider, "
+                "prompt_version, methodology_version, starting_balance, cash, realized_pnl, "
+                "created_at) VALUES (999, 'nope', 'x', 'x', '', 'v1', 'v1', '1', '1', '0', "
+                "'2026-01-01 00:00:00')"
+            )
+        )
