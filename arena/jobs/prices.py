@@ -84,9 +84,13 @@ def store_fresh_markets(session: Session, fresh: Mapping[str, Market], now: date
     """
     if not fresh:
         return 0
+    # Rows locked in id order (PostgreSQL) so concurrent writers of markets queue, not deadlock.
     known: dict[str, Any] = dict(
         session.execute(
-            select(MarketRow.id, MarketRow.prices).where(MarketRow.id.in_(list(fresh)))
+            select(MarketRow.id, MarketRow.prices)
+            .where(MarketRow.id.in_(list(fresh)))
+            .order_by(MarketRow.id)
+            .with_for_update()
         ).all()
     )
     updates: dict[tuple[str, ...], list[dict[str, Any]]] = {}

@@ -238,27 +238,21 @@ def _settle_locked(
     ).scalar_one_or_none()
     if row is None or row.status != "open":
         return None
+    # Lock order agents -> positions, as the decision run takes them, so a concurrent SELL
+    # and this settlement queue instead of deadlocking.
+    open_positions = (Position.market_id == market_id, Position.status == "OPEN")
+    holders = session.execute(select(Position.agent_id).where(*open_positions)).scalars()
+    agents = _lock_agents(session, set(holders))
     positions: Sequence[Position] = (
         session.execute(
-            select(Position)
-            .where(Position.market_id == market_id, Position.status == "OPEN")
-            .order_by(Position.id)
-            .with_for_update()
+            select(Position).where(*open_positions).order_by(Position.id).with_for_update()
         )
         .scalars()
         .all()
     )
-    agent_ids = sorted({position.agent_id for position in positions})
-    agents = (
-        {
-            agent.id: agent
-            for agent in session.execute(
-                select(Agent).where(Agent.id.in_(agent_ids)).order_by(Agent.id).with_for_update()
-            ).scalars()
-        }
-        if agent_ids
-        else {}
-    )
+    late = {position.agent_id for position in positions} - set(agents)
+    if late:  # an agent bought in between the two reads
+        agents.update(_lock_agents(session, late))
 
     total_payout = ZERO
     for position in positions:
@@ -290,6 +284,14 @@ def _settle_locked(
     return MarketSettlement(
         market_id, verdict.state, len(positions), total_payout, brier_rows, forecasts
     )
+
+
+def _lock_agents(session: Session, agent_ids: set[int]) -> dict[int, Agent]:
+    """Load and lock (PostgreSQL ``FOR UPDATE``) these agents, in id order."""
+    if not agent_ids:
+        return {}
+    statement = select(Agent).where(Agent.id.in_(agent_ids)).order_by(Agent.id).with_for_update()
+    return {agent.id: agent for agent in session.execute(statement).scalars()}
 
 
 def _write_brier_rows(session: Session, market_id: str, winner: str, now: datetime) -> int:
