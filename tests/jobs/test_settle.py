@@ -471,3 +471,34 @@ def test_refresh_during_resolve_keeps_last_valid_mark(db: Database, world: World
     assert (market.prices, market.last_raw_prices, market.closed) == (["0.7", "0.3"], None, True)
     with db.factory() as session:
         assert session.scalar(select(func.count()).select_from(Position)) == 2
+
+
+def test_settlement_waits_for_a_concurrent_writer_of_the_agent(db: Database, world: World) -> None:
+    """A decision run holding the agent row (mid-SELL) is waited for, never overwritten."""
+    a, _b, _pa, _pb = _two_sided(world)
+    source = FakeSource()
+    source.put(gamma_market("m1", ("1", "0"), closed=True, uma="resolved"))
+    locked, release = threading.Event(), threading.Event()
+
+    def concurrent_sell() -> None:
+        with db.factory.begin() as session:
+            agent = session.execute(
+                select(Agent).where(Agent.id == a).with_for_update()
+            ).scalar_one()
+            agent.cash += D("10.00")
+            session.flush()
+            locked.set()
+            release.wait(timeout=30)
+
+    writer = threading.Thread(target=concurrent_sell)
+    writer.start()
+    assert locked.wait(timeout=30)
+    resolver = threading.Thread(target=lambda: _resolve(db, source))
+    resolver.start()
+    resolver.join(timeout=0.5)  # give it time to reach the lock; correctness does not depend on it
+    release.set()
+    writer.join(timeout=60)
+    resolver.join(timeout=60)
+
+    assert _agent(db, a).cash == D("10110.00")  # 9900 + 10 (the sell) + 200 (the payout)
+    assert _market(db, "m1").status == "resolved"
