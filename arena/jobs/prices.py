@@ -2,10 +2,13 @@
 
 Used before every snapshot (methodology, "Valuation and snapshots") and by settlement. The rule
 that makes valuation safe lives here: ``markets.prices`` only ever receives *valid* prices (as
-many as outcomes, each strictly inside (0, 1)), so a missing or invalid fresh price (a closed
-market at ``["1", "0"]``, a row without prices) never overwrites the last valid mark.
-``last_raw_prices`` always records what Gamma last sent, valid or not. A ``market_prices``
-history row is appended only when the valid prices changed.
+many as outcomes, each strictly inside (0, 1)) of a market that is still *open*. A missing or
+invalid fresh price (a row without prices, ``["1", "0"]``) never overwrites the last valid
+mark, and neither does any price of a closed market: once trading stops, Gamma's prices are
+resolution prices (a 50-50 result shows a "valid" ``["0.5", "0.5"]``, a proposal ``["1",
+"0"]``), not marks, so a closed-unsettled market keeps the last mark it traded at.
+``last_raw_prices`` always records what Gamma last sent. A ``market_prices`` history row is
+appended only when the stored mark changed.
 """
 
 from __future__ import annotations
@@ -79,8 +82,9 @@ def store_fresh_markets(session: Session, fresh: Mapping[str, Market], now: date
     """Write fresh Gamma state onto already known ``markets`` rows (unknown ids are skipped).
 
     Returns the number of rows updated. Status fields (closed, active, accepting orders, UMA
-    status) always take Gamma's value; prices only when valid; dates and volumes only when
-    Gamma gave one. Bulk statements: one UPDATE batch per key set, one history INSERT.
+    status) always take Gamma's value; prices only when valid and the market is open; dates
+    and volumes only when Gamma gave one. Bulk statements: one UPDATE batch per key set, one
+    history INSERT.
     """
     if not fresh:
         return 0
@@ -99,7 +103,7 @@ def store_fresh_markets(session: Session, fresh: Mapping[str, Market], now: date
         if market_id not in known:
             continue
         values = _row_values(market, now)
-        if market.has_valid_prices and market.prices is not None:
+        if market.has_valid_prices and market.prices is not None and not market.closed:
             values["prices"] = [str(price) for price in market.prices]
             values["yes_price"] = market.yes_price
             values["prices_updated_at"] = now

@@ -108,7 +108,8 @@ def test_closed_unsettled_market_keeps_last_valid_mark(db: Database) -> None:
     source = FakeSource()
     source.put(gamma_market("m1", ("0.7", "0.3")))
     _snap(db, source=source)
-    for prices in (("1", "0"), None):  # proposed at [1, 0], then no prices at all
+    # proposed at [1, 0], a "valid" [0.5, 0.5] after close, then no prices at all
+    for prices in (("1", "0"), ("0.5", "0.5"), None):
         source.put(gamma_market("m1", prices, closed=True, uma="proposed"))
         _snap(db, at=NOW + timedelta(minutes=30), source=source)
     source.markets.clear()  # and then gone from Gamma
