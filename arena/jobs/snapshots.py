@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 SCORE = Decimal("0.0000000001")  # the Price column's scale
 PERCENT = Decimal("0.0001")
+MAX_PERCENT = Decimal("9999.9999")  # pnl_pct is NUMERIC(14, 10); pnl itself is never clipped
 STREAM_ROWS = 10_000  # positions fetched per batch
 
 
@@ -168,7 +169,7 @@ def value_agents(
                 "positions_value": positions_value,
                 "total_value": total,
                 "pnl": pnl,
-                "pnl_pct": (pnl / starting * HUNDRED).quantize(PERCENT, ROUND_HALF_EVEN),
+                "pnl_pct": _percent(agent_id, pnl, starting),
                 "realized_pnl": realized,
                 "unrealized_pnl": positions_value - book.basis[agent_id],
                 "brier": (brier_sum / scored).quantize(SCORE, ROUND_HALF_EVEN) if scored else None,
@@ -207,6 +208,20 @@ class _Book:
         self.basis[agent_id] += cost_basis
         self.count[agent_id] += 1
         self.positions += 1
+
+
+def _percent(agent_id: int, pnl: Decimal, starting: Decimal) -> Decimal:
+    """P/L in percent of the starting balance, to 1e-4, within what the column can hold."""
+    percent = (pnl / starting * HUNDRED).quantize(PERCENT, ROUND_HALF_EVEN)
+    if percent > MAX_PERCENT:
+        log.warning(
+            "agent %s: P/L %s%% exceeds the pnl_pct column; stored as %s",
+            agent_id,
+            percent,
+            MAX_PERCENT,
+        )
+        return MAX_PERCENT
+    return percent
 
 
 def insert_snapshots(session: Session, rows: list[dict[str, Any]]) -> int:

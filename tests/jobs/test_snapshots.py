@@ -268,3 +268,16 @@ def test_reads_a_constant_number_of_queries_and_never_writes_the_ledger(db: Data
             session.execute(select(Position.id, Position.shares, Position.status)).all()
             == positions
         )
+
+
+def test_a_huge_return_is_stored_within_the_percent_column(db: Database) -> None:
+    world = World(db)
+    a = world.agent(world.cohort())
+    world.market(gamma_market("m1", ("0.001", "0.999")))
+    world.buy(a, "m1", "YES", "2500", "0.001")  # 2,500,000 shares
+    source = FakeSource()
+    source.put(gamma_market("m1", ("0.999", "0.001")))
+    _snap(db, source=source)
+    (row,) = _rows(db)
+    assert row.pnl == D("2495000.00")  # 7,500 cash + 2,497,500 - 10,000: exact, never clipped
+    assert row.pnl_pct == D("9999.9999")
