@@ -18,7 +18,7 @@ Reply = tuple[int, dict[str, str], bytes]
 Handler = Callable[[str, str, dict[str, list[str]]], Reply]
 
 
-class FakeDrop(Exception):  # noqa: N818 - a signal to the transport, not an error
+class FakeDrop(Exception):
     """The transport must drop the connection without answering."""
 
     def __init__(self, kind: str = "drop") -> None:
@@ -26,7 +26,7 @@ class FakeDrop(Exception):  # noqa: N818 - a signal to the transport, not an err
         self.kind = kind
 
 
-class FakeSlow(Exception):  # noqa: N818
+class FakeSlow(Exception):
     """The transport must wait ``delay`` seconds before sending ``reply``."""
 
     def __init__(self, delay: float, reply: Reply) -> None:
