@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from arena.cli.common import AtOption, clock_for, console, err_console, state
+from arena.cli.common import AtOption, clock_for, console, state
 from arena.errors import JobFailed
 from arena.jobs.settle import resolve_markets
 from arena.jobs.snapshots import take_snapshots
@@ -34,20 +34,7 @@ def snapshot(
             report = take_snapshots(factory, settings, clock_for(at), gamma)
     else:
         report = take_snapshots(factory, settings, clock_for(at))
-    if report.refresh_error:
-        err_console.print(
-            f"warning: price refresh failed, valued at last marks: {report.refresh_error}"
-        )
-    refreshed = (
-        ""
-        if report.refreshed_markets is None
-        else (f", {report.refreshed_markets} markets refreshed")
-    )
-    console.print(
-        f"snapshot {report.taken_at.isoformat().replace('+00:00', 'Z')}: "
-        f"{report.written} written, {report.agents - report.written} already there, "
-        f"{report.positions} open positions{refreshed}"
-    )
+    console.print(report.summary())
 
 
 def resolve(ctx: typer.Context, at: AtOption = None) -> None:
@@ -57,12 +44,7 @@ def resolve(ctx: typer.Context, at: AtOption = None) -> None:
     factory = app_state.factory()
     with GammaClient(settings.polymarket) as gamma:
         report = resolve_markets(factory, settings, clock_for(at), gamma)
-    console.print(
-        f"resolve: {report.checked} markets checked, {report.resolved} resolved, "
-        f"{report.voided} void, {report.cancelled} cancelled, {report.waiting} waiting"
-        f" ({len(report.gone)} gone from Gamma); {report.positions_settled} positions settled,"
-        f" payout ${report.payout}, {report.brier_rows} Brier rows"
-    )
+    console.print(report.summary())
     if report.failures:
         raise JobFailed(
             f"resolve: {len(report.failures)} market(s) failed to settle: "

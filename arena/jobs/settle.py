@@ -122,6 +122,34 @@ class ResolveReport:
     def ok(self) -> bool:
         return not self.failures
 
+    def counts(self) -> dict[str, Any]:
+        """JSON-safe figures for the job log."""
+        return {
+            "checked": self.checked,
+            "resolved": self.resolved,
+            "voided": self.voided,
+            "cancelled": self.cancelled,
+            "waiting": self.waiting,
+            "gone": len(self.gone),
+            "already_settled": self.already_settled,
+            "positions_settled": self.positions_settled,
+            "payout": str(self.payout),
+            "brier_rows": self.brier_rows,
+            "forecasts_scored": self.forecasts_scored,
+            "failures": len(self.failures),
+        }
+
+    def summary(self) -> str:
+        text = (
+            f"resolve: {self.checked} markets checked, {self.resolved} resolved, "
+            f"{self.voided} void, {self.cancelled} cancelled, {self.waiting} waiting"
+            f" ({len(self.gone)} gone from Gamma); {self.positions_settled} positions settled,"
+            f" payout ${self.payout}, {self.brier_rows} Brier rows"
+        )
+        if self.failures:
+            text += f"; {len(self.failures)} failed"
+        return text
+
 
 def resolve_markets(
     factory: sessionmaker[Session], settings: Settings, clock: Clock, source: MarketSource

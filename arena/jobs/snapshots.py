@@ -62,6 +62,32 @@ class SnapshotReport:
     refreshed_markets: int | None = None  # None: no refresh asked
     refresh_error: str | None = None
 
+    def counts(self) -> dict[str, Any]:
+        """JSON-safe figures for the job log."""
+        return {
+            "taken_at": self.taken_at.isoformat(),
+            "agents": self.agents,
+            "written": self.written,
+            "positions": self.positions,
+            "unpriced_positions": self.unpriced_positions,
+            "refreshed_markets": self.refreshed_markets,
+            "refresh_error": self.refresh_error,
+        }
+
+    def summary(self) -> str:
+        slot = self.taken_at.isoformat().replace("+00:00", "Z")
+        text = (
+            f"snapshot {slot}: {self.written} written, {self.agents - self.written} already "
+            f"there, {self.positions} open positions"
+        )
+        if self.unpriced_positions:
+            text += f" ({self.unpriced_positions} never priced, valued at cost)"
+        if self.refreshed_markets is not None:
+            text += f", {self.refreshed_markets} markets refreshed"
+        if self.refresh_error:
+            text += f"; price refresh failed: {self.refresh_error}"
+        return text
+
 
 def take_snapshots(
     factory: sessionmaker[Session],
