@@ -26,6 +26,12 @@ Choices made here:
   trade), scores methodology v2 forecasts, and marks the market resolved or cancelled. Any
   failure rolls all of it back and leaves the market for the next run; a PostgreSQL deadlock or
   serialization failure is retried. Two processes at once settle each market exactly once.
+* **What is stored**: positions become SETTLED (WON/LOST/VOID) or CANCELLED with their payout,
+  keeping the shares and cost basis they were settled with; ``markets.status`` becomes
+  ``resolved`` (winner, 50-50) or ``cancelled`` (refund), ``resolution_state`` the classified
+  state (``resolved_winner``, ``resolved_50_50``, ``ambiguous``) or ``overdue``. Brier:
+  ``(implied_confidence - won)^2`` and the market's ``(price paid - won)^2``; v2 forecasts
+  get ``resolved_value`` 1 for the winning outcome, else 0, and their Brier (winner only).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
@@ -170,8 +176,12 @@ def resolve_markets(
         fresh = source.markets_by_ids(list(stored), include_closed=True)
     except ArenaError as exc:
         raise JobFailed(f"resolve: cannot read markets from Gamma: {exc}") from exc
-    with transaction(factory) as session:
-        store_fresh_markets(session, fresh, now)
+    try:
+        with transaction(factory) as session:
+            store_fresh_markets(session, fresh, now)
+    except SQLAlchemyError as exc:  # the stored copy is for display; settling goes on
+        log.exception("resolve: storing the fresh market state failed")
+        report.failures.append(f"storing fresh market state: {exc}")
 
     for market_id, known in stored.items():
         market = fresh.get(market_id)
