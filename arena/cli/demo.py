@@ -87,7 +87,7 @@ def demo(
             "benchmark": base.benchmark.model_copy(update={"universe_size": min(500, markets)}),
             # Simulated time runs ~10,000x faster than real time: sync the whole universe four
             # times a simulated day (held markets are still refreshed at every snapshot).
-            "schedule": base.schedule.model_copy(update={"market_sync_minutes": 360}),
+            "schedule": base.schedule.model_copy(update={"market_sync_minutes": 720}),
         }
     )
     logging.getLogger().setLevel(logging.ERROR)  # the demo shows progress, not job logs

@@ -30,8 +30,10 @@ def _env(fake: FakeOpenRouter, url: str) -> dict[str, str]:
 
 def _trades_per_decision(db: Database) -> Counter[int]:
     with db.factory() as session:
-        rows = session.execute(select(Trade.decision_id, func.count()).group_by(Trade.decision_id))
-        return Counter(dict(rows))
+        rows = session.execute(
+            select(Trade.decision_id, func.count()).group_by(Trade.decision_id)
+        ).all()
+        return Counter({decision: count for decision, count in rows})  # noqa: C416
 
 
 def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Path) -> None:
