@@ -8,31 +8,42 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from arena.analytics.calibration import plot_calibration
-from arena.analytics.loading import read_export
-from arena.analytics.records import Forecasts
-from arena.analytics.render import (
-    calibration_table,
-    head_to_head_table,
-    proxy_table,
-    ranking_table,
-)
-from arena.analytics.report import (
-    AnalysisOptions,
-    calibration_report,
-    calibration_results,
-    full_analysis,
-    head_to_head,
-    prepare,
-    proxy_ranking,
-    ranking,
-)
 from arena.cli.common import AtOption, clock_for, console
 from arena.errors import UserError
+
+if TYPE_CHECKING:
+    from arena.analytics.records import Forecasts
+    from arena.analytics.report import AnalysisOptions
+
+
+def _report() -> Any:
+    """The analytics (numpy/scipy load slowly: only when an analyze command runs)."""
+    from arena.analytics import report
+
+    return report
+
+
+def _render() -> Any:
+    from arena.analytics import render
+
+    return render
+
+
+def _plot_calibration(*args: Any, **kwargs: Any) -> None:
+    from arena.analytics.calibration import plot_calibration
+
+    plot_calibration(*args, **kwargs)
+
+
+def _read_export(directory: Path) -> Forecasts:
+    from arena.analytics.loading import read_export
+
+    return read_export(directory)
+
 
 analyze_app = typer.Typer(
     help="Research statistics over forecasts: difficulty-adjusted ranking, head-to-head, "
@@ -94,7 +105,7 @@ def _options(
 ) -> AnalysisOptions:
     if by not in ("family", "agent"):
         raise UserError(f"--by must be family or agent, not {by!r}")
-    return AnalysisOptions(
+    return _report().AnalysisOptions(
         as_of=clock_for(at).now(),
         by=by,
         sources=("panel", "bet") if with_bets else ("panel",),
@@ -111,7 +122,7 @@ def load_forecasts(from_export: Path | None) -> Forecasts:
     """The forecasts to analyse. Reading the database directly is not wired yet."""
     if from_export is None:
         raise UserError("pass --from-export DIR (reading forecasts from the database is not wired)")
-    return read_export(from_export)
+    return _read_export(from_export)
 
 
 def _emit(report: dict[str, Any], output_format: str, render: Any) -> None:
@@ -156,7 +167,11 @@ def ranking_command(
         min_days=min_days,
         min_questions=min_questions,
     )
-    _emit(ranking(load_forecasts(from_export), options), output_format, ranking_table)
+    _emit(
+        _report().ranking(load_forecasts(from_export), options),
+        output_format,
+        _render().ranking_table,
+    )
 
 
 @analyze_app.command("h2h")
@@ -182,8 +197,8 @@ def h2h_command(
     if score not in ("log", "brier"):
         raise UserError(f"--score must be log or brier, not {score!r}")
     options = _options(at, 1.0, weights, bootstrap, seed, by, with_bets, h2h_score=score)
-    report = head_to_head(load_forecasts(from_export), family_a, family_b, options)
-    _emit(report, output_format, head_to_head_table)
+    report = _report().head_to_head(load_forecasts(from_export), family_a, family_b, options)
+    _emit(report, output_format, _render().head_to_head_table)
 
 
 @analyze_app.command("proxy")
@@ -213,7 +228,11 @@ def proxy_command(
         proxy_include_baselines=include_baselines,
         proxy_include_resolved=include_resolved,
     )
-    _emit(proxy_ranking(load_forecasts(from_export), options), output_format, proxy_table)
+    _emit(
+        _report().proxy_ranking(load_forecasts(from_export), options),
+        output_format,
+        _render().proxy_table,
+    )
 
 
 @analyze_app.command("calibration")
@@ -234,13 +253,13 @@ def calibration_command(
     """Reliability data, expected calibration error and Brier decomposition per forecaster."""
     options = _options(at, by=by, with_bets=with_bets, bootstrap=0, n_bins=bins)
     forecasts = load_forecasts(from_export)
-    prep = prepare(forecasts, options)
-    report = calibration_report(forecasts, options, prep)
+    prep = _report().prepare(forecasts, options)
+    report = _report().calibration_report(forecasts, options, prep)
     if plot is not None:
-        results = [r for r in calibration_results(forecasts, options, prep) if r.n > 0]
-        plot_calibration(results, plot, title=f"Reliability diagram (as of {report['as_of']})")
+        results = [r for r in _report().calibration_results(forecasts, options, prep) if r.n > 0]
+        _plot_calibration(results, plot, title=f"Reliability diagram (as of {report['as_of']})")
         report["plot"] = str(plot)
-    _emit(report, output_format, calibration_table)
+    _emit(report, output_format, _render().calibration_table)
     if plot is not None and output_format == "table":
         console.print(f"reliability diagram written to {plot}")
 
@@ -258,7 +277,9 @@ def report_command(
 ) -> None:
     """Everything at once (ranking, proxy, calibration, optional head-to-head) as JSON."""
     options = _options(at, market_weight, True, bootstrap)
-    typer.echo(json.dumps(full_analysis(load_forecasts(from_export), options, pair), indent=2))
+    typer.echo(
+        json.dumps(_report().full_analysis(load_forecasts(from_export), options, pair), indent=2)
+    )
 
 
 def register(app: typer.Typer) -> None:
