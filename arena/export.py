@@ -44,7 +44,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena import __version__
 from arena.analytics.consistent_read import consistent_read
-from arena.clock import Clock, SystemClock
+from arena.clock import Clock, SystemClock, ensure_utc
 from arena.errors import UserError
 from arena.export_tables import TABLES, Column, ExportFilters, Kind, TableSpec
 from arena.store.models import Agent, Cohort, Family
@@ -122,6 +122,8 @@ def export(
     """
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    since = ensure_utc(since) if since is not None else None
+    until = ensure_utc(until) if until is not None else None
     if since is not None and until is not None and since >= until:
         raise UserError("--since must be earlier than --until")
     filters = ExportFilters(
@@ -131,12 +133,12 @@ def export(
         until=until,
     )
     directory = Path(out_dir)
-    directory.mkdir(parents=True, exist_ok=True)
     exported_at = (clock or SystemClock()).now()
     written: list[ExportedFile] = []
     with consistent_read(session_factory) as session:
         _check_known(session, filters)
         versions = _methodology_versions(session, filters)
+        directory.mkdir(parents=True, exist_ok=True)
         for spec in TABLES:
             path = directory / f"{spec.name}.{fmt}"
             rows = _write_table(session, spec, filters, include_prompts, fmt, path)

@@ -54,7 +54,7 @@ from arena.store.models import (
     Position,
 )
 
-STREAM_BATCH = 5_000
+STREAM_BATCH = 1_000
 FAILED_OUTCOMES = ("transient_error", "permanent_error", "fatal_error")
 FAILED_DECISION_STATUS = "retryable"
 NOT_A_CALL = "budget_skipped"  # an attempt row written when the budget forbade the call
@@ -303,41 +303,48 @@ def _open_positions() -> Select:
 
 
 def _add_attempts(session: Session, cohort_id: int | None, row: RowFor) -> None:
-    malformed = func.sum(case((DecisionAttempt.outcome == "malformed", 1), else_=0))
-    failed = func.sum(case((DecisionAttempt.outcome.in_(FAILED_OUTCOMES), 1), else_=0))
-    counts = (
+    """One streamed pass over the attempts (on SQLite the cost and token columns sit behind the
+    prompt's overflow pages, so every extra scan reads the prompts again), plus an index-only
+    count of the decisions that made a call."""
+    attempts = (
         select(
             Agent.family_id,
-            func.count(),
-            func.count(func.distinct(DecisionAttempt.decision_id)),
-            malformed,
-            failed,
-            func.coalesce(func.sum(DecisionAttempt.prompt_tokens), 0),
-            func.coalesce(func.sum(DecisionAttempt.completion_tokens), 0),
+            DecisionAttempt.outcome,
+            DecisionAttempt.cost_usd,
+            DecisionAttempt.prompt_tokens,
+            DecisionAttempt.completion_tokens,
         )
         .join(Decision, Decision.id == DecisionAttempt.decision_id)
         .join(Agent, Agent.id == Decision.agent_id)
         .where(DecisionAttempt.outcome != NOT_A_CALL)
     )
-    counts = _in_cohort(counts, Decision.cohort_id, cohort_id).group_by(Agent.family_id)
-    for family_id, attempts, decided, bad, failures, prompt, completion in session.execute(counts):
+    for family_id, outcome, cost, prompt, completion in _stream(
+        session, _in_cohort(attempts, Decision.cohort_id, cohort_id)
+    ):
         standing = row(family_id)
         reliability = standing.reliability
-        reliability.attempts = int(attempts)
-        reliability.retries = int(attempts) - int(decided)
-        reliability.malformed_attempts = int(bad or 0)
-        reliability.failures = int(failures or 0)
-        standing.prompt_tokens = int(prompt)
-        standing.completion_tokens = int(completion)
+        reliability.attempts += 1
+        reliability.malformed_attempts += outcome == "malformed"
+        reliability.failures += outcome in FAILED_OUTCOMES
+        standing.prompt_tokens += prompt or 0
+        standing.completion_tokens += completion or 0
+        if cost is not None:
+            standing.cost_usd += cost
 
-    costs = (
-        select(Agent.family_id, DecisionAttempt.cost_usd)
-        .join(Decision, Decision.id == DecisionAttempt.decision_id)
-        .join(Agent, Agent.id == Decision.agent_id)
-        .where(DecisionAttempt.cost_usd.is_not(None))
+    called = (
+        select(DecisionAttempt.id)
+        .where(DecisionAttempt.decision_id == Decision.id, DecisionAttempt.outcome != NOT_A_CALL)
+        .exists()
     )
-    for family_id, cost in _stream(session, _in_cohort(costs, Decision.cohort_id, cohort_id)):
-        row(family_id).cost_usd += cost
+    decided = (
+        select(Agent.family_id, func.count())
+        .select_from(Decision)
+        .join(Agent, Agent.id == Decision.agent_id)
+    )
+    decided = _in_cohort(decided.where(called), Decision.cohort_id, cohort_id)
+    for family_id, count in session.execute(decided.group_by(Agent.family_id)):
+        reliability = row(family_id).reliability
+        reliability.retries = reliability.attempts - int(count)
 
 
 def _add_decisions(session: Session, cohort_id: int | None, row: RowFor) -> None:

@@ -47,6 +47,7 @@ class Recomputed:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     attempts: int = 0
+    called: set[Any] = field(default_factory=set)  # decisions that made at least one call
     malformed: int = 0
     system_holds: int = 0
 
@@ -107,6 +108,7 @@ def recompute(directory: Path, fmt: str, cohort: int | None = None) -> dict[str,
         fam.prompt_tokens += num(attempt["prompt_tokens"]) or 0
         fam.completion_tokens += num(attempt["completion_tokens"]) or 0
         fam.attempts += 1
+        fam.called.add(attempt["decision_id"])
         fam.malformed += attempt["outcome"] == "malformed"
     for decision in rows("decisions"):
         out[decision["family_id"]].system_holds += bool(flag(decision["system_hold"]))
@@ -150,4 +152,5 @@ def assert_matches(board: list[dict[str, Any]], expected: dict[str, Recomputed])
         assert row["completion_tokens"] == fam.completion_tokens
         assert row["attempts"] == fam.attempts
         assert row["malformed_attempts"] == fam.malformed
+        assert row["retries"] == fam.attempts - len(fam.called)
         assert row["system_holds"] == fam.system_holds
