@@ -226,7 +226,9 @@ def upsert_markets(session: Session, markets: Sequence[Market], now: datetime) -
 
 def append_price_history(session: Session, markets: Sequence[Market], now: datetime) -> int:
     """Append a ``market_prices`` row for each market whose valid prices differ from its last."""
-    priced = {m.id: m for m in markets if m.has_valid_prices and m.prices is not None}
+    priced = {
+        m.id: m for m in markets if m.has_valid_prices and m.prices is not None and not m.closed
+    }
     if not priced:
         return 0
     latest = (
@@ -270,7 +272,9 @@ def append_price_history(session: Session, markets: Sequence[Market], now: datet
 
 def market_row(market: Market, now: datetime) -> dict[str, Any]:
     """The ``markets`` row for a freshly parsed market (SQL NULL where Gamma gave nothing)."""
-    valid = market.has_valid_prices and market.prices is not None
+    # A closed market's prices are resolution prices ([0.5, 0.5] after a 50-50 looks valid):
+    # they never become the mark; the last valid mark from while it traded is kept.
+    valid = market.has_valid_prices and market.prices is not None and not market.closed
     prices = [str(p) for p in market.prices] if market.prices is not None else None
     row: dict[str, Any] = {
         "id": market.id,
