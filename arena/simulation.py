@@ -223,7 +223,7 @@ class SimulatedForecaster:
         return decision
 
     def _forecasts(self, prompt: str, prices: dict[str, str]) -> list[dict[str, Any]]:
-        block = prompt.split("FORECAST PANEL")[-1]
+        block = prompt.split("<<<BEGIN FORECAST PANEL>>>")[-1].split("<<<END FORECAST PANEL>>>")[0]
         ids = [
             m.group(1)
             for line in block.splitlines()

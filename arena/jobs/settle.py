@@ -411,12 +411,16 @@ def _square(difference: Decimal) -> Decimal:
 
 
 def _candidates(session: Session) -> Sequence[MarketRow]:
-    """Locally open markets with at least one position (of any status)."""
+    """Locally open markets with at least one position (of any status), or with a methodology
+    v2 forecast still waiting for its score (panel markets nobody traded)."""
     traded = select(Position.market_id).distinct()
+    forecast = select(Forecast.market_id).where(Forecast.resolved_value.is_(None)).distinct()
     return (
         session.execute(
             select(MarketRow)
-            .where(MarketRow.status == "open", MarketRow.id.in_(traded))
+            .where(
+                MarketRow.status == "open", MarketRow.id.in_(traded) | MarketRow.id.in_(forecast)
+            )
             .order_by(MarketRow.id)
         )
         .scalars()
