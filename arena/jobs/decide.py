@@ -217,6 +217,8 @@ class DecisionRun:
         pairs = self.agents_to_decide()
         if not pairs:
             return report
+        for _cohort, agent in pairs:  # a missing key fails here, before anything is claimed
+            self.provider_for(agent)
         report.universe_id = self.freeze_universe(sorted({c.id for c, _ in pairs}))
         with self.factory() as session:
             universe = load_universe(session, report.universe_id)

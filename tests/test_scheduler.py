@@ -1,0 +1,93 @@
+"""The APScheduler wiring and the daemon process: triggers from the config, no overlap,
+graceful stop on SIGTERM, configuration logged with secrets masked."""
+
+from __future__ import annotations
+
+import signal
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from apscheduler.triggers.cron import CronTrigger
+
+from arena.config import load_settings
+from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
+from arena.runtime import weekly_slot
+from arena.scheduler import build_scheduler, interval_trigger, triggers
+from tests.helpers import cli_env, start_arena, write_config
+
+
+def test_triggers_follow_the_schedule(tmp_path: Path) -> None:
+    settings = load_settings(write_config(tmp_path / "c.yaml", "sqlite:///x.db"))
+    fired = triggers(settings)
+    after = datetime(2026, 11, 21, 23, 58, tzinfo=UTC)  # a Saturday
+    assert fired["cohort_start"].get_next_fire_time(None, after) == datetime(
+        2026, 11, 22, 0, 0, tzinfo=UTC
+    )
+    assert fired["decision_run"].get_next_fire_time(None, after) == datetime(
+        2026, 11, 22, 0, 5, tzinfo=UTC
+    )
+    assert fired["snapshot"].get_next_fire_time(None, after) == datetime(
+        2026, 11, 22, 0, 0, tzinfo=UTC
+    )
+    assert fired["market_sync"].get_next_fire_time(None, after) == datetime(
+        2026, 11, 22, 0, 0, tzinfo=UTC
+    )
+    assert isinstance(interval_trigger(120), CronTrigger)
+    assert weekly_slot("sun 00:05", datetime(2026, 11, 22, 0, 4, tzinfo=UTC)) == datetime(
+        2026, 11, 15, 0, 5, tzinfo=UTC
+    )
+
+
+def test_jobs_never_overlap_and_coalesce(tmp_path: Path) -> None:
+    from arena.runtime import Runtime
+
+    settings = load_settings(write_config(tmp_path / "c.yaml", "sqlite:///x.db"))
+    runtime = Runtime.__new__(Runtime)  # only the wiring is under test
+    runtime.settings = settings
+    scheduler = build_scheduler(runtime)
+    scheduler.start(paused=True)  # job defaults are applied when the scheduler starts
+    jobs = {job.id: job for job in scheduler.get_jobs()}
+    scheduler.shutdown(wait=False)
+    assert set(jobs) == {
+        "cohort_start",
+        "decision_run",
+        "market_sync",
+        "resolution",
+        "snapshot",
+        "decision_retry",
+    }
+    for job in jobs.values():
+        assert job.max_instances == 1
+        assert job.coalesce is True
+        assert job.misfire_grace_time == settings.schedule.misfire_grace_seconds
+
+
+def test_daemon_starts_logs_and_stops_gracefully_on_sigterm(tmp_path: Path) -> None:
+    world = FakeGammaWorld(n_markets=50, seed=2)
+    with serve_fake_gamma(world) as gamma_url:
+        config = write_config(
+            tmp_path / "config.yaml",
+            "postgresql+psycopg://arena:s3cret-pw@127.0.0.1:1/none",
+            polymarket={"gamma_url": gamma_url},
+        )
+        db_path = tmp_path / "arena.db"
+        env = cli_env(
+            ARENA_DATABASE_URL=f"sqlite:///{db_path}",
+            OPENROUTER_API_KEY="sk-or-v1-very-secret-key-for-the-test",
+            ARENA_LOGGING__JSON_LOGS="true",
+        )
+        proc = start_arena("--config", str(config), "run", env=env, cwd=tmp_path)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not db_path.exists():
+            time.sleep(0.2)
+        time.sleep(3)  # migrated, scheduler started, next run times logged
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+        _out, err = proc.communicate()
+    assert code == 0, err[-3000:]
+    assert "next runs at" in err
+    assert "configuration" in err
+    assert "scheduler stopped" in err
+    assert "sk-or-v1-very-secret" not in err
+    assert '"level"' in err  # JSON lines
