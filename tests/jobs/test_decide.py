@@ -238,3 +238,64 @@ def test_sell_executes_at_frozen_side_price(db: Database, tmp_path: Path) -> Non
         assert sold.price == Decimal("0.90") and sold.percentage == Decimal(50)
         assert sold.realized_pnl == Decimal("0.00")
     world.assert_ledger()
+
+
+def test_v2_forecast_panel_is_required_and_stored(db: Database, tmp_path: Path) -> None:
+    from arena.store.models import Forecast
+
+    world = make_world(db, tmp_path, methodology="v2")
+    forecasts = [
+        {"market_id": "1001", "probability": 0.45},
+        {"market_id": "1002", "probability": 0.12},
+        {"market_id": "1003", "probabilities": {"FaZe": 0.6, "illwill": 0.4}},
+        {"market_id": "1004", "probability": 0.5},
+    ]
+    for model in MODELS.values():
+        world.fake.set_default(model, fake_answer({**HOLD, "forecasts": forecasts}))
+    with_bet = bet("1001", "YES", 100)
+    with_bet["bets"][0]["probability"] = 0.55
+    world.fake.script(
+        GPT,
+        fake_answer(bet("1001", "YES", 100)),  # no forecasts: malformed
+        fake_answer({**with_bet, "forecasts": forecasts}),
+    )
+    report = world.run()
+    assert not report.failed
+    assert [a.outcome for a in world.attempts("gpt-5.1")] == ["malformed", "valid"]
+    assert "forecast" in (world.attempts("gpt-5.1")[0].error or "")
+    with db.factory() as session:
+        rows = list(
+            session.scalars(
+                select(Forecast)
+                .join(Agent, Agent.id == Forecast.agent_id)
+                .where(Agent.family_id == "gpt-5.1")
+            )
+        )
+        trade = session.scalars(select(Trade).where(Trade.probability.is_not(None))).first()
+    panel = {(f.market_id, f.outcome): f for f in rows if f.source == "panel"}
+    assert set(panel) == {
+        ("1001", "YES"),
+        ("1002", "YES"),
+        ("1003", "FaZe"),
+        ("1003", "illwill"),
+        ("1004", "YES"),
+    }
+    assert panel[("1001", "YES")].market_probability == Decimal("0.40")
+    assert panel[("1003", "illwill")].market_probability == Decimal("0.35")
+    assert trade is not None and trade.probability == Decimal("0.55")
+    # baselines forecast too: the market-follower forecasts the market price
+    with db.factory() as session:
+        follower = list(
+            session.scalars(
+                select(Forecast)
+                .join(Agent, Agent.id == Forecast.agent_id)
+                .where(Agent.family_id == "market-follower", Forecast.source == "panel")
+            )
+        )
+    assert {f.market_id for f in follower} == {"1001", "1002", "1003", "1004"}
+    assert all(
+        f.probability == f.market_probability
+        for f in follower
+        if f.market_id in ("1001", "1002", "1004")
+    )
+    world.assert_ledger()
