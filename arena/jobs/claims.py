@@ -128,9 +128,7 @@ def lock_claim(session: Session, claim: Claim) -> Decision | None:
         Decision.claim_token == claim.token,
         Decision.status == CLAIMED,
     )
-    if session.get_bind().dialect.name == "postgresql":
-        statement = statement.with_for_update()
-    return session.execute(statement).scalar_one_or_none()
+    return session.execute(statement.with_for_update()).scalar_one_or_none()
 
 
 def renew_lease(

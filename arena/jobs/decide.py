@@ -477,7 +477,7 @@ class DecisionRun:
                 result.status, result.error = "skipped", "claim lost"
                 return
             locked_agent = session.execute(
-                _for_update(session, select(Agent).where(Agent.id == agent.id))
+                select(Agent).where(Agent.id == agent.id).with_for_update()
             ).scalar_one()
             execution = execute_decision(
                 session,
@@ -550,9 +550,3 @@ class DecisionRun:
         result.attempts, result.cost_usd = attempts.count, attempts.cost
         if decision is not None:
             result.action = decision.action.value
-
-
-def _for_update(session: Session, statement: Any) -> Any:
-    if session.get_bind().dialect.name == "postgresql":
-        return statement.with_for_update()
-    return statement

@@ -34,12 +34,6 @@ class Execution:
         return self.trades == 0 and bool(self.failures)
 
 
-def _lock(session: Session, statement):  # type: ignore[no-untyped-def]
-    if session.get_bind().dialect.name == "postgresql":
-        return statement.with_for_update()
-    return statement
-
-
 def execute_decision(
     session: Session,
     *,
@@ -108,15 +102,14 @@ def _buy(
         raise ExecutionError(f"market {market_id} is not in the frozen universe")
     price = market.side_price(side)
     position = session.execute(
-        _lock(
-            session,
-            select(Position).where(
-                Position.agent_id == agent.id,
-                Position.market_id == market_id,
-                Position.side == side,
-                Position.status == "OPEN",
-            ),
+        select(Position)
+        .where(
+            Position.agent_id == agent.id,
+            Position.market_id == market_id,
+            Position.side == side,
+            Position.status == "OPEN",
         )
+        .with_for_update()  # FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE serialises
     ).scalar_one_or_none()
     holding = ledger.Holding(position.shares, position.cost_basis) if position else None
     bought = ledger.buy(agent.cash, holding, amount, price)
@@ -173,10 +166,9 @@ def _sell(
     now: datetime,
 ) -> None:
     position = session.execute(
-        _lock(
-            session,
-            select(Position).where(Position.id == position_id, Position.agent_id == agent.id),
-        )
+        select(Position)
+        .where(Position.id == position_id, Position.agent_id == agent.id)
+        .with_for_update()
     ).scalar_one_or_none()
     if position is None or position.status != "OPEN":
         raise ExecutionError(f"position {position_id} is not an open position of this agent")

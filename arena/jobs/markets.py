@@ -31,7 +31,6 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from sqlalchemy import JSON, Text, bindparam, case, cast, func, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
@@ -41,6 +40,7 @@ from arena.sources.gamma import FetchStats
 from arena.store.db import transaction
 from arena.store.models import Market as MarketRow
 from arena.store.models import MarketPrice, Position
+from arena.store.upsert import dialect_insert
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ def upsert_markets(session: Session, markets: Sequence[Market], now: datetime) -
     table = MarketRow.__table__
     ids = [market.id for market in markets]
     existing = set(session.scalars(select(MarketRow.id).where(MarketRow.id.in_(ids))))
-    insert = _dialect_insert(session, MarketRow).values(
+    insert = dialect_insert(session, MarketRow.__table__).values(
         prices=bindparam("prices", type_=_SQL_NULL_JSON),
         last_raw_prices=bindparam("last_raw_prices", type_=_SQL_NULL_JSON),
     )
@@ -263,7 +263,7 @@ def append_price_history(session: Session, markets: Sequence[Market], now: datet
     if not rows:
         return 0
     statement = (
-        _dialect_insert(session, MarketPrice)
+        dialect_insert(session, MarketPrice.__table__)
         .on_conflict_do_nothing(index_elements=["market_id", "observed_at"])
         .returning(MarketPrice.__table__.c.id)
     )
@@ -311,17 +311,6 @@ def market_row(market: Market, now: datetime) -> dict[str, Any]:
         if isinstance(row[name], str):
             row[name] = row[name][:length]
     return row
-
-
-def _dialect_insert(session: Session, model: type[MarketRow] | type[MarketPrice]) -> Any:
-    """``INSERT`` with ``ON CONFLICT`` support for the session's database (SQLite/PostgreSQL)."""
-    table = model.__table__
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        return postgresql.insert(table)  # type: ignore[arg-type]
-    if dialect == "sqlite":
-        return sqlite.insert(table)  # type: ignore[arg-type]
-    raise NotImplementedError(f"unsupported database dialect {dialect!r}")
 
 
 def _distinct(column: Any, value: Any, is_json: bool) -> Any:

@@ -54,6 +54,7 @@ from arena.domain.markets import Market, Resolution, ResolutionState
 from arena.domain.resolution import classify, is_overdue
 from arena.errors import ArenaError, JobFailed
 from arena.jobs.prices import MarketSource, store_fresh_markets
+from arena.jobs.universe import market_from_row
 from arena.store.db import transaction
 from arena.store.models import Agent, BrierScore, Forecast, Position, Trade
 from arena.store.models import Market as MarketRow
@@ -168,7 +169,7 @@ def resolve_markets(
     now = clock.now()
     report = ResolveReport()
     with transaction(factory) as session:
-        stored = {row.id: stored_market(row) for row in _candidates(session)}
+        stored = {row.id: market_from_row(row) for row in _candidates(session)}
     report.checked = len(stored)
     if not stored:
         return report
@@ -425,21 +426,4 @@ def _candidates(session: Session) -> Sequence[MarketRow]:
         )
         .scalars()
         .all()
-    )
-
-
-def stored_market(row: MarketRow) -> Market:
-    """The domain view of a stored market row (enough for the overdue rule and reporting)."""
-    prices = None if row.prices is None else tuple(Decimal(str(p)) for p in row.prices)
-    return Market(
-        id=row.id,
-        question=row.question,
-        outcomes=tuple(row.outcomes),
-        prices=prices,
-        end_date=row.end_date,
-        closed_time=row.closed_time,
-        active=row.active,
-        closed=row.closed,
-        accepting_orders=row.accepting_orders,
-        uma_resolution_status=row.uma_resolution_status,
     )

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Insert
 
 
-def _insert(session: Session, table: Table) -> Any:
+def dialect_insert(session: Session, table: Any) -> Any:
+    """``INSERT`` with ``ON CONFLICT`` support for the session's database."""
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
         return postgresql.insert(table)
@@ -38,7 +39,7 @@ def insert_ignore(
         rows = [rows]
     if not rows:
         return 0
-    statement: Insert = _insert(session, table).values(list(rows))
+    statement: Insert = dialect_insert(session, table).values(list(rows))
     statement = statement.on_conflict_do_nothing(  # type: ignore[attr-defined]
         index_elements=conflict
     ).returning(*table.primary_key.columns)
@@ -55,7 +56,7 @@ def upsert(
     """Insert rows or, on a conflict of ``conflict``, update the ``update`` columns."""
     if not rows:
         return
-    statement = _insert(session, table).values(list(rows))
+    statement = dialect_insert(session, table).values(list(rows))
     excluded = statement.excluded
     statement = statement.on_conflict_do_update(
         index_elements=list(conflict), set_={name: excluded[name] for name in update}
