@@ -53,8 +53,8 @@ log = logging.getLogger(__name__)
 
 EXPORT_SCHEMA_VERSION = "1"
 FORMATS = ("jsonl", "csv", "parquet")
-BATCH_ROWS = 5_000
-BATCH_BYTES = 8 * 1024 * 1024
+BATCH_ROWS = 2_000
+BATCH_BYTES = 4 * 1024 * 1024
 HASH_CHUNK = 1024 * 1024
 
 
@@ -358,10 +358,11 @@ def _csv_cell(column: Column, value: Any) -> Any:
 class _ParquetWriter:
     def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
         self.schema = arrow_schema(columns)
-        # Dictionary pages pay off for repeated values (ids, statuses), not for prompts.
-        dictionary = [c.name for c in columns if not c.prompt]
+        # Dictionary pages pay off for repeated values (ids, statuses), not for prompts; and
+        # min/max statistics of prompts would only grow the footer kept until the file closes.
+        small = [c.name for c in columns if not c.prompt]
         self.writer = pq.ParquetWriter(
-            path, self.schema, compression="zstd", use_dictionary=dictionary
+            path, self.schema, compression="zstd", use_dictionary=small, write_statistics=small
         )
 
     def write(self, rows: list[tuple[Any, ...]]) -> None:

@@ -319,7 +319,7 @@ ATTEMPTS = TableSpec(
     ),
     DecisionAttempt.id,
     slice_on(Decision.cohort_id, Agent.family_id, DecisionAttempt.started_at),
-    batch_rows=100,  # prompts run to ~50 KB each
+    batch_rows=50,  # prompts run to ~50 KB each
 )
 
 TRADES = TableSpec(

@@ -13,7 +13,7 @@ process, so its peak RSS (``ru_maxrss``) is its own; the RSS after imports is pr
 the difference is what the work itself needed. Flat memory: the difference must not grow with
 the data.
 
-Run: ``.venv/bin/python benchmarks/bench_results.py`` (scales 0.1 and 1), or e.g.
+Run: ``.venv/bin/python benchmarks/bench_results.py`` (scales 0.2 and 1), or e.g.
 ``--scale 0.02 --scale 0.2`` for a quick look, ``--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test``.
 """
 
@@ -530,7 +530,7 @@ def main(argv: list[str] | None = None) -> None:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="arena_bench_"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        for scale in args.scale or [0.1, 1.0]:
+        for scale in args.scale or [0.2, 1.0]:
             bench_scale(scale, args, workdir)
     finally:
         if args.workdir is None:
