@@ -170,6 +170,17 @@ def export(
     return manifest
 
 
+def export_table(
+    session_factory: sessionmaker[Session], table: str, path: Path, fmt: str = "parquet"
+) -> int:
+    """Write one whole table (e.g. ``forecasts`` for ``arena analyze``) to ``path``; its rows."""
+    spec = next((spec for spec in TABLES if spec.name == table), None)
+    if spec is None:
+        raise UserError(f"no exported table named {table!r}")
+    with consistent_read(session_factory) as session:
+        return _write_table(session, spec, ExportFilters(), True, fmt, path)
+
+
 def _check_known(session: Session, filters: ExportFilters) -> None:
     """Unknown cohort or family ids are a usage error, not an empty export."""
     if filters.cohorts:

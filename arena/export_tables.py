@@ -492,6 +492,7 @@ FORECASTS = TableSpec(
         col("decision_id", Forecast.decision_id),
         col("market_id", Forecast.market_id),
         col("outcome", Forecast.outcome),
+        col("source", Forecast.source),
         col("probability", Forecast.probability),
         col("market_probability", Forecast.market_probability),
         col("forecast_at", Forecast.forecast_at),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from arena.cli.common import AtOption, clock_for, console
+from arena.cli.common import AtOption, clock_for, console, state
 from arena.errors import UserError
 
 if TYPE_CHECKING:
@@ -118,11 +118,19 @@ def _options(
     )
 
 
-def load_forecasts(from_export: Path | None) -> Forecasts:
-    """The forecasts to analyse. Reading the database directly is not wired yet."""
-    if from_export is None:
-        raise UserError("pass --from-export DIR (reading forecasts from the database is not wired)")
-    return _read_export(from_export)
+def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
+    """The forecasts to analyse: an export directory's, or the configured database's."""
+    if from_export is not None:
+        return _read_export(from_export)
+    import tempfile
+
+    from arena.export import export_table
+
+    with tempfile.TemporaryDirectory(prefix="arena-analyze-") as tmp:
+        rows = export_table(state(ctx).factory(), "forecasts", Path(tmp) / "forecasts.parquet")
+        if rows == 0:
+            raise UserError("no forecasts stored yet (methodology v2 records them)")
+        return _read_export(Path(tmp))
 
 
 def _emit(report: dict[str, Any], output_format: str, render: Any) -> None:
@@ -136,6 +144,7 @@ def _emit(report: dict[str, Any], output_format: str, render: Any) -> None:
 
 @analyze_app.command("ranking")
 def ranking_command(
+    ctx: typer.Context,
     from_export: FromExport = None,
     output_format: Format = "table",
     at: AtOption = None,
@@ -168,7 +177,7 @@ def ranking_command(
         min_questions=min_questions,
     )
     _emit(
-        _report().ranking(load_forecasts(from_export), options),
+        _report().ranking(load_forecasts(ctx, from_export), options),
         output_format,
         _render().ranking_table,
     )
@@ -176,6 +185,7 @@ def ranking_command(
 
 @analyze_app.command("h2h")
 def h2h_command(
+    ctx: typer.Context,
     family_a: Annotated[str, typer.Argument(help="First forecaster (A).", show_default=False)],
     family_b: Annotated[str, typer.Argument(help="Second forecaster (B).", show_default=False)],
     from_export: FromExport = None,
@@ -197,12 +207,13 @@ def h2h_command(
     if score not in ("log", "brier"):
         raise UserError(f"--score must be log or brier, not {score!r}")
     options = _options(at, 1.0, weights, bootstrap, seed, by, with_bets, h2h_score=score)
-    report = _report().head_to_head(load_forecasts(from_export), family_a, family_b, options)
+    report = _report().head_to_head(load_forecasts(ctx, from_export), family_a, family_b, options)
     _emit(report, output_format, _render().head_to_head_table)
 
 
 @analyze_app.command("proxy")
 def proxy_command(
+    ctx: typer.Context,
     from_export: FromExport = None,
     output_format: Format = "table",
     at: AtOption = None,
@@ -229,7 +240,7 @@ def proxy_command(
         proxy_include_resolved=include_resolved,
     )
     _emit(
-        _report().proxy_ranking(load_forecasts(from_export), options),
+        _report().proxy_ranking(load_forecasts(ctx, from_export), options),
         output_format,
         _render().proxy_table,
     )
@@ -237,6 +248,7 @@ def proxy_command(
 
 @analyze_app.command("calibration")
 def calibration_command(
+    ctx: typer.Context,
     from_export: FromExport = None,
     output_format: Format = "table",
     at: AtOption = None,
@@ -252,7 +264,7 @@ def calibration_command(
 ) -> None:
     """Reliability data, expected calibration error and Brier decomposition per forecaster."""
     options = _options(at, by=by, with_bets=with_bets, bootstrap=0, n_bins=bins)
-    forecasts = load_forecasts(from_export)
+    forecasts = load_forecasts(ctx, from_export)
     prep = _report().prepare(forecasts, options)
     report = _report().calibration_report(forecasts, options, prep)
     if plot is not None:
@@ -266,6 +278,7 @@ def calibration_command(
 
 @analyze_app.command("report")
 def report_command(
+    ctx: typer.Context,
     from_export: FromExport = None,
     at: AtOption = None,
     pair: Annotated[
@@ -278,7 +291,9 @@ def report_command(
     """Everything at once (ranking, proxy, calibration, optional head-to-head) as JSON."""
     options = _options(at, market_weight, True, bootstrap)
     typer.echo(
-        json.dumps(_report().full_analysis(load_forecasts(from_export), options, pair), indent=2)
+        json.dumps(
+            _report().full_analysis(load_forecasts(ctx, from_export), options, pair), indent=2
+        )
     )
 
 

@@ -4,10 +4,22 @@ and the leaderboard it stores equals a recomputation from the export it writes."
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from tests.analytics.recompute import assert_matches, recompute
 from tests.helpers import cli_env, run_arena, write_config
+
+
+def _close(a: object, b: object) -> bool:
+    """Equal, but for float rounding (parquet decimals vs JSON-lines decimal text)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
 
 
 def test_demo_runs_offline_and_agrees_with_its_export(tmp_path: Path) -> None:
@@ -49,3 +61,27 @@ def test_demo_runs_offline_and_agrees_with_its_export(tmp_path: Path) -> None:
     )
     assert board.returncode == 0, board.stderr
     assert_matches(json.loads(board.stdout), recompute(out / "export", "jsonl"))
+
+    # the analytics read the same forecasts from the database as from the export
+    def ranking(*source: str) -> object:
+        result = run_arena(
+            "--config",
+            str(config),
+            "analyze",
+            "ranking",
+            "--format",
+            "json",
+            "--at",
+            "2026-11-14T00:00:00Z",
+            "--bootstrap",
+            "200",
+            *source,
+            env=cli_env(ARENA_DATABASE_URL=f"sqlite:///{out / 'demo.db'}"),
+            cwd=tmp_path,
+        )
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    from_db = ranking()
+    assert _close(from_db, ranking("--from-export", str(out / "export")))
+    assert from_db["n_scored_questions"] > 0  # type: ignore[index]
