@@ -122,7 +122,6 @@ def test_report_everything(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["analyze", "ranking"], "--from-export"),
         (["analyze", "ranking", "--from-export", "/nonexistent/dir"], "not found"),
         (["analyze", "ranking", "--from-export", "EXPORT", "--format", "xml"], "--format"),
         (["analyze", "h2h", "alpha", "zeta", "--from-export", "EXPORT"], "unknown forecaster"),
@@ -136,6 +135,17 @@ def test_user_errors(tmp_path: Path, args: list[str], message: str) -> None:
     result = runner.invoke(_app(), args)
     assert result.exit_code != 0
     assert message in str(result.exception)
+
+
+def test_without_an_export_it_reads_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARENA_DATABASE_URL", f"sqlite:///{tmp_path / 'empty.db'}")
+    monkeypatch.setenv("ARENA_CONFIG", str(tmp_path / "none.yaml"))
+    (tmp_path / "none.yaml").write_text("{}\n")
+    result = runner.invoke(_app(), ["analyze", "ranking"])
+    assert result.exit_code != 0
+    assert "no forecasts stored yet" in str(result.exception)
 
 
 def test_every_command_has_help() -> None:
