@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.analytics.leaderboard import compute_leaderboard
 from arena.cli.common import console, state
 from arena.cli.results import print_leaderboard
+from arena.config import BaselineFamily, OpenRouterFamily
 from arena.errors import JobFailed, UserError
 from arena.export import export
 from arena.jobs.audit import check_ledger
@@ -82,11 +83,12 @@ def demo(
     out.mkdir(parents=True)
     settings = base.model_copy(
         update={
+            "families": base.families or _demo_lineup(),
             "database_url": f"sqlite:///{out / 'demo.db'}",
             "methodology": version,
             "benchmark": base.benchmark.model_copy(update={"universe_size": min(500, markets)}),
-            # Simulated time runs ~10,000x faster than real time: sync the whole universe four
-            # times a simulated day (held markets are still refreshed at every snapshot).
+            # Simulated time runs ~10,000x faster than real time: sync the whole universe twice
+            # a simulated day (held markets are still refreshed at every snapshot and settlement).
             "schedule": base.schedule.model_copy(update={"market_sync_minutes": 720}),
         }
     )
@@ -157,6 +159,21 @@ def demo(
     console.print(
         f"ledger invariant holds for every agent; done in {time.perf_counter() - started:.1f}s"
     )
+
+
+def _demo_lineup() -> list[OpenRouterFamily | BaselineFamily]:
+    """Families for a demo run outside the repository (no config.yaml with families)."""
+    return [
+        OpenRouterFamily(
+            id="sim-sharp", display_name="Simulated sharp model", openrouter_id="sim/sharp"
+        ),
+        OpenRouterFamily(
+            id="sim-noisy", display_name="Simulated noisy model", openrouter_id="sim/noisy"
+        ),
+        BaselineFamily(kind="baseline", id="market-follower", strategy="market-follower"),
+        BaselineFamily(kind="baseline", id="always-hold", strategy="always-hold"),
+        BaselineFamily(kind="baseline", id="random-bettor", strategy="random", seed=42),
+    ]
 
 
 def _skills(families: list[str]) -> dict[str, float]:
