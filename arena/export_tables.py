@@ -23,6 +23,7 @@ from arena.store.models import (
     Cohort,
     Decision,
     DecisionAttempt,
+    DecisionUniverse,
     Family,
     Forecast,
     Market,
@@ -113,7 +114,8 @@ class TableSpec:
             for c in self.columns
         ]
         statement = self.source(select(*selected))
-        return self.restrict(statement, filters).order_by(self.order_by)
+        order = self.order_by if isinstance(self.order_by, tuple) else (self.order_by,)
+        return self.restrict(statement, filters).order_by(*order)
 
 
 def slice_on(
@@ -511,6 +513,47 @@ FORECASTS = TableSpec(
     FORECASTS_SLICE,
 )
 
+
+def _universes_restrict(statement: Select, f: ExportFilters) -> Select:
+    """With any filter, the universes the slice's decisions were made on."""
+    if not f.any:
+        return statement
+    used = DECISIONS_SLICE(
+        select(Decision.universe_id)
+        .select_from(Decision)
+        .join(Agent, Agent.id == Decision.agent_id),
+        f,
+    )
+    return statement.where(UniverseMarket.universe_id.in_(used))
+
+
+# The frozen market set and prices each decision run showed and traded at.
+UNIVERSE_MARKETS = TableSpec(
+    "universe_markets",
+    (
+        col("universe_id", UniverseMarket.universe_id),
+        col("run_slot", DecisionUniverse.run_slot),
+        col("frozen_at", DecisionUniverse.frozen_at),
+        col("market_id", UniverseMarket.market_id),
+        col("rank", UniverseMarket.rank),
+        col("held_only", UniverseMarket.held_only),
+        col("in_panel", UniverseMarket.in_panel),
+        col("question", UniverseMarket.question),
+        col("category", UniverseMarket.category),
+        col("outcomes", UniverseMarket.outcomes),
+        col("prices", UniverseMarket.prices),
+        col("yes_price", UniverseMarket.yes_price),
+        col("volume", UniverseMarket.volume),
+        col("end_date", UniverseMarket.end_date),
+        col("event_id", UniverseMarket.event_id),
+    ),
+    lambda statement: statement.select_from(UniverseMarket).join(
+        DecisionUniverse, DecisionUniverse.id == UniverseMarket.universe_id
+    ),
+    (UniverseMarket.universe_id, UniverseMarket.market_id),
+    _universes_restrict,
+)
+
 TABLES: tuple[TableSpec, ...] = (
     FAMILIES,
     COHORTS,
@@ -524,4 +567,5 @@ TABLES: tuple[TableSpec, ...] = (
     MARKETS,
     MARKET_PRICES,
     FORECASTS,
+    UNIVERSE_MARKETS,
 )

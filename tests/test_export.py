@@ -73,6 +73,13 @@ FACT_TABLES = (
 PROMPT_COLUMNS = ("request_messages", "raw_response", "raw_body")
 
 
+def key(table: str, row: dict[str, Any]) -> Any:
+    """A row's identity: its id column, or (universe_id, market_id) for universe_markets."""
+    if table == "universe_markets":
+        return (row["universe_id"], row["market_id"])
+    return row[ID_COLUMN[table]]
+
+
 @pytest.fixture
 def arena(db: Database) -> tuple[Database, ArenaFacts]:
     return db, build_arena(db.factory)
@@ -157,7 +164,7 @@ def _expected_slice(
 
     ids: dict[str, set[Any]] = {}
     for table in (*FACT_TABLES, "agents"):
-        ids[table] = {r[ID_COLUMN[table]] for r in full[table] if keep(table, r)}
+        ids[table] = {key(table, r) for r in full[table] if keep(table, r)}
     agents = [r for r in full["agents"] if r["agent_id"] in ids["agents"]]
     ids["cohorts"] = {r["cohort_id"] for r in agents}
     ids["families"] = {r["family_id"] for r in agents}
@@ -172,8 +179,13 @@ def _expected_slice(
         )
     markets = set(shown)
     for table in ("trades", "positions", "brier_scores", "forecasts"):
-        markets |= {r["market_id"] for r in full[table] if r[ID_COLUMN[table]] in ids[table]}
+        markets |= {r["market_id"] for r in full[table] if key(table, r) in ids[table]}
     ids["markets"] = markets
+    ids["universe_markets"] = {
+        key("universe_markets", r)
+        for r in full["universe_markets"]
+        if num(r["universe_id"]) in universes
+    }
     ids["market_prices"] = {
         r["price_id"]
         for r in full["market_prices"]
@@ -184,8 +196,7 @@ def _expected_slice(
 
 def _slice_ids(directory: Path) -> dict[str, set[Any]]:
     return {
-        table: {r[ID_COLUMN[table]] for r in read_rows(directory, table, "jsonl")}
-        for table in TABLES
+        table: {key(table, r) for r in read_rows(directory, table, "jsonl")} for table in TABLES
     }
 
 
@@ -224,9 +235,9 @@ def test_a_slice_is_exactly_that_slice(
         assert got[table] == expected[table], table
     # Rows of the slice are the full export's rows, unchanged.
     for table in TABLES:
-        by_id = {r[ID_COLUMN[table]]: r for r in full[table]}
+        by_id = {key(table, r): r for r in full[table]}
         for row in read_rows(tmp_path / "slice", table, "jsonl"):
-            assert row == by_id[row[ID_COLUMN[table]]]
+            assert row == by_id[key(table, row)]
     assert sum(len(ids) for ids in got.values()) < sum(len(rows) for rows in full.values())
 
 

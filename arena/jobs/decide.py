@@ -61,7 +61,7 @@ from arena.jobs.claims import (
 )
 from arena.jobs.cohorts import decision_window
 from arena.jobs.execute import execute_decision, store_forecasts
-from arena.jobs.universe import FrozenUniverse, load_universe, panel_markets
+from arena.jobs.universe import FrozenUniverse, load_universe
 from arena.sources.providers import (
     ModelProvider,
     ModelReply,
@@ -321,7 +321,7 @@ class DecisionRun:
             positions=tuple(views),
             markets=tuple(universe.ranked),
             methodology=methodology,  # type: ignore[arg-type]
-            panel=tuple(panel_markets(universe, self.settings.v2)) if methodology == "v2" else (),
+            panel=tuple(universe.panel) if methodology == "v2" else (),
             max_bet_fraction=bench.max_bet_fraction,
             starting_balance=fresh.starting_balance,
             cohort_id=str(agent.cohort_id),

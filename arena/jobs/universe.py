@@ -10,7 +10,7 @@ position of the cohorts being decided (for valuation and SELL, not offered for n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
@@ -31,6 +31,7 @@ class FrozenUniverse:
     id: int
     ranked: list[Market]  # new opportunities, by rank
     by_id: dict[str, Market]  # every market of the universe, held-only ones included
+    panel: list[Market] = field(default_factory=list)  # methodology v2 forecast panel, by rank
 
 
 def row_prices(prices: Sequence[str] | None) -> tuple[Decimal, ...] | None:
@@ -119,11 +120,15 @@ def freeze_universe(
         ).scalar_one()
         if not inserted:
             return universe_id
+        panel = {m.id for m in panel_markets([market_from_row(r) for r in ranked], settings.v2)}
         rows = [
-            _universe_row(universe_id, row, rank, False) for rank, row in enumerate(ranked, start=1)
+            _universe_row(universe_id, row, rank, False, row.id in panel)
+            for rank, row in enumerate(ranked, start=1)
         ]
         rows += [
-            _universe_row(universe_id, row, None, True) for row in held if row.prices is not None
+            _universe_row(universe_id, row, None, True, False)
+            for row in held
+            if row.prices is not None
         ]
         if rows:
             session.execute(insert(UniverseMarket), rows)
@@ -131,14 +136,14 @@ def freeze_universe(
 
 
 def _universe_row(
-    universe_id: int, row: MarketRow, rank: int | None, held_only: bool
+    universe_id: int, row: MarketRow, rank: int | None, held_only: bool, in_panel: bool
 ) -> dict[str, object]:
     return {
         "universe_id": universe_id,
         "market_id": row.id,
         "rank": rank,
         "held_only": held_only,
-        "in_panel": False,
+        "in_panel": in_panel,
         "question": row.question,
         "category": row.category,
         "outcomes": list(row.outcomes),
@@ -158,6 +163,7 @@ def load_universe(session: Session, universe_id: int) -> FrozenUniverse:
     )
     ranked: list[Market] = []
     by_id: dict[str, Market] = {}
+    panel: list[Market] = []
     for row in rows:
         market = Market(
             id=row.market_id,
@@ -172,14 +178,17 @@ def load_universe(session: Session, universe_id: int) -> FrozenUniverse:
         by_id[market.id] = market
         if not row.held_only:
             ranked.append(market)
-    return FrozenUniverse(universe_id, ranked, by_id)
+        if row.in_panel:
+            panel.append(market)
+    return FrozenUniverse(universe_id, ranked, by_id, panel)
 
 
-def panel_markets(universe: FrozenUniverse, v2: V2) -> list[Market]:
+def panel_markets(ranked: Sequence[Market], v2: V2) -> list[Market]:
     """Methodology v2 forecast panel: the top-K ranked markets that are not near-certain
-    (every outcome price within [panel_min_price, panel_max_price])."""
+    (every outcome price within [panel_min_price, panel_max_price]). Frozen with the universe
+    (``in_panel``), so every agent of the run forecasts the same markets."""
     panel: list[Market] = []
-    for market in universe.ranked:
+    for market in ranked:
         if not valid_prices(market.outcomes, market.prices) or market.prices is None:
             continue
         if all(v2.panel_min_price <= p <= v2.panel_max_price for p in market.prices):

@@ -29,6 +29,7 @@ TABLES = (
     "markets",
     "market_prices",
     "forecasts",
+    "universe_markets",
 )
 FORMATS = ("jsonl", "csv", "parquet")
 
