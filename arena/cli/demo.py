@@ -60,7 +60,7 @@ def demo(
         typer.Option(
             "--step-minutes", min=10, help="Simulated minutes between two ticks of the scheduler."
         ),
-    ] = 120,
+    ] = 240,
     methodology: Annotated[
         str | None, typer.Option("--methodology", help="v1 or v2 (default: the config's).")
     ] = None,
