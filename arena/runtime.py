@@ -95,8 +95,10 @@ class Runtime:
 
     def decision_run(self, clock: Clock) -> dict[str, Any]:
         """Refresh the market universe, then decide for every agent in the window."""
+        listed: list[str] | None = None
         try:
-            self.market_sync(clock)
+            sync = sync_markets(self.factory, self.gamma, self.settings, clock)
+            listed = sync.top_ids
         except Exception as exc:  # decide on the stored markets rather than not at all
             log.warning("decision run: market sync failed, using stored markets: %s", exc)
         budget = Budget(
@@ -109,7 +111,7 @@ class Runtime:
             self.settings,
             clock,
             self.providers.for_agent,
-            lambda ids: freeze_universe(self.factory, self.settings, clock.now(), ids),
+            lambda ids: freeze_universe(self.factory, self.settings, clock.now(), ids, listed),
             sleep=self.sleep,
             budget=budget,
             should_stop=self.stop_event.is_set,

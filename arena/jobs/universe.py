@@ -66,9 +66,19 @@ def market_from_row(row: MarketRow) -> Market:
 
 
 def freeze_universe(
-    factory: sessionmaker[Session], settings: Settings, now: datetime, cohort_ids: Sequence[int]
+    factory: sessionmaker[Session],
+    settings: Settings,
+    now: datetime,
+    cohort_ids: Sequence[int],
+    listed: Sequence[str] | None = None,
 ) -> int:
-    """Freeze (or reuse) the universe of the decision run at ``now``; returns its id."""
+    """Freeze (or reuse) the universe of the decision run at ``now``; returns its id.
+
+    ``listed`` is the ranking Gamma just returned (the market sync's ``top_ids``): when given,
+    only those markets can be offered, so a market Gamma no longer lists (or no longer knows)
+    is never frozen from a stale stored row. Without it (``arena decide`` on its own), the
+    stored open markets are ranked by volume.
+    """
     slot = week_start(now)
     size = settings.benchmark.universe_size
     with transaction(factory) as session:
@@ -77,12 +87,13 @@ def freeze_universe(
         ).scalar_one_or_none()
         if existing is not None:
             return existing
+        query = select(MarketRow).where(
+            MarketRow.closed.is_(False), MarketRow.active.is_(True), MarketRow.status == "open"
+        )
+        if listed is not None:
+            query = query.where(MarketRow.id.in_(list(listed)))
         candidates = session.scalars(
-            select(MarketRow)
-            .where(
-                MarketRow.closed.is_(False), MarketRow.active.is_(True), MarketRow.status == "open"
-            )
-            .order_by(MarketRow.volume.desc().nulls_last(), MarketRow.id)
+            query.order_by(MarketRow.volume.desc().nulls_last(), MarketRow.id)
         )
         ranked: list[MarketRow] = []
         for row in candidates:
