@@ -349,10 +349,10 @@ class DecisionRun:
                 agent.family_id, model, messages, max_tokens, baseline=agent.kind == "baseline"
             )
         except BudgetExceeded as exc:
-            self._finish(claim, result, BUDGET_SKIPPED, error=str(exc), attempts=attempts)
             attempts.store(
                 "initial", "budget_skipped", messages, self.clock.now(), message=str(exc)
             )
+            self._finish(claim, result, BUDGET_SKIPPED, error=str(exc), attempts=attempts)
             return
         decision: ValidDecision | None = None
         parsed: dict[str, Any] | None = None

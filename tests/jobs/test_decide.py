@@ -3,6 +3,7 @@ methodology prescribes, every attempt is stored, and the ledger invariant holds.
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from arena.fakes.openrouter import (
     reasoning_only,
 )
 from arena.jobs.budget import Budget
-from arena.store.models import Agent, Position, Trade
+from arena.store.models import Agent, Decision, Position, Trade
 from tests.conftest import Database
 from tests.jobs.decide_world import HOLD, MODELS, bet, fake_answer, make_world
 
@@ -299,3 +300,49 @@ def test_v2_forecast_panel_is_required_and_stored(db: Database, tmp_path: Path) 
         if f.market_id in ("1001", "1002", "1004")
     )
     world.assert_ledger()
+
+
+def test_sell_whose_executions_all_fail_is_retryable(db: Database, tmp_path: Path) -> None:
+    """A position settled while the model was thinking: the SELL cannot execute, so the
+    decision is stored retryable (no trade), and the next run decides it again."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from tests.jobs.decide_world import DECIDE_AT
+
+    world = make_world(db, tmp_path)
+    world.fake.script(GPT, fake_answer(bet("1002", "NO", 500)))
+    world.run()
+    with db.factory() as session:
+        position = session.scalars(
+            select(Position)
+            .join(Agent, Agent.id == Position.agent_id)
+            .where(Position.market_id == "1002", Agent.family_id == "gpt-5.1")
+        ).one()
+
+    def settle_then_sell(_messages: list[dict[str, object]]) -> str:
+        with db.factory() as session, session.begin():  # a concurrent settlement
+            session.execute(
+                update(Position).where(Position.id == position.id).values(status="CANCELLED")
+            )
+        sell = {"position_id": str(position.id), "percentage": 100}
+        return json.dumps({"action": "SELL", "sells": [sell], "reasoning": "exit"})
+
+    world.fake.script(GPT, answer(settle_then_sell))
+    week2 = DECIDE_AT + timedelta(days=7)
+    report = world.run(at=week2)
+    assert report.failed
+    with db.factory() as session:
+        decision = session.scalars(
+            select(Decision)
+            .join(Agent, Agent.id == Decision.agent_id)
+            .where(Agent.family_id == "gpt-5.1", Decision.decision_week == 2)
+        ).one()
+        sells = session.scalars(select(Trade).where(Trade.trade_type == "SELL")).all()
+    assert decision.status == "retryable" and "all executions failed" in (decision.error or "")
+    assert sells == []
+    world.fake.script(GPT, fake_answer(HOLD))
+    world.run(at=week2)
+    with db.factory() as session:
+        assert session.get(Decision, decision.id).status == "completed"
