@@ -47,16 +47,6 @@ log = logging.getLogger(__name__)
 CHUNK = 400  # rows per statement: ~30 columns each stays far below SQLite's 32,766 parameters
 VOLUME_PLACES = Decimal("0.000001")  # the scale of the Volume() columns
 PRICE_PLACES = Decimal("0.0000000001")  # the scale of the Price() columns
-_LENGTHS = {
-    "slug": 300,
-    "category": 100,
-    "condition_id": 80,
-    "neg_risk_market_id": 80,
-    "group_item_title": 300,
-    "event_id": 32,
-    "event_slug": 300,
-    "uma_resolution_status": 32,
-}
 # Columns a missing fresh value never overwrites (COALESCE(new, old)).
 _KEEP_KNOWN = (
     "slug", "description", "category", "volume", "volume_24h", "liquidity", "end_date",
@@ -307,9 +297,6 @@ def market_row(market: Market, now: datetime) -> dict[str, Any]:
         "prices_updated_at": now if valid else None,
         "status": "open",
     }
-    for name, length in _LENGTHS.items():
-        if isinstance(row[name], str):
-            row[name] = row[name][:length]
     return row
 
 

@@ -21,6 +21,14 @@ from typing import Any
 from arena.clock import ensure_utc, parse_timestamp
 from arena.domain.ledger import ONE, ZERO
 from arena.domain.markets import Market
+from arena.domain.storable import (
+    LONG_TEXT,
+    MAX_OUTCOME_LENGTH,
+    fits_digits,
+    has_unstorable,
+    is_market_id,
+    optional_text,
+)
 from arena.errors import MarketParseError
 
 logger = logging.getLogger(__name__)
@@ -110,32 +118,34 @@ def parse_market(raw: Mapping[str, Any], event: Mapping[str, Any] | None = None)
     event_title = _text(event.get("title")) if event else None
     return Market(
         id=market_id,
-        question=question,
+        question=optional_text(question, LONG_TEXT) or "",
         outcomes=outcomes,
         prices=prices,
-        slug=_text(raw.get("slug")),
-        description=_text(raw.get("description")),
-        category=derive_category(raw, event_title, tags, question),
-        volume=_first_number(raw, "volumeNum", "volume"),
-        volume_24h=_first_number(raw, "volume24hr"),
-        liquidity=_first_number(raw, "liquidityNum", "liquidity"),
+        slug=optional_text(_text(raw.get("slug")), 300),
+        description=optional_text(_text(raw.get("description")), LONG_TEXT),
+        category=optional_text(derive_category(raw, event_title, tags, question), 100),
+        volume=_volume(market_id, raw, "volumeNum", "volume"),
+        volume_24h=_volume(market_id, raw, "volume24hr"),
+        liquidity=_volume(market_id, raw, "liquidityNum", "liquidity"),
         end_date=_first_time(raw, "endDate", "endDateIso"),
         closed_time=_first_time(raw, "closedTime"),
         active=bool(_flag(raw.get("active"), default=True)),
         closed=bool(_flag(raw.get("closed"), default=False)),
         accepting_orders=_flag(raw.get("acceptingOrders"), default=None),
-        uma_resolution_status=(_text(raw.get("umaResolutionStatus")) or "").lower() or None,
-        condition_id=_text(raw.get("conditionId"), strip=False),
+        uma_resolution_status=_identifier(
+            (_text(raw.get("umaResolutionStatus")) or "").lower() or None, 32
+        ),
+        condition_id=_identifier(_text(raw.get("conditionId"), strip=False), 80),
         clob_token_ids=_token_ids(market_id, raw.get("clobTokenIds")),
         neg_risk=bool(_flag(raw.get("negRisk"), default=False)),
-        neg_risk_market_id=_text(raw.get("negRiskMarketID")),
+        neg_risk_market_id=_identifier(_text(raw.get("negRiskMarketID")), 80),
         neg_risk_other=bool(_flag(raw.get("negRiskOther"), default=False)),
-        group_item_title=_text(raw.get("groupItemTitle")),
-        event_id=_text(_id_text(event.get("id"))) if event else None,
-        event_slug=_text(event.get("slug")) if event else None,
-        event_title=event_title,
+        group_item_title=optional_text(_text(raw.get("groupItemTitle")), 300),
+        event_id=_event_id(event.get("id")) if event else None,
+        event_slug=optional_text(_text(event.get("slug")), 300) if event else None,
+        event_title=optional_text(event_title, LONG_TEXT),
         tags=tags,
-        market_type=_text(raw.get("marketType")),
+        market_type=_identifier(_text(raw.get("marketType")), 32),
     )
 
 
@@ -148,6 +158,10 @@ def parse_rows(rows: Iterable[Any], event: Mapping[str, Any] | None = None) -> P
         except MarketParseError as exc:
             logger.warning("skipping unparseable Gamma market %s: %s", exc.market_id, exc.reason)
             parsed.errors.append(exc)
+        except Exception as exc:  # one hostile row never stops the batch
+            market_id = _market_id_or_none(raw)
+            logger.warning("skipping unparseable Gamma market %s: %r", market_id, exc)
+            parsed.errors.append(MarketParseError(market_id, f"{type(exc).__name__}: {exc}"))
     return parsed
 
 
@@ -223,10 +237,12 @@ def parse_gamma_time(value: Any) -> datetime | None:
         return None
     try:
         if len(text) == 10:
-            return ensure_utc(datetime.combine(date.fromisoformat(text), datetime.min.time()))
-        return parse_timestamp(text)
-    except ValueError:
+            moment = ensure_utc(datetime.combine(date.fromisoformat(text), datetime.min.time()))
+        else:
+            moment = parse_timestamp(text)
+    except (ValueError, OverflowError):
         return None
+    return moment if 1970 <= moment.year <= 2200 else None
 
 
 def to_decimal(value: Any) -> Decimal | None:
@@ -247,9 +263,35 @@ def to_decimal(value: Any) -> Decimal | None:
 
 def _market_id(value: Any) -> str:
     text = _id_text(value)
-    if not text or not text.isdigit():
-        raise MarketParseError(text or None, f"missing or non-numeric id {value!r}")
+    if not text or not is_market_id(text):
+        shown = optional_text(text, 40) if text else None
+        raise MarketParseError(shown, f"missing or non-numeric id {value!r:.60}")
     return text
+
+
+def _market_id_or_none(raw: Any) -> str | None:
+    text = _id_text(raw.get("id")) if isinstance(raw, Mapping) else None
+    return text if text and is_market_id(text) else None
+
+
+def _event_id(value: Any) -> str | None:
+    """An event id, kept only when it is one a market id could be (ASCII digits, <= 32)."""
+    text = _id_text(value)
+    return text if text and is_market_id(text) else None
+
+
+def _identifier(text: str | None, limit: int) -> str | None:
+    """A short machine value (condition id, status): kept whole or not at all, never cut."""
+    if text is None or len(text) > limit or has_unstorable(text):
+        return None
+    return text
+
+
+def _volume(market_id: str, raw: Mapping[str, Any], *keys: str) -> Decimal | None:
+    number = _first_number(raw, *keys)
+    if number is not None and not fits_digits(number):
+        raise MarketParseError(market_id, f"{keys[0]} out of range: {number:.3e}")
+    return number
 
 
 def _id_text(value: Any) -> str | None:
@@ -287,6 +329,9 @@ def _outcomes(market_id: str, value: Any) -> tuple[str, ...]:
     if not all(isinstance(item, str) and item.strip() for item in items):
         raise MarketParseError(market_id, f"outcome names must be non-empty strings: {items!r:.80}")
     names = tuple(item.strip() for item in items)
+    for name in names:
+        if len(name) > MAX_OUTCOME_LENGTH or has_unstorable(name):
+            raise MarketParseError(market_id, f"unstorable outcome name {name!r:.60}")
     if len({name.lower() for name in names}) != len(names):
         raise MarketParseError(market_id, f"duplicate outcome names {list(names)!r}")
     return names

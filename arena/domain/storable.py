@@ -1,0 +1,71 @@
+"""What the database can hold: the one rule for outside text and numbers before they are stored.
+
+Gamma rows, model answers and config values are untrusted. PostgreSQL refuses a NUL character
+in text and a string longer than its ``VARCHAR(n)``; both databases refuse lone UTF-16
+surrogates; ``NUMERIC(p, s)`` refuses a number with more than ``p - s`` integer digits. SQLite
+accepts most of these, so without one rule the same row would be stored on one database and
+crash the other. Everything outside passes through here first, so what is admitted is stored
+identically on both:
+
+* text: NUL and lone surrogates become U+FFFD; text longer than its column is cut and ends
+  with :data:`CUT_MARKER`;
+* identifiers: ASCII digits only, within their column length (never cut: a cut id is a
+  different id);
+* numbers: finite and within the column's integer digits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+CUT_MARKER = "…[cut]"
+REPLACEMENT = "\ufffd"
+MAX_MARKET_ID_DIGITS = 32  # markets.id is VARCHAR(32)
+MAX_OUTCOME_LENGTH = 300  # positions.side, trades.side, forecasts.outcome are VARCHAR(300)
+MAX_VOLUME = Decimal("1e18")  # Volume() is NUMERIC(24, 6): 18 integer digits
+LONG_TEXT = 20_000  # questions, descriptions, titles: unbounded TEXT, bounded here
+MODEL_TEXT = 200_000  # a model's raw answer or reasoning
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def has_unstorable(text: str) -> bool:
+    """Whether ``text`` holds a character no database stores (NUL, a lone surrogate)."""
+    return _UNSTORABLE.search(text) is not None
+
+
+def storable_text(text: str, limit: int) -> str:
+    """``text`` with unstorable characters replaced, cut to ``limit`` characters with a marker."""
+    text = _UNSTORABLE.sub(REPLACEMENT, text)
+    if len(text) > limit:
+        text = text[: max(limit - len(CUT_MARKER), 0)] + CUT_MARKER
+    return text[:limit]
+
+
+def optional_text(text: str | None, limit: int) -> str | None:
+    """:func:`storable_text` for an optional value."""
+    return None if text is None else storable_text(text, limit)
+
+
+def storable_json(value: Any, limit: int = MODEL_TEXT) -> Any:
+    """A JSON-like value with every string (keys included) made storable."""
+    if isinstance(value, str):
+        return storable_text(value, limit)
+    if isinstance(value, Mapping):
+        return {storable_text(str(k), limit): storable_json(v, limit) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable_json(v, limit) for v in value]
+    return value
+
+
+def is_market_id(text: str) -> bool:
+    """A Polymarket market id as stored: 1 to 32 ASCII digits ("²" is a digit to ``isdigit``)."""
+    return 0 < len(text) <= MAX_MARKET_ID_DIGITS and text.isascii() and text.isdigit()
+
+
+def fits_digits(number: Decimal, bound: Decimal = MAX_VOLUME) -> bool:
+    """Whether a finite ``number`` fits a NUMERIC column whose magnitude must stay below ``bound``."""
+    return number.is_finite() and abs(number) < bound
