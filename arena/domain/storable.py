@@ -67,5 +67,5 @@ def is_market_id(text: str) -> bool:
 
 
 def fits_digits(number: Decimal, bound: Decimal = MAX_VOLUME) -> bool:
-    """Whether a finite ``number`` fits a NUMERIC column whose magnitude must stay below ``bound``."""
+    """Whether ``number`` is finite and its magnitude below ``bound`` (a NUMERIC column)."""
     return number.is_finite() and abs(number) < bound

@@ -48,6 +48,7 @@ from arena.domain.prompting import (
     render_messages,
     render_repair,
 )
+from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
 from arena.errors import ExecutionError, ProviderFatal
 from arena.jobs.budget import Budget, BudgetExceeded
 from arena.jobs.claims import (
@@ -149,11 +150,15 @@ class _Attempts:
             claim_token=self.claim.token,
             kind=kind,
             outcome=outcome,
-            request_messages=messages,
-            raw_response=reply.content if reply is not None else None,
-            raw_body=(reply.raw if reply is not None else error.raw if error else None),
-            parsed=parsed,
-            error=message or (error.message if error is not None else None),
+            request_messages=storable_json(messages),
+            raw_response=optional_text(reply.content if reply is not None else None, MODEL_TEXT),
+            raw_body=storable_json(
+                reply.raw if reply is not None else error.raw if error else None
+            ),
+            parsed=storable_json(parsed),
+            error=optional_text(
+                message or (error.message if error is not None else None), MODEL_TEXT
+            ),
             http_status=error.status if error is not None else None,
             finish_reason=reply.finish_reason if reply is not None else None,
             provider=getattr(source, "provider", None),
@@ -272,7 +277,19 @@ class DecisionRun:
             return result
         result.decision_id = claim.decision_id
         with LeaseKeeper(self.factory, claim, self.lease_clock, lease):
-            self._decide_claimed(claim, agent, week, universe, result)
+            try:
+                self._decide_claimed(claim, agent, week, universe, result)
+            except RunAborted:
+                raise
+            except Exception as exc:  # one agent's failure never blocks the agents after it
+                log.exception("decision %s: failed; left retryable", claim.decision_id)
+                self._finish(
+                    claim,
+                    result,
+                    RETRYABLE,
+                    error=f"internal error: {type(exc).__name__}: {exc}",
+                    attempts=_Attempts(self.factory, claim, agent.prompt_version, self.clock),
+                )
         return result
 
     def _prompt_context(
@@ -513,9 +530,9 @@ class DecisionRun:
             row.action = decision.action.value
             row.system_hold = result.system_hold
             row.cash_shown = cash_shown
-            row.reasoning = decision.reasoning
-            row.payload = decision.to_json_dict()
-            row.error = "; ".join(execution.failures) or None
+            row.reasoning = optional_text(decision.reasoning, MODEL_TEXT)
+            row.payload = storable_json(decision.to_json_dict())
+            row.error = optional_text("; ".join(execution.failures), MODEL_TEXT) or None
             row.completed_at = row.updated_at = now
             row.lease_expires_at = None
         result.status, result.action = COMPLETED, decision.action.value
@@ -541,9 +558,9 @@ class DecisionRun:
             row = lock_claim(session, claim)
             if row is not None:
                 row.status = status
-                row.error = error
+                row.error = optional_text(error, MODEL_TEXT)
                 row.action = decision.action.value if decision else None
-                row.payload = decision.to_json_dict() if decision else None
+                row.payload = storable_json(decision.to_json_dict()) if decision else None
                 row.updated_at = now
                 row.lease_expires_at = None
         result.status, result.error = status, error
