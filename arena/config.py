@@ -48,8 +48,17 @@ class Benchmark(_Strict):
     malformed_retries: Annotated[int, Field(ge=0, le=10)] = 2
     decision_cohort_limit: Annotated[int, Field(ge=1)] = 5
     cancel_after_days: Annotated[int, Field(ge=1)] = 14
-    claim_lease_seconds: Annotated[int, Field(ge=1)] = 300
+    claim_lease_seconds: Annotated[int, Field(ge=1)] = 90  # renewed every third of it
     min_scored_bets: Annotated[int, Field(ge=0)] = 10  # fewer: leaderboard row is provisional
+    # A model never sees prices older than this (methodology: "Fresh prices, open markets only").
+    max_price_age_minutes: Annotated[int, Field(ge=1, le=10080)] = 360
+    # A decision run refuses a universe with fewer tradable markets (default: universe_size / 2).
+    min_universe_markets: Annotated[int | None, Field(ge=1, le=5000)] = None
+
+    @property
+    def universe_floor(self) -> int:
+        """The fewest tradable markets a decision run accepts to freeze a universe."""
+        return self.min_universe_markets or max(self.universe_size // 2, 1)
 
 
 class Schedule(_Strict):
@@ -59,6 +68,9 @@ class Schedule(_Strict):
     snapshot_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
     resolution_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
     misfire_grace_seconds: Annotated[int, Field(ge=1)] = 300
+    # Missed weekly work (cohort start, decision run, unfinished decisions) is caught up until
+    # this many hours after the week starts (168: the whole week).
+    catch_up_hours: Annotated[int, Field(ge=0, le=168)] = 168
 
     @field_validator("cohort_start", "decision_run")
     @classmethod

@@ -13,6 +13,7 @@ ArenaError                      base of everything arena raises on purpose
 │       └── ProviderFatal       401/402: stop the whole run at once
 ├── MalformedResponse           a model's answer failed extraction or validation (repairable)
 └── JobFailed                   a job ran and failed; CLI exits 1
+    └── UniverseUnavailable     no fresh, big enough universe: the decision run stores nothing
 """
 
 from __future__ import annotations
@@ -80,3 +81,8 @@ class JobFailed(ArenaError):
     """A job ran and failed; the CLI exits 1."""
 
     exit_code = 1
+
+
+class UniverseUnavailable(JobFailed):
+    """The market sync failed or listed too few tradable markets: no universe is frozen, no
+    decision is stored, and the decision run fails retryably."""

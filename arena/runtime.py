@@ -11,32 +11,39 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock, FixedClock, floor_to_minutes, week_start
+from arena.clock import Clock, FixedClock, SystemClock, floor_to_minutes, week_start
 from arena.config import Settings, parse_weekly
-from arena.errors import JobFailed
+from arena.errors import JobFailed, UniverseUnavailable
 from arena.jobs.budget import Budget
 from arena.jobs.cohorts import complete_cohorts, start_cohort
-from arena.jobs.decide import DecideReport, DecisionRun
-from arena.jobs.guard import GuardedRun, run_guarded
+from arena.jobs.decide import ALREADY_FINAL, AgentResult, DecideReport, DecisionRun
+from arena.jobs.due import WeekDue, retry_pause, week_due
+from arena.jobs.guard import ALREADY_FINAL as ALREADY_DONE
+from arena.jobs.guard import GuardedRun, log_event, run_guarded
 from arena.jobs.markets import sync_markets
+from arena.jobs.prices import refresh_markets
 from arena.jobs.settle import resolve_markets
 from arena.jobs.snapshots import take_snapshots
 from arena.jobs.universe import freeze_universe
 from arena.sources.gamma import GammaClient
 from arena.sources.registry import ProviderRegistry
+from arena.store.models import JobRun
 
 log = logging.getLogger(__name__)
 
 # The order `--once` runs due jobs in: a cohort exists before its decisions; markets are fresh
 # before decisions and settlement; snapshots see the state after everything else.
 JOBS = ("cohort_start", "market_sync", "decision_run", "resolution", "snapshot")
+DECISION_RETRY_MINUTES = 30
 _DAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 
 
@@ -61,6 +68,35 @@ def weekly_slot(spec: str, now: datetime) -> datetime:
     return slot if slot <= now else slot - timedelta(days=7)
 
 
+def job_slot(settings: Settings, job: str, now: datetime) -> datetime:
+    """The slot (latest scheduled fire time at or before ``now``) of ``job``."""
+    schedule = settings.schedule
+    if job == "cohort_start":
+        return weekly_slot(schedule.cohort_start, now)
+    if job == "decision_run":
+        return weekly_slot(schedule.decision_run, now)
+    minutes = {
+        "market_sync": schedule.market_sync_minutes,
+        "snapshot": schedule.snapshot_minutes,
+        "resolution": schedule.resolution_minutes,
+    }[job]
+    return floor_to_minutes(now, minutes)
+
+
+def current_week_due(
+    settings: Settings, session: Session, now: datetime, lease_now: datetime
+) -> WeekDue:
+    """What the week of ``now`` still owes (missing cohort, decision run, decisions)."""
+    return week_due(
+        session,
+        settings,
+        now,
+        job_slot(settings, "cohort_start", now),
+        job_slot(settings, "decision_run", now),
+        lease_now,
+    )
+
+
 class Runtime:
     def __init__(
         self,
@@ -71,6 +107,7 @@ class Runtime:
         *,
         sleep: Callable[[float], None] | None = None,
         wall_clock: Clock | None = None,
+        wait: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings
         self.factory = factory
@@ -78,6 +115,7 @@ class Runtime:
         self.providers = providers
         self.sleep = sleep
         self.wall_clock = wall_clock
+        self.wait = wait
         self.stop_event = threading.Event()
         self.last_decide: DecideReport | None = None
         self._settled: dict[str, datetime] = {}  # job -> last slot this process saw finished
@@ -93,14 +131,21 @@ class Runtime:
             _jsonable(sync_markets(self.factory, self.gamma, self.settings, clock).counts())
         )
 
-    def decision_run(self, clock: Clock) -> dict[str, Any]:
-        """Refresh the market universe, then decide for every agent in the window."""
-        listed: list[str] | None = None
-        try:
-            sync = sync_markets(self.factory, self.gamma, self.settings, clock)
-            listed = sync.top_ids
-        except Exception as exc:  # decide on the stored markets rather than not at all
-            log.warning("decision run: market sync failed, using stored markets: %s", exc)
+    def decide(
+        self, clock: Clock, on_progress: Callable[[AgentResult], None] | None = None
+    ) -> DecideReport:
+        """The decision run: before each freeze, sync the markets from Gamma and offer only
+        what it just listed; a failed sync or a too-small universe decides nothing."""
+
+        def freeze(cohort_ids: Sequence[int]) -> int:
+            try:
+                sync = sync_markets(self.factory, self.gamma, self.settings, clock)
+            except Exception as exc:
+                raise UniverseUnavailable(f"market sync failed, no decision stored: {exc}") from exc
+            return freeze_universe(
+                self.factory, self.settings, clock.now(), cohort_ids, sync.top_ids
+            )
+
         budget = Budget(
             self.settings.budget,
             self.providers.worst_case,
@@ -111,24 +156,35 @@ class Runtime:
             self.settings,
             clock,
             self.providers.for_agent,
-            lambda ids: freeze_universe(self.factory, self.settings, clock.now(), ids, listed),
+            freeze,
             sleep=self.sleep,
             budget=budget,
             should_stop=self.stop_event.is_set,
             lease_clock=self.wall_clock,
+            on_progress=on_progress,
+            refresh_markets=lambda ids: refresh_markets(self.factory, self.gamma, ids, clock),
+            wait=self.wait,
         )
         report = run.run()
         self.last_decide = report
+        return report
+
+    def decision_run(self, clock: Clock) -> dict[str, Any]:
+        """The scheduled decision run; fails (retryably) unless every decision is final."""
+        report = self.decide(clock)
         counts = {
             "decided": sum(r.status == "completed" for r in report.results),
-            "failed": sum(r.failed for r in report.results),
-            "skipped": sum(r.status == "skipped" for r in report.results),
+            "already_final": sum(r.status == ALREADY_FINAL for r in report.results),
+            "unfinished": len(report.unfinished),
             "trades": sum(r.trades for r in report.results),
             "cost_usd": str(sum((r.cost_usd for r in report.results), Decimal(0))),
             "aborted": report.aborted,
         }
         if report.failed:
-            raise JobFailed(f"decision run failed: {counts}")
+            reason = report.aborted or "; ".join(
+                f"{r.family_id}: {r.describe()}" for r in report.unfinished[:5]
+            )
+            raise JobFailed(f"decision run unfinished: {reason}")
         return counts
 
     def resolution(self, clock: Clock) -> dict[str, Any]:
@@ -149,23 +205,13 @@ class Runtime:
     # --- slots and the guard ---------------------------------------------------------------
 
     def slot(self, job: str, now: datetime) -> datetime:
-        schedule = self.settings.schedule
-        if job == "cohort_start":
-            return weekly_slot(schedule.cohort_start, now)
-        if job == "decision_run":
-            return weekly_slot(schedule.decision_run, now)
-        minutes = {
-            "market_sync": schedule.market_sync_minutes,
-            "snapshot": schedule.snapshot_minutes,
-            "resolution": schedule.resolution_minutes,
-        }[job]
-        return floor_to_minutes(now, minutes)
+        return job_slot(self.settings, job, now)
 
     def run_job(self, job: str, clock: Clock) -> GuardedRun:
         """Run ``job`` for its slot at ``clock.now()`` under the database guard."""
         slot = self.slot(job, clock.now())
         if self._settled.get(job) == slot:
-            return GuardedRun(job, slot, False, "skipped")
+            return GuardedRun(job, slot, False, ALREADY_DONE)
         method: Callable[[Clock], dict[str, Any]] = getattr(self, job)
         # A weekly job acts as of its slot's week, even when it runs late (catch-up).
         result = run_guarded(
@@ -175,10 +221,80 @@ class Runtime:
             self._settled[job] = slot  # done here: no need to ask the database again
         return result
 
+    def week_due(self, now: datetime) -> WeekDue:
+        """What the week of ``now`` still owes (missing cohort, decision run, decisions)."""
+        with self.factory() as session:
+            return current_week_due(
+                self.settings, session, now, (self.wall_clock or SystemClock()).now()
+            )
+
+    def catch_up(self, clock: Clock) -> list[GuardedRun]:
+        """Run this week's cohort start and decision run when due and not done: at daemon
+        start-up and every tick, until ``schedule.catch_up_hours`` into the week. A failed
+        decision run is retried every ``DECISION_RETRY_MINUTES``; a missing or crashed one
+        at once. Every slot caught up late is recorded in the system log."""
+        now = clock.now()
+        if now - week_start(now) > timedelta(hours=self.settings.schedule.catch_up_hours):
+            return []
+        due = self.week_due(now)
+        results = []
+        for job, owed in (
+            ("cohort_start", due.missing_cohort is not None),
+            ("decision_run", due.missing_decision_run is not None or bool(due.unfinished)),
+        ):
+            slot = self.slot(job, now)
+            if not owed or self._settled.get(job) == slot or self._paused(job, slot, now):
+                continue
+            result = self.run_job(job, clock)
+            if result.ran:
+                late = now - slot
+                log_event(
+                    self.factory,
+                    clock,
+                    job,
+                    "caught_up",
+                    f"slot {slot.isoformat()} caught up {int(late.total_seconds())} s late: "
+                    f"{result.describe()}",
+                    level="WARNING",
+                )
+            results.append(result)
+        return results
+
+    def _paused(self, job: str, slot: datetime, now: datetime) -> bool:
+        """A failed run is retried only every ``DECISION_RETRY_MINUTES``."""
+        with self.factory() as session:
+            run = session.execute(
+                select(JobRun).where(JobRun.job == job, JobRun.slot == slot)
+            ).scalar_one_or_none()
+        if run is None or run.status != "failed":
+            return False
+        return retry_pause(run.finished_at, now, DECISION_RETRY_MINUTES)
+
     def run_due(self, at: datetime) -> list[GuardedRun]:
         """``--once``: every job whose current slot has not run yet, in dependency order."""
         clock = FixedClock(at)
         return [self.run_job(job, clock) for job in JOBS if not self.stop_event.is_set()]
+
+    def finish_held(self, at: datetime, results: list[GuardedRun]) -> list[GuardedRun]:
+        """Wait for jobs held by another live process, up to their lease, then run each again
+        (taking over a holder that died); the results with the held ones replaced."""
+        clock, wall = FixedClock(at), self.wall_clock or SystemClock()
+        out = []
+        for result in results:
+            if result.status == "held" and result.lease_until is not None:
+                for _beat in range(int((result.lease_until - wall.now()).total_seconds()) + 2):
+                    with self.factory() as session:
+                        status = session.scalar(
+                            select(JobRun.status).where(
+                                JobRun.job == result.job, JobRun.slot == result.slot
+                            )
+                        )
+                    if status != "running" or self.stop_event.is_set():
+                        break
+                    self.wait(1.0)
+                result = self.run_job(result.job, clock)
+            out.append(result)
+        return out
 
     def close(self) -> None:
         self.gamma.close()

@@ -4,7 +4,10 @@ UTC cron triggers from ``schedule`` in the config; no job overlaps itself
 (``max_instances=1``), missed runs coalesce into one, and a run later than
 ``misfire_grace_seconds`` is skipped until its next slot. Every job additionally goes through
 the database guard (:mod:`arena.jobs.guard`), so two daemons never do the same slot twice.
-A failed decision run is retried every ``DECISION_RETRY_MINUTES`` within its week.
+At start-up and every minute, :meth:`Runtime.catch_up` runs the week's cohort start and
+decision run when they are due and not done (a missed fire time, a database outage at it, a
+crashed run, a start after the fire time), and retries a failed decision run every
+``DECISION_RETRY_MINUTES`` within its week.
 """
 
 from __future__ import annotations
@@ -17,15 +20,13 @@ from types import FrameType
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
-from sqlalchemy import select
 
 from arena.clock import SystemClock
 from arena.config import Settings, parse_weekly
 from arena.runtime import Runtime
-from arena.store.models import JobRun
 
 log = logging.getLogger(__name__)
-DECISION_RETRY_MINUTES = 30
+CATCH_UP_MINUTES = 1
 
 
 def interval_trigger(minutes: int) -> CronTrigger:
@@ -66,26 +67,24 @@ def build_scheduler(runtime: Runtime) -> BackgroundScheduler:
     for name, trigger in triggers(settings).items():
         scheduler.add_job(runtime.run_job, trigger, args=[name, clock], id=name, name=name)
     scheduler.add_job(
-        retry_failed_decision_run,
-        interval_trigger(DECISION_RETRY_MINUTES),
+        catch_up,
+        interval_trigger(CATCH_UP_MINUTES),
         args=[runtime],
-        id="decision_retry",
-        name="decision_retry",
+        id="catch_up",
+        name="catch_up",
+        next_run_time=datetime.now(UTC),  # at start-up too
     )
     return scheduler
 
 
-def retry_failed_decision_run(runtime: Runtime) -> None:
-    """Re-run this week's decision run if its slot failed (retryable agents get another go)."""
-    clock = SystemClock()
-    slot = runtime.slot("decision_run", clock.now())
-    with runtime.factory() as session:
-        status = session.scalar(
-            select(JobRun.status).where(JobRun.job == "decision_run", JobRun.slot == slot)
-        )
-    if status == "failed":
-        log.info("retrying the failed decision run of %s", slot)
-        runtime.run_job("decision_run", clock)
+def catch_up(runtime: Runtime) -> None:
+    """Catch up the week's missed weekly work; never raises (a database outage is logged and
+    the next tick tries again)."""
+    try:
+        for result in runtime.catch_up(SystemClock()):
+            log.info("catch-up %s slot %s: %s", result.job, result.slot, result.describe())
+    except Exception as exc:
+        log.error("catch-up failed (retried next minute): %s: %s", type(exc).__name__, exc)
 
 
 def next_run_times(scheduler: BackgroundScheduler) -> dict[str, datetime | None]:

@@ -264,6 +264,10 @@ class Simulation:
         seed: int = 7,
         skills: dict[str, float] | None = None,
     ) -> None:
+        if settings.benchmark.min_universe_markets is None:  # a small world: a floor it can meet
+            floor = min(settings.benchmark.universe_floor, max(n_markets // 4, 1))
+            benchmark = settings.benchmark.model_copy(update={"min_universe_markets": floor})
+            settings = settings.model_copy(update={"benchmark": benchmark})
         self.settings = settings
         self.clock = FixedClock(start)
         self.world = SimulatedWorld.build(n_markets, seed, start, days)

@@ -29,6 +29,7 @@ def test_two_once_processes_do_each_job_once(db: Database, tmp_path: Path) -> No
             db.url,
             polymarket={"gamma_url": gamma_url},
             openrouter={"base_url": openrouter_url, "max_tokens": 1000},
+            benchmark={"universe_size": 100},
         )
         env = cli_env(OPENROUTER_API_KEY=fake.api_key)
         procs = [

@@ -55,7 +55,7 @@ def test_jobs_never_overlap_and_coalesce(tmp_path: Path) -> None:
         "market_sync",
         "resolution",
         "snapshot",
-        "decision_retry",
+        "catch_up",
     }
     for job in jobs.values():
         assert job.max_instances == 1

@@ -1,4 +1,10 @@
-"""``arena decide``: this week's decisions for every agent in the decision window."""
+"""``arena decide``: this week's decisions for every agent in the decision window.
+
+Exactly what the daemon does at its decision-run slot (:meth:`arena.runtime.Runtime.decide`):
+sync the markets from Gamma, freeze a fresh universe, decide agent after agent. Exit 0 only
+when every decision is final when it exits; otherwise each unfinished one is listed with its
+reason or holder, and the exit code is 1.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +14,14 @@ from rich.table import Table
 
 from arena.cli.common import AtOption, clock_for, console, state
 from arena.errors import JobFailed
-from arena.jobs.budget import Budget
-from arena.jobs.decide import AgentResult, DecideReport, DecisionRun
-from arena.jobs.universe import freeze_universe
-from arena.sources.registry import ProviderRegistry
+from arena.jobs.decide import AgentResult, DecideReport
+from arena.runtime import production_runtime
 
 
 def decide(ctx: typer.Context, at: AtOption = None) -> None:
     """Run this week's decisions for every agent of the cohorts in the decision window."""
     app_state = state(ctx)
-    settings = app_state.settings
-    factory = app_state.factory()
-    clock = clock_for(at)
-    registry = ProviderRegistry(settings)
-    budget = Budget(
-        settings.budget, registry.worst_case, rounds=settings.benchmark.malformed_retries + 1
-    )
+    runtime = production_runtime(app_state.settings, app_state.factory())
     try:
         with Progress(console=console, transient=True) as progress:
             task = progress.add_task("deciding", total=None)
@@ -32,21 +30,12 @@ def decide(ctx: typer.Context, at: AtOption = None) -> None:
                 progress.advance(task)
                 progress.update(task, description=f"{result.family_id}: {result.status}")
 
-            run = DecisionRun(
-                factory,
-                settings,
-                clock,
-                registry.for_agent,
-                lambda cohort_ids: freeze_universe(factory, settings, clock.now(), cohort_ids),
-                budget=budget,
-                on_progress=on_progress,
-            )
-            report = run.run()
+            report = runtime.decide(clock_for(at), on_progress)
     finally:
-        registry.close()
+        runtime.close()
     print_report(report)
     if report.failed:
-        raise JobFailed(report.aborted or "one or more agents ended in a failure state")
+        raise JobFailed(report.aborted or f"{len(report.unfinished)} decision(s) not final")
 
 
 def print_report(report: DecideReport) -> None:
@@ -60,15 +49,19 @@ def print_report(report: DecideReport) -> None:
             str(r.trades),
             f"{r.cost_usd:.6f}",
             str(r.attempts),
-            r.status + (f": {r.error[:60]}" if r.error else ""),
+            r.describe()[:80],
         )
     console.print(table)
     done = sum(1 for r in report.results if r.status == "completed")
+    final = sum(1 for r in report.results if r.final) - done
     console.print(
-        f"{done} decided, {len(report.results) - done} not (universe {report.universe_id})"
+        f"{done} completed, {final} already final, {len(report.unfinished)} unfinished "
+        f"(universe {report.universe_id})"
     )
+    for r in report.unfinished:
+        console.print(f"  unfinished: {r.family_id} (agent {r.agent_id}): {r.describe()}")
     if report.aborted:
-        console.print(f"[red]run aborted[/red]: {report.aborted}")
+        console.print(f"[red]run refused[/red]: {report.aborted}")
 
 
 def register(app: typer.Typer) -> None:

@@ -16,10 +16,10 @@ from arena.clock import SystemClock
 from arena.errors import JobFailed
 from arena.jobs.cohorts import decision_window, unfinished_cohorts
 from arena.jobs.guard import latest_runs
-from arena.runtime import JOBS, production_runtime
+from arena.runtime import JOBS, current_week_due, production_runtime
 from arena.scheduler import next_fire_times, run_forever
 from arena.store.db import upgrade
-from arena.store.models import Agent, Decision, Market, Position
+from arena.store.models import Agent, Market, Position
 
 log = logging.getLogger(__name__)
 
@@ -44,15 +44,17 @@ def run(
     try:
         if once or at is not None:
             now = parse_at(at) if at else SystemClock().now()
-            results = runtime.run_due(now)
+            results = runtime.finish_held(now, runtime.run_due(now))
             for result in results:
-                detail = result.error or ""
                 console.print(
-                    f"{result.job:13} slot {result.slot.isoformat()}: "
-                    f"{result.status} {detail}".rstrip()
+                    f"{result.job:13} slot {result.slot.isoformat()}: {result.describe()}",
+                    markup=False,
                 )
-            if any(r.status == "failed" for r in results):
-                raise JobFailed("one or more jobs failed")
+            unfinished = [r for r in results if not r.final]
+            if unfinished:
+                raise JobFailed(
+                    "unfinished: " + "; ".join(f"{r.job} {r.describe()}" for r in unfinished)
+                )
             return
         run_forever(runtime)
     finally:
@@ -102,7 +104,8 @@ def status(ctx: typer.Context, at: AtOption = None) -> None:
                 str(open_positions),
             )
         console.print(cohorts)
-        warnings = open_warnings(session, now, settings.benchmark.claim_lease_seconds)
+        warnings = current_week_due(settings, session, now, SystemClock().now()).warnings()
+        warnings += open_warnings(session, now, settings.benchmark.claim_lease_seconds)
     if warnings:
         console.print("[bold yellow]warnings[/bold yellow]")
         for warning in warnings:
@@ -115,7 +118,8 @@ AWAITING_TOO_LONG = timedelta(days=3)
 
 
 def open_warnings(session, now, lease_seconds: int) -> list[str]:  # type: ignore[no-untyped-def]
-    """Markets awaiting resolution for long, and agents whose decision is in a failure state."""
+    """Markets awaiting resolution for long (the week's missing and unfinished work is
+    :meth:`arena.runtime.Runtime.week_due`)."""
     warnings: list[str] = []
     held = select(Position.market_id).where(Position.status == "OPEN").distinct()
     for market in session.scalars(
@@ -127,23 +131,6 @@ def open_warnings(session, now, lease_seconds: int) -> list[str]:  # type: ignor
                 f"market {market.id} closed {closed_at.date()} and still awaits "
                 f"resolution ({market.uma_resolution_status or 'no proposal'})"
             )
-    failing = session.execute(
-        select(Decision, Agent.family_id)
-        .join(Agent, Agent.id == Decision.agent_id)
-        .where(Decision.status.in_(["retryable", "budget_skipped", "claimed"]))
-    ).all()
-    for decision, family in failing:
-        if (
-            decision.status == "claimed"
-            and decision.lease_expires_at
-            and (decision.lease_expires_at > SystemClock().now())
-        ):
-            continue  # in flight right now
-        warnings.append(
-            f"agent {decision.agent_id} ({family}) cohort {decision.cohort_id} "
-            f"week {decision.decision_week}: {decision.status}"
-            f" {(decision.error or '')[:80]}".rstrip()
-        )
     return warnings
 
 

@@ -6,24 +6,26 @@ whose lease expired or whose status is retryable. The claim carries a random tok
 renewed by a background thread while the call is in flight. Trades are written only in a
 transaction that re-checks the token (:func:`lock_claim`), so a stale worker can never trade.
 
-Leases run on the real wall clock (``lease_clock``), not the simulated one: they measure
-whether a *process* is still alive, which ``--at`` does not change.
+Each claim records its holder (:mod:`arena.jobs.holders`: host, pid, process start time). A
+claim whose holder is dead on this host is taken over at once; elsewhere its short lease
+decides. Leases run on the real wall clock (``lease_clock``), not the simulated one: they
+measure whether a *process* is still alive, which ``--at`` does not change.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
+from arena.jobs.holders import Heartbeat, holder_alive, label, this_process
 from arena.store.db import transaction
-from arena.store.models import Decision
+from arena.store.models import Decision, DecisionAttempt
 from arena.store.upsert import insert_ignore
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,27 @@ class Claim:
     attempts_before: int  # attempts stored by earlier claims of the same decision
 
 
+@dataclass(frozen=True)
+class Refused:
+    """Why a decision could not be claimed: it is final, or a live holder has it."""
+
+    decision_id: int
+    status: str
+    holder: str | None = None
+    lease_until: datetime | None = None
+
+    @property
+    def held(self) -> bool:
+        return self.status == CLAIMED
+
+    def describe(self) -> str:
+        """``already final`` or ``held by HOST:PID until T``."""
+        if not self.held:
+            return "already final"
+        until = self.lease_until.isoformat() if self.lease_until else "?"
+        return f"held by {label(self.holder)} until {until}"
+
+
 def claim_decision(
     factory: sessionmaker[Session],
     *,
@@ -54,12 +77,25 @@ def claim_decision(
     now: datetime,
     lease_clock: Clock,
     lease_seconds: int,
-) -> Claim | None:
-    """Claim the decision row, or return ``None`` when it is final or held by a live worker."""
-    from arena.store.models import DecisionAttempt
-
+) -> Claim | Refused:
+    """Claim the decision row, or say why not (final, or held by a live worker)."""
     token = secrets.token_hex(16)
+    holder = str(this_process())
     lease_until = lease_clock.now() + timedelta(seconds=lease_seconds)
+    key = (
+        Decision.agent_id == agent_id,
+        Decision.cohort_id == cohort_id,
+        Decision.decision_week == decision_week,
+    )
+    take_over = {
+        "status": CLAIMED,
+        "claim_token": token,
+        "claimed_by": holder,
+        "lease_expires_at": lease_until,
+        "claim_count": Decision.claim_count + 1,
+        "universe_id": universe_id,
+        "updated_at": now,
+    }
     with transaction(factory) as session:
         inserted = insert_ignore(
             session,
@@ -71,6 +107,7 @@ def claim_decision(
                 "universe_id": universe_id,
                 "status": CLAIMED,
                 "claim_token": token,
+                "claimed_by": holder,
                 "lease_expires_at": lease_until,
                 "claim_count": 1,
                 "prompt_version": prompt_version,
@@ -84,35 +121,31 @@ def claim_decision(
             result = session.execute(
                 update(Decision)
                 .where(
-                    Decision.agent_id == agent_id,
-                    Decision.cohort_id == cohort_id,
-                    Decision.decision_week == decision_week,
+                    *key,
                     or_(
                         Decision.status.in_(TAKEOVER_STATUSES),
                         (Decision.status == CLAIMED)
                         & (Decision.lease_expires_at < lease_clock.now()),
                     ),
                 )
-                .values(
-                    status=CLAIMED,
-                    claim_token=token,
-                    lease_expires_at=lease_until,
-                    claim_count=Decision.claim_count + 1,
-                    universe_id=universe_id,
-                    updated_at=now,
-                )
+                .values(**take_over)
             )
             if result.rowcount != 1:  # type: ignore[attr-defined]
-                return None
-        decision_id = session.execute(
-            select(Decision.id).where(
-                Decision.agent_id == agent_id,
-                Decision.cohort_id == cohort_id,
-                Decision.decision_week == decision_week,
-            )
-        ).scalar_one()
-        from sqlalchemy import func
-
+                row = session.execute(select(Decision).where(*key)).scalar_one()
+                if row.status != CLAIMED or holder_alive(row.claimed_by) is not False:
+                    return Refused(row.id, row.status, row.claimed_by, row.lease_expires_at)
+                # Its holder died on this host: take it over now, unless someone just did.
+                log.warning(
+                    "decision %s: holder %s is dead; taking it over", row.id, label(row.claimed_by)
+                )
+                result = session.execute(
+                    update(Decision)
+                    .where(*key, Decision.claim_token == row.claim_token)
+                    .values(**take_over)
+                )
+                if result.rowcount != 1:  # type: ignore[attr-defined]
+                    return Refused(row.id, CLAIMED, None, None)
+        decision_id = session.execute(select(Decision.id).where(*key)).scalar_one()
         attempts = session.scalar(
             select(func.count())
             .select_from(DecisionAttempt)
@@ -148,7 +181,7 @@ def renew_lease(
         return result.rowcount == 1  # type: ignore[attr-defined]
 
 
-class LeaseKeeper:
+class LeaseKeeper(Heartbeat):
     """Renews a claim's lease every third of its length while a model call is in flight."""
 
     def __init__(
@@ -158,33 +191,8 @@ class LeaseKeeper:
         lease_clock: Clock,
         lease_seconds: int,
     ) -> None:
-        self._factory = factory
-        self._claim = claim
-        self._clock = lease_clock
-        self._seconds = lease_seconds
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"lease-{claim.decision_id}", daemon=True
+        super().__init__(
+            lambda: renew_lease(factory, claim, lease_clock, lease_seconds),
+            lease_seconds / 3,
+            f"lease-{claim.decision_id}",
         )
-        self.lost = False
-
-    def __enter__(self) -> LeaseKeeper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def _run(self) -> None:
-        interval = max(self._seconds / 3, 0.2)
-        while not self._stop.wait(interval):
-            try:
-                if not renew_lease(self._factory, self._claim, self._clock, self._seconds):
-                    self.lost = True
-                    log.warning(
-                        "decision %s: claim lost to another worker", self._claim.decision_id
-                    )
-                    return
-            except Exception:  # a failed renewal must not kill the call; the next one retries
-                log.exception("decision %s: lease renewal failed", self._claim.decision_id)

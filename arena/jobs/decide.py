@@ -13,7 +13,14 @@ Failure states (``Decision.status``):
   takes the same row over and tries again.
 * ``budget_skipped``: the budget could not cover the worst-case cost of the call; retried by
   a later run (with a fresh budget).
-* ``claimed``: in flight (or its worker died; taken over once the lease expires).
+* ``claimed``: in flight (or its worker died: taken over at once when the dead holder ran on
+  this host, else once its lease expires).
+
+A run never decides on a broken universe: when the freeze is refused
+(:class:`UniverseUnavailable`) it claims nothing and the run fails retryably. A universe older
+than ``max_price_age_minutes`` is replaced by a fresh one before the next agent is prompted.
+Decisions held by another live process are waited for, up to their lease; what is still held
+afterwards is reported (``held by HOST:PID until T``) and makes the run unfinished.
 
 A 401/402 from OpenRouter stops the whole run at once (:class:`RunAborted`): the decision in
 hand goes back to ``retryable`` and the agents not reached are simply not claimed.
@@ -22,13 +29,14 @@ hand goes back to ``retryable`` and the agents not reached are simply not claime
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, SystemClock, decision_week
@@ -49,14 +57,16 @@ from arena.domain.prompting import (
     render_repair,
 )
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
-from arena.errors import ExecutionError, ProviderFatal
+from arena.errors import ExecutionError, ProviderFatal, UniverseUnavailable
 from arena.jobs.budget import Budget, BudgetExceeded
 from arena.jobs.claims import (
     BUDGET_SKIPPED,
+    CLAIMED,
     COMPLETED,
     RETRYABLE,
     Claim,
     LeaseKeeper,
+    Refused,
     claim_decision,
     lock_claim,
 )
@@ -83,23 +93,38 @@ class RunAborted(Exception):
     """The provider refused the key or credit (401/402): stop the whole run now."""
 
 
+ALREADY_FINAL = "already final"
+HELD = "held"
+
+
 @dataclass
 class AgentResult:
     cohort_id: int
     agent_id: int
     family_id: str
     decision_id: int | None
-    status: str  # completed | retryable | budget_skipped | skipped (already final/held)
+    status: str  # completed | retryable | budget_skipped | already final | held
     action: str | None = None
     system_hold: bool = False
     trades: int = 0
     attempts: int = 0
     cost_usd: Decimal = Decimal(0)
     error: str | None = None
+    lease_until: datetime | None = None
 
     @property
     def failed(self) -> bool:
         return self.status in (RETRYABLE, BUDGET_SKIPPED)
+
+    @property
+    def final(self) -> bool:
+        return self.status in (COMPLETED, ALREADY_FINAL)
+
+    def describe(self) -> str:
+        """``completed``, ``already final``, ``held by HOST:PID until T``, or the failure."""
+        if self.status == HELD or (self.status == ALREADY_FINAL and self.error):
+            return self.error or self.status
+        return self.status + (f": {self.error}" if self.error else "")
 
 
 @dataclass
@@ -109,9 +134,15 @@ class DecideReport:
     aborted: str | None = None
 
     @property
+    def unfinished(self) -> list[AgentResult]:
+        """Agents whose decision is not final: failed, or still held by another process."""
+        return [r for r in self.results if not r.final]
+
+    @property
     def failed(self) -> bool:
-        """Exit 1: an agent ended in a failure state, every model call failed, or aborted."""
-        if self.aborted or any(r.failed for r in self.results):
+        """Exit 1: an agent is not final (failed or held), every model call failed, or the run
+        was aborted (a refused universe, a refused key, a shutdown)."""
+        if self.aborted or self.unfinished:
             return True
         called = [r for r in self.results if r.attempts]
         return bool(called) and all(r.error for r in called)
@@ -192,6 +223,8 @@ class DecisionRun:
         budget: Budget | None = None,
         on_progress: Callable[[AgentResult], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
+        refresh_markets: Callable[[Sequence[str]], object] | None = None,
+        wait: Callable[[float], None] = time.sleep,
     ) -> None:
         self.factory = factory
         self.settings = settings
@@ -203,6 +236,8 @@ class DecisionRun:
         self.budget = budget or Budget(settings.budget, pricing=None)
         self.on_progress = on_progress
         self.should_stop = should_stop or (lambda: False)
+        self.wait = wait
+        self.refresh_markets = refresh_markets
 
     def agents_to_decide(self) -> list[tuple[Cohort, Agent]]:
         now = self.clock.now()
@@ -224,31 +259,74 @@ class DecisionRun:
             return report
         for _cohort, agent in pairs:  # a missing key fails here, before anything is claimed
             self.provider_for(agent)
-        report.universe_id = self.freeze_universe(sorted({c.id for c, _ in pairs}))
-        with self.factory() as session:
-            universe = load_universe(session, report.universe_id)
-        for cohort, agent in pairs:
-            if self.should_stop():
-                report.aborted = "stopped by shutdown; the remaining agents stay undecided"
-                log.warning("decision run stopped by shutdown before agent %s", agent.id)
+        cohort_ids = sorted({c.id for c, _ in pairs})
+        universe: FrozenUniverse | None = None
+        results: dict[int, AgentResult] = {}
+        for round_no in range(2):  # the second round retakes what live holders released
+            todo = [(c, a) for c, a in pairs if a.id not in results or results[a.id].status == HELD]
+            if round_no and todo:
+                self._wait_for_holders([results[a.id] for _c, a in todo])
+            for cohort, agent in todo:
+                if self.should_stop():
+                    report.aborted = "stopped by shutdown; the remaining agents stay undecided"
+                    log.warning("decision run stopped by shutdown before agent %s", agent.id)
+                    break
+                try:
+                    universe = self._fresh_universe(universe, cohort_ids)
+                    report.universe_id = universe.id
+                    result = self.decide_agent(cohort, agent, universe)
+                except UniverseUnavailable as exc:
+                    report.aborted = str(exc)
+                    log.error("decision run refused: %s", exc)
+                    break
+                except RunAborted as exc:
+                    report.aborted = str(exc)
+                    log.error("decision run aborted: %s", exc)
+                    break
+                results[agent.id] = result
+                if self.on_progress is not None:
+                    self.on_progress(result)
+            if report.aborted or not any(r.status == HELD for r in results.values()):
                 break
-            try:
-                result = self.decide_agent(cohort, agent, universe)
-            except RunAborted as exc:
-                report.aborted = str(exc)
-                log.error("decision run aborted: %s", exc)
-                break
-            report.results.append(result)
-            if self.on_progress is not None:
-                self.on_progress(result)
+        report.results = [results[a.id] for _c, a in pairs if a.id in results]
         return report
+
+    def _fresh_universe(
+        self, universe: FrozenUniverse | None, cohort_ids: list[int]
+    ) -> FrozenUniverse:
+        """The run's universe, replaced by a fresh one once it is older than the price age."""
+        max_age = self.settings.benchmark.max_price_age_minutes
+        if universe is not None and not universe.stale(self.clock.now(), max_age):
+            return universe
+        universe_id = self.freeze_universe(cohort_ids)
+        with self.factory() as session:
+            return load_universe(session, universe_id)
+
+    def _wait_for_holders(self, held: list[AgentResult]) -> None:
+        """Wait until every held decision is final or its lease has run out (real clock)."""
+        ends = [r.lease_until for r in held if r.lease_until is not None]
+        deadline = max(ends, default=self.lease_clock.now())
+        ids = [r.decision_id for r in held if r.decision_id is not None]
+        beats = int((deadline - self.lease_clock.now()).total_seconds()) + 2
+        for _beat in range(max(beats, 0)):
+            if self.should_stop():
+                return
+            with self.factory() as session:
+                pending = session.scalar(
+                    select(func.count())
+                    .select_from(Decision)
+                    .where(Decision.id.in_(ids), Decision.status == CLAIMED)
+                )
+            if not pending:
+                return
+            self.wait(1.0)
 
     # --- one agent -----------------------------------------------------------------------
 
     def decide_agent(self, cohort: Cohort, agent: Agent, universe: FrozenUniverse) -> AgentResult:
         now = self.clock.now()
         week = decision_week(cohort.week_start, now)
-        result = AgentResult(cohort.id, agent.id, agent.family_id, None, "skipped")
+        result = AgentResult(cohort.id, agent.id, agent.family_id, None, HELD)
         lease = self.settings.benchmark.claim_lease_seconds
         claim = claim_decision(
             self.factory,
@@ -262,18 +340,17 @@ class DecisionRun:
             lease_clock=self.lease_clock,
             lease_seconds=lease,
         )
-        if claim is None:
+        if isinstance(claim, Refused):
+            result.decision_id = claim.decision_id
+            result.status = HELD if claim.held else ALREADY_FINAL
+            result.lease_until = claim.lease_until
+            if claim.held:
+                result.error = claim.describe()
+                return result
             with self.factory() as session:
-                existing = session.execute(
-                    select(Decision).where(
-                        Decision.agent_id == agent.id,
-                        Decision.cohort_id == cohort.id,
-                        Decision.decision_week == week,
-                    )
-                ).scalar_one_or_none()
-            if existing is not None:
-                result.decision_id, result.action = existing.id, existing.action
-                result.system_hold = existing.system_hold
+                existing = session.get(Decision, claim.decision_id)
+                if existing is not None:
+                    result.action, result.system_hold = existing.action, existing.system_hold
             return result
         result.decision_id = claim.decision_id
         with LeaseKeeper(self.factory, claim, self.lease_clock, lease):
@@ -484,6 +561,8 @@ class DecisionRun:
         attempts: _Attempts,
         result: AgentResult,
     ) -> None:
+        if self.refresh_markets is not None:
+            self.refresh_markets(_traded_market_ids(decision, universe, self.factory, agent.id))
         now = self.clock.now()
         with transaction(self.factory) as session:
             row = lock_claim(session, claim)
@@ -491,7 +570,7 @@ class DecisionRun:
                 log.warning(
                     "decision %s: claim lost before execution; no trades written", claim.decision_id
                 )
-                result.status, result.error = "skipped", "claim lost"
+                result.status, result.error = HELD, "claim lost to another holder"
                 return
             locked_agent = session.execute(
                 select(Agent).where(Agent.id == agent.id).with_for_update()
@@ -567,3 +646,21 @@ class DecisionRun:
         result.attempts, result.cost_usd = attempts.count, attempts.cost
         if decision is not None:
             result.action = decision.action.value
+
+
+def _traded_market_ids(
+    decision: ValidDecision, universe: FrozenUniverse, factory: sessionmaker[Session], agent_id: int
+) -> list[str]:
+    """The markets a decision would trade: its bets' markets, or its sells' positions' markets."""
+    ids = [bet.market_id for bet in decision.bets if bet.market_id in universe.by_id]
+    position_ids = [
+        int(order.position_id) for order in decision.sells if order.position_id.isdigit()
+    ]
+    if position_ids:
+        with factory() as session:
+            ids += session.scalars(
+                select(Position.market_id).where(
+                    Position.id.in_(position_ids), Position.agent_id == agent_id
+                )
+            ).all()
+    return ids

@@ -2,7 +2,8 @@
 
 Everything here runs in the caller's transaction, after :func:`arena.jobs.claims.lock_claim`
 confirmed the claim still holds, so trades of a decision are written exactly once. Trades
-execute at the frozen universe's prices. A single execution that the ledger refuses (price
+execute at the frozen universe's prices, and only on a market still open and accepting
+orders at execution time. A single execution that the ledger refuses (price
 outside (0, 1), too little cash, position gone) is recorded as a failure and skipped; the
 caller stores a BET/SELL whose executions *all* failed as retryable.
 """
@@ -22,6 +23,7 @@ from arena.domain.decisions import Action, ValidDecision
 from arena.domain.markets import Market
 from arena.errors import ExecutionError
 from arena.store.models import Agent, Forecast, Position, Trade
+from arena.store.models import Market as MarketRow
 
 
 @dataclass
@@ -84,6 +86,29 @@ def execute_decision(
     return result
 
 
+def require_open(session: Session, market_id: str) -> None:
+    """Refuse an execution on a market that is closed, resolved, inactive or not accepting
+    orders now (methodology: "Fresh prices, open markets only"), whatever the frozen
+    universe showed. A plain read: a settlement committing after it finds the new position,
+    as settlement takes every OPEN position whatever the market's local state."""
+    row = session.get(MarketRow, market_id)
+    if row is None:
+        raise ExecutionError(f"market {market_id} is unknown")
+    state = (
+        row.status
+        if row.status != "open"
+        else "closed"
+        if row.closed
+        else "inactive"
+        if not row.active
+        else "not accepting orders"
+        if row.accepting_orders is False
+        else None
+    )
+    if state is not None:
+        raise ExecutionError(f"market {market_id} is {state} at execution time")
+
+
 def _buy(
     session: Session,
     decision_id: int,
@@ -100,6 +125,7 @@ def _buy(
     market = markets.get(market_id)
     if market is None:
         raise ExecutionError(f"market {market_id} is not in the frozen universe")
+    require_open(session, market_id)
     price = market.side_price(side)
     position = session.execute(
         select(Position)
@@ -175,6 +201,7 @@ def _sell(
     market = markets.get(position.market_id)
     if market is None:
         raise ExecutionError(f"market {position.market_id} has no frozen price")
+    require_open(session, position.market_id)
     price = market.side_price(position.side)
     sold = ledger.sell(
         agent.cash, ledger.Holding(position.shares, position.cost_basis), percentage, price

@@ -2,8 +2,10 @@
 
 Operators may run two replicas against one PostgreSQL, or a cron ``arena run --once`` next to
 a daemon. Before a job runs for a slot (its scheduled fire time) it inserts the unique
-``job_runs`` row ``(job, slot)``; whoever inserts it runs the job, everyone else skips. A row
-left ``failed``, or ``running`` past its lease (its daemon died), may be taken over. The same
+``job_runs`` row ``(job, slot)``; whoever inserts it runs the job, everyone else is told who
+holds it. A row left ``failed``, or ``running`` by a dead holder, is taken over: at once when
+the holder ran on this host (:mod:`arena.jobs.holders`), else once its short lease (renewed
+every third of it while the job runs, on the real clock) has expired. The same
 rows are the job-run log (start, end, outcome, counts) that ``arena status`` shows; failures
 are also written to ``system_log`` with their traceback.
 """
@@ -11,8 +13,6 @@ are also written to ``system_log`` with their traceback.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,14 +23,16 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, SystemClock
+from arena.jobs.holders import Heartbeat, holder_alive, label, this_process
 from arena.store.db import transaction
 from arena.store.models import JobRun, SystemLog
 from arena.store.upsert import insert_ignore
 
 log = logging.getLogger(__name__)
 
-HOLDER = f"{socket.gethostname()}:{os.getpid()}"
-DEFAULT_LEASE = timedelta(hours=2)
+DEFAULT_LEASE = timedelta(seconds=90)
+ALREADY_FINAL = "already final"
+HELD = "held"
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,26 @@ class GuardedRun:
     job: str
     slot: datetime
     ran: bool
-    status: str  # succeeded | failed | skipped
+    status: str  # succeeded | failed | already final | held
     counts: dict[str, Any] | None = None
     error: str | None = None
+    holder: str | None = None
+    lease_until: datetime | None = None
+
+    @property
+    def final(self) -> bool:
+        return self.status in ("succeeded", ALREADY_FINAL)
+
+    def describe(self) -> str:
+        """``succeeded``, ``already final``, ``held by HOST:PID until T``, or the failure."""
+        if self.status == HELD:
+            until = self.lease_until.isoformat() if self.lease_until else "?"
+            return f"held by {label(self.holder)} until {until}"
+        return self.status + (f": {self.error}" if self.error else "")
+
+
+def _holder() -> str:
+    return str(this_process())
 
 
 def _acquire(
@@ -50,44 +69,53 @@ def _acquire(
     started: datetime,
     lease_until: datetime,
     wall_now: datetime,
-) -> bool:
+) -> JobRun | None:
+    """Take the ``(job, slot)`` row; ``None`` when taken, else the row that stops us."""
+    me = _holder()
+    take = {
+        "holder": me,
+        "status": "running",
+        "started_at": started,
+        "finished_at": None,
+        "lease_expires_at": lease_until,
+        "error": None,
+        "counts": None,
+    }
+    key = (JobRun.job == job, JobRun.slot == slot)
     with transaction(factory) as session:
         inserted = insert_ignore(
             session,
             JobRun.__table__,  # type: ignore[arg-type]
-            {
-                "job": job,
-                "slot": slot,
-                "holder": HOLDER,
-                "status": "running",
-                "started_at": started,
-                "lease_expires_at": lease_until,
-            },
+            {"job": job, "slot": slot, **take},
             conflict=["job", "slot"],
         )
         if inserted:
-            return True
+            return None
         result = session.execute(
             update(JobRun)
             .where(
-                JobRun.job == job,
-                JobRun.slot == slot,
+                *key,
                 or_(
                     JobRun.status == "failed",
                     (JobRun.status == "running") & (JobRun.lease_expires_at < wall_now),
                 ),
             )
-            .values(
-                holder=HOLDER,
-                status="running",
-                started_at=started,
-                finished_at=None,
-                lease_expires_at=lease_until,
-                error=None,
-                counts=None,
-            )
+            .values(**take)
         )
-        return result.rowcount == 1  # type: ignore[attr-defined]
+        if result.rowcount == 1:  # type: ignore[attr-defined]
+            return None
+        row = session.execute(select(JobRun).where(*key)).scalar_one()
+        if row.status == "running" and holder_alive(row.holder) is False:
+            log.warning("job %s slot %s: holder %s is dead; taking over", job, slot, row.holder)
+            result = session.execute(
+                update(JobRun)
+                .where(*key, JobRun.holder == row.holder, JobRun.status == "running")
+                .values(**take)
+            )
+            if result.rowcount == 1:  # type: ignore[attr-defined]
+                return None
+        session.expunge(row)
+        return row
 
 
 def run_guarded(
@@ -103,19 +131,40 @@ def run_guarded(
     """Run ``fn`` for ``(job, slot)`` unless another process already did or is doing it.
 
     A failing ``fn`` is logged and recorded (never raised): the job is retried at its next
-    slot, or for this slot by a later ``--once``.
+    slot, or for this slot by a catch-up or a later ``--once``.
     """
     wall = wall_clock or SystemClock()
-    if not _acquire(factory, job, slot, clock.now(), wall.now() + lease, wall.now()):
-        log.info("job %s for slot %s: already done or in progress elsewhere", job, slot)
-        return GuardedRun(job, slot, False, "skipped")
+    blocker = _acquire(factory, job, slot, clock.now(), wall.now() + lease, wall.now())
+    if blocker is not None:
+        status = HELD if blocker.status == "running" else ALREADY_FINAL
+        log.info("job %s for slot %s: %s", job, slot, status)
+        return GuardedRun(
+            job, slot, False, status, holder=blocker.holder, lease_until=blocker.lease_expires_at
+        )
+    me = _holder()
+
+    def renew() -> bool:
+        with transaction(factory) as session:
+            result = session.execute(
+                update(JobRun)
+                .where(
+                    JobRun.job == job,
+                    JobRun.slot == slot,
+                    JobRun.holder == me,
+                    JobRun.status == "running",
+                )
+                .values(lease_expires_at=wall.now() + lease)
+            )
+            return result.rowcount == 1  # type: ignore[attr-defined]
+
     try:
-        counts = fn()
+        with Heartbeat(renew, lease.total_seconds() / 3, f"job-{job}"):
+            counts = fn()
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
         log.error("job %s failed for slot %s: %s", job, slot, error)
         _finish(factory, job, slot, clock, "failed", None, error)
-        _log_event(
+        log_event(
             factory,
             clock,
             job,
@@ -141,12 +190,12 @@ def _finish(
     with transaction(factory) as session:
         session.execute(
             update(JobRun)
-            .where(JobRun.job == job, JobRun.slot == slot, JobRun.holder == HOLDER)
+            .where(JobRun.job == job, JobRun.slot == slot, JobRun.holder == _holder())
             .values(status=status, finished_at=clock.now(), counts=counts, error=error)
         )
 
 
-def _log_event(
+def log_event(
     factory: sessionmaker[Session],
     clock: Clock,
     source: str,

@@ -57,6 +57,23 @@ def held_market_ids(session: Session) -> list[str]:
     return list(session.execute(statement).scalars())
 
 
+def refresh_markets(
+    factory: sessionmaker[Session], source: MarketSource, ids: Iterable[str], clock: Clock
+) -> int:
+    """Fetch these markets and store their fresh state (right before an execution, so a market
+    that closed since the freeze is seen closed). A Gamma failure keeps the stored state."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return 0
+    try:
+        fresh = source.markets_by_ids(wanted, include_closed=True)
+    except Exception as exc:
+        log.warning("could not refresh markets %s before execution: %s", wanted[:10], exc)
+        return 0
+    with transaction(factory) as session:
+        return store_fresh_markets(session, fresh, clock.now())
+
+
 def refresh_held_markets(factory: sessionmaker[Session], source: MarketSource, clock: Clock) -> int:
     """Fetch every market with an OPEN position and store its fresh state; returns how many
     markets Gamma returned (and were stored). Missing markets are logged and left as they are.

@@ -275,7 +275,7 @@ def _settle_locked(
     row = session.execute(
         select(MarketRow).where(MarketRow.id == market_id).with_for_update()
     ).scalar_one_or_none()
-    if row is None or row.status != "open":
+    if row is None:
         return None
     # Lock order agents -> positions, as the decision run takes them, so a concurrent SELL
     # and this settlement queue instead of deadlocking.
@@ -289,6 +289,8 @@ def _settle_locked(
         .scalars()
         .all()
     )
+    if row.status != "open" and not positions:
+        return None  # settled before, and no position opened since
     late = {position.agent_id for position in positions} - set(agents)
     if late:  # an agent bought in between the two reads
         agents.update(_lock_agents(session, late))
@@ -314,6 +316,11 @@ def _settle_locked(
         brier_rows = _write_brier_rows(session, market_id, verdict.winner, now)
         forecasts = _score_forecasts(session, market_id, verdict.winner, now)
 
+    if row.status != "open":  # a position opened after the market settled (an orphan)
+        session.flush()
+        return MarketSettlement(
+            market_id, verdict.state, len(positions), total_payout, brier_rows, forecasts
+        )
     row.status = verdict.status
     row.resolution_state = verdict.state
     row.winning_outcome = verdict.winner
@@ -413,14 +420,20 @@ def _square(difference: Decimal) -> Decimal:
 
 def _candidates(session: Session) -> Sequence[MarketRow]:
     """Locally open markets with at least one position (of any status), or with a methodology
-    v2 forecast still waiting for its score (panel markets nobody traded)."""
+    v2 forecast still waiting for its score (panel markets nobody traded); and every market
+    with an OPEN position whatever its local state, so no position is ever orphaned."""
     traded = select(Position.market_id).distinct()
     forecast = select(Forecast.market_id).where(Forecast.resolved_value.is_(None)).distinct()
+    held = select(Position.market_id).where(Position.status == "OPEN").distinct()
     return (
         session.execute(
             select(MarketRow)
             .where(
-                MarketRow.status == "open", MarketRow.id.in_(traded) | MarketRow.id.in_(forecast)
+                (
+                    (MarketRow.status == "open")
+                    & (MarketRow.id.in_(traded) | MarketRow.id.in_(forecast))
+                )
+                | MarketRow.id.in_(held)
             )
             .order_by(MarketRow.id)
         )

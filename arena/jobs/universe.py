@@ -1,17 +1,21 @@
 """The frozen decision universe: the market set and prices every agent of a run sees.
 
-A universe is written once per decision run slot (the week start of the run) and never
-changed: concurrent or repeated runs of the same week reuse it, so every agent of the run,
-whichever process decides it, sees and trades at the same prices. It holds the top-N open,
-tradable markets by volume (ranked) plus, as ``held_only``, every market held in an open
-position of the cohorts being decided (for valuation and SELL, not offered for new bets).
+A universe is written once and never changed. Runs of the same week reuse the newest universe
+of the week while it is fresh (frozen at most ``max_price_age_minutes`` before), so every agent
+of a run, whichever process decides it, sees and trades at the same prices; a decision prompted
+later (a retry on Thursday, a late catch-up) gets a universe frozen for it then, so no model is
+ever shown stale prices (methodology: "Fresh prices, open markets only"). A universe with fewer
+tradable markets than ``benchmark.universe_floor`` is refused (:class:`UniverseUnavailable`).
+It holds the top-N open, tradable markets by volume (ranked) plus, as ``held_only``, every
+market held in an open position of the cohorts being decided (for valuation and SELL, not
+offered for new bets).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from sqlalchemy import insert, select
@@ -20,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.clock import week_start
 from arena.config import V2, Settings
 from arena.domain.markets import Market, valid_prices
+from arena.errors import UniverseUnavailable
 from arena.store.db import transaction
 from arena.store.models import DecisionUniverse, Position, UniverseMarket
 from arena.store.models import Market as MarketRow
@@ -29,9 +34,30 @@ from arena.store.upsert import insert_ignore
 @dataclass(frozen=True)
 class FrozenUniverse:
     id: int
+    frozen_at: datetime
     ranked: list[Market]  # new opportunities, by rank
     by_id: dict[str, Market]  # every market of the universe, held-only ones included
     panel: list[Market] = field(default_factory=list)  # methodology v2 forecast panel, by rank
+
+    def stale(self, now: datetime, max_age_minutes: int) -> bool:
+        """Whether its prices are too old to show a model at ``now``."""
+        return now - self.frozen_at > timedelta(minutes=max_age_minutes)
+
+
+def fresh_universe_id(
+    session: Session, slot: datetime, now: datetime, max_age_minutes: int
+) -> int | None:
+    """The newest universe of the week starting ``slot`` still fresh at ``now``, if any."""
+    return session.execute(
+        select(DecisionUniverse.id)
+        .where(
+            DecisionUniverse.run_slot == slot,
+            DecisionUniverse.frozen_at <= now,
+            DecisionUniverse.frozen_at >= now - timedelta(minutes=max_age_minutes),
+        )
+        .order_by(DecisionUniverse.frozen_at.desc(), DecisionUniverse.id.desc())
+        .limit(1)
+    ).scalar_one_or_none()
 
 
 def row_prices(prices: Sequence[str] | None) -> tuple[Decimal, ...] | None:
@@ -72,7 +98,10 @@ def freeze_universe(
     cohort_ids: Sequence[int],
     listed: Sequence[str] | None = None,
 ) -> int:
-    """Freeze (or reuse) the universe of the decision run at ``now``; returns its id.
+    """Freeze (or reuse a fresh) universe for a decision at ``now``; returns its id.
+
+    Raises :class:`UniverseUnavailable`, writing nothing, when fewer than
+    ``benchmark.universe_floor`` tradable markets can be offered.
 
     ``listed`` is the ranking Gamma just returned (the market sync's ``top_ids``): when given,
     only those markets can be offered, so a market Gamma no longer lists (or no longer knows)
@@ -81,10 +110,9 @@ def freeze_universe(
     """
     slot = week_start(now)
     size = settings.benchmark.universe_size
+    max_age = settings.benchmark.max_price_age_minutes
     with transaction(factory) as session:
-        existing = session.execute(
-            select(DecisionUniverse.id).where(DecisionUniverse.run_slot == slot)
-        ).scalar_one_or_none()
+        existing = fresh_universe_id(session, slot, now, max_age)
         if existing is not None:
             return existing
         query = select(MarketRow).where(
@@ -103,6 +131,12 @@ def freeze_universe(
                 if len(ranked) >= size:
                     break
         ranked.sort(key=lambda r: (-(r.volume or Decimal(0)), r.id))
+        floor = settings.benchmark.universe_floor
+        if len(ranked) < floor:
+            raise UniverseUnavailable(
+                f"only {len(ranked)} tradable markets for a universe of {size} "
+                f"(at least {floor} needed); no decision stored"
+            )
         chosen = {row.id for row in ranked}
         held_ids = (
             set(
@@ -124,10 +158,12 @@ def freeze_universe(
                 "universe_size": size,
                 "market_count": len(ranked) + len(held),
             },
-            conflict=["run_slot"],
+            conflict=["run_slot", "frozen_at"],
         )
         universe_id = session.execute(
-            select(DecisionUniverse.id).where(DecisionUniverse.run_slot == slot)
+            select(DecisionUniverse.id).where(
+                DecisionUniverse.run_slot == slot, DecisionUniverse.frozen_at == now
+            )
         ).scalar_one()
         if not inserted:
             return universe_id
@@ -167,6 +203,9 @@ def _universe_row(
 
 
 def load_universe(session: Session, universe_id: int) -> FrozenUniverse:
+    frozen_at = session.execute(
+        select(DecisionUniverse.frozen_at).where(DecisionUniverse.id == universe_id)
+    ).scalar_one()
     rows = session.scalars(
         select(UniverseMarket)
         .where(UniverseMarket.universe_id == universe_id)
@@ -191,7 +230,7 @@ def load_universe(session: Session, universe_id: int) -> FrozenUniverse:
             ranked.append(market)
         if row.in_panel:
             panel.append(market)
-    return FrozenUniverse(universe_id, ranked, by_id, panel)
+    return FrozenUniverse(universe_id, frozen_at, ranked, by_id, panel)
 
 
 def panel_markets(ranked: Sequence[Market], v2: V2) -> list[Market]:

@@ -4,7 +4,8 @@
 * one agent per (cohort, family);
 * one decision per (agent, cohort, decision week) (``uq_decisions_agent_cohort_week``);
 * one *open* position per (agent, market, side) (partial unique index ``uq_positions_open``);
-* one snapshot per (agent, timestamp); one Brier row per trade; one universe per decision slot;
+* one snapshot per (agent, timestamp); one Brier row per trade;
+* one universe per (decision week, freeze time);
 * one job run per (job, slot) (``job_runs``: the database-level guard between daemons).
 
 Money is :func:`Money` (cents), shares :func:`Shares`, prices :func:`Price`: all ``Decimal``.
@@ -155,10 +156,12 @@ class MarketPrice(Base):
 
 
 class DecisionUniverse(Base):
-    """The frozen market set and prices of one decision run (immutable once written)."""
+    """A frozen market set and prices of one decision week (immutable once written). A week may
+    hold several: a decision prompted more than ``max_price_age_minutes`` after the last freeze
+    gets a fresh one (methodology: "Fresh prices, open markets only")."""
 
     __tablename__ = "decision_universes"
-    __table_args__ = (UniqueConstraint("run_slot"),)
+    __table_args__ = (UniqueConstraint("run_slot", "frozen_at"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_slot: Mapped[datetime]  # the decision run it belongs to (week start of the run)
@@ -205,6 +208,7 @@ class Decision(Base):
     action: Mapped[str | None] = mapped_column(String(8))  # BET | SELL | HOLD
     system_hold: Mapped[bool] = mapped_column(Boolean, default=False)
     claim_token: Mapped[str | None] = mapped_column(String(64))
+    claimed_by: Mapped[str | None] = mapped_column(String(100))  # HOST:PID:START
     lease_expires_at: Mapped[datetime | None]
     claim_count: Mapped[int] = mapped_column(Integer, default=0)
     cash_shown: Mapped[Decimal | None] = mapped_column(Money())
@@ -374,7 +378,7 @@ class JobRun(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job: Mapped[str] = mapped_column(String(32))
     slot: Mapped[datetime]
-    holder: Mapped[str] = mapped_column(String(100))
+    holder: Mapped[str] = mapped_column(String(100))  # HOST:PID:START (arena.jobs.holders)
     status: Mapped[str] = mapped_column(String(16))  # running | succeeded | failed
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]

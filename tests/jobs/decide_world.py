@@ -176,6 +176,7 @@ def make_world(db: Database, tmp_path: Path, **config: Any) -> World:
     for model in MODELS.values():
         fake.add_model(model, "0.000001", "0.000004")
         fake.set_default(model, fake_answer(HOLD))
+    config.setdefault("benchmark", {"min_universe_markets": 1})
     config.setdefault(
         "openrouter", {"base_url": "http://fake-openrouter.test/api/v1", "max_tokens": 2000}
     )

@@ -73,7 +73,7 @@ def test_rerun_changes_nothing(db: Database, tmp_path: Path) -> None:
     second = world.run()
     assert world.trade_count() == trades
     assert len(world.fake.chat_requests()) == calls
-    assert {r.status for r in second.results} == {"skipped"}
+    assert {r.status for r in second.results} == {"already final"}
     assert len(world.decisions()) == 7
     world.assert_ledger()
 

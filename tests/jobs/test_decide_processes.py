@@ -1,5 +1,6 @@
-"""`arena decide` as real processes against the fake OpenRouter over HTTP: concurrent runs and
-a run killed mid-call never duplicate a decision or a trade."""
+"""`arena decide` as real processes against the fake Gamma and OpenRouter over HTTP: concurrent
+runs and a run killed mid-call never duplicate a decision or a trade, and a killed run's work is
+taken over at once (issue 10, finding 6)."""
 
 from __future__ import annotations
 
@@ -11,20 +12,30 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
+from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
 from arena.fakes.openrouter import FakeOpenRouter, answer, slow
 from arena.store.models import Agent, Decision, Trade
 from tests.conftest import Database
-from tests.helpers import cli_env, run_arena, start_arena, write_config
+from tests.helpers import cli_env, run_arena, start_arena
 from tests.jobs.decide_world import COHORT_AT, HOLD, MODELS, bet, fake_answer, make_world
 
 AT = "2026-11-22T00:05:00Z"
 
 
-def _env(fake: FakeOpenRouter, url: str) -> dict[str, str]:
+GAMMA = FakeGammaWorld(n_markets=40, seed=3, start=COHORT_AT)
+BINARY = [
+    market_id
+    for market_id in GAMMA.expected_top(40)
+    if [o.lower() for o in GAMMA.markets[market_id].outcomes] == ["yes", "no"]
+]
+
+
+def _env(fake: FakeOpenRouter, url: str, gamma_url: str) -> dict[str, str]:
     return cli_env(
         OPENROUTER_API_KEY=fake.api_key,
         ARENA_OPENROUTER__BASE_URL=url,
         ARENA_OPENROUTER__MAX_ATTEMPTS="2",
+        ARENA_POLYMARKET__GAMMA_URL=gamma_url,
     )
 
 
@@ -39,8 +50,8 @@ def _trades_per_decision(db: Database) -> Counter[int]:
 def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Path) -> None:
     world = make_world(db, tmp_path)
     for model in MODELS.values():
-        world.fake.set_default(model, answer(json.dumps(bet("1001", "YES", 100)), delay=0.2))
-    with world.fake.serve() as url:
+        world.fake.set_default(model, answer(json.dumps(bet(BINARY[0], "YES", 100)), delay=0.2))
+    with world.fake.serve() as url, serve_fake_gamma(GAMMA) as gamma_url:
         procs = [
             start_arena(
                 "--config",
@@ -48,7 +59,7 @@ def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Pa
                 "decide",
                 "--at",
                 AT,
-                env=_env(world.fake, url),
+                env=_env(world.fake, url, gamma_url),
                 cwd=tmp_path,
             )
             for _ in range(3)
@@ -77,19 +88,18 @@ def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Pa
     world.assert_ledger()
 
 
-def test_killed_run_resumes_without_duplicates(db: Database, tmp_path: Path) -> None:
+def test_killed_run_is_taken_over_at_once_without_duplicates(
+    db: Database, tmp_path: Path
+) -> None:
+    """The default lease is left in place: the rerun sees the killed holder is dead (same host)
+    and takes its claim over at once, instead of waiting for the lease or printing skipped."""
     world = make_world(db, tmp_path)
-    config = write_config(
-        world.config_path,
-        db.url,
-        benchmark={"claim_lease_seconds": 2},
-        openrouter={"max_tokens": 2000},
-    )
+    config = world.config_path
     gpt, claude = MODELS["gpt-5.1"], MODELS["claude-opus-4.5"]
-    world.fake.script(gpt, fake_answer(bet("1001", "YES", 200)))
-    world.fake.script(claude, slow(60, then=fake_answer(HOLD)), fake_answer(bet("1002")))
-    with world.fake.serve() as url:
-        env = _env(world.fake, url)
+    world.fake.script(gpt, fake_answer(bet(BINARY[0], "YES", 200)))
+    world.fake.script(claude, slow(60, then=fake_answer(HOLD)), fake_answer(bet(BINARY[1])))
+    with world.fake.serve() as url, serve_fake_gamma(GAMMA) as gamma_url:
+        env = _env(world.fake, url, gamma_url)
         proc = start_arena("--config", str(config), "decide", "--at", AT, env=env, cwd=tmp_path)
         deadline = time.monotonic() + 60
         while not world.fake.chat_requests(claude) and time.monotonic() < deadline:
@@ -101,9 +111,10 @@ def test_killed_run_resumes_without_duplicates(db: Database, tmp_path: Path) -> 
         assert mid["gpt-5.1"].status == "completed"
         assert mid["claude-opus-4.5"].status == "claimed"
         assert "grok-4" not in mid
-        time.sleep(2.5)  # the dead worker's lease expires
+        assert mid["claude-opus-4.5"].claimed_by.split(":")[1] == str(proc.pid)
         rerun = run_arena("--config", str(config), "decide", "--at", AT, env=env, cwd=tmp_path)
-    assert rerun.returncode == 0, rerun.stderr
+    assert rerun.returncode == 0, rerun.stderr + rerun.stdout
+    assert "7 completed" not in rerun.stdout and "unfinished: " not in rerun.stdout
     final = world.decisions()
     assert len(final) == 7 and {d.status for d in final.values()} == {"completed"}
     assert final["claude-opus-4.5"].claim_count == 2

@@ -1,0 +1,148 @@
+"""What this week still owes: the weekly work that is due and not done.
+
+One query module for the daemon's catch-up (:meth:`arena.runtime.Runtime.catch_up`) and for
+``arena status``: the cohort of the current week, its decision run, and every decision of the
+decision window that is not final, each with its reason. A week is never lost silently
+(methodology: "A week is never lost").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from arena.clock import decision_week, week_start
+from arena.config import Settings
+from arena.jobs.claims import CLAIMED, COMPLETED
+from arena.jobs.cohorts import decision_window
+from arena.jobs.holders import holder_alive, label
+from arena.store.models import Agent, Cohort, Decision, JobRun
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A decision of the current week that is not final, and why."""
+
+    cohort_id: int
+    agent_id: int
+    family_id: str
+    decision_week: int
+    reason: str
+
+
+@dataclass
+class WeekDue:
+    """The current week's missing and unfinished weekly work at ``now``."""
+
+    now: datetime
+    missing_cohort: datetime | None = None  # the week start of a cohort that should exist
+    missing_decision_run: datetime | None = None  # its fire time, when no run succeeded
+    decision_run_status: str | None = None
+    unfinished: list[Unfinished] = field(default_factory=list)
+
+    def warnings(self) -> list[str]:
+        """One line per missing or unfinished item, for ``arena status``."""
+        lines = []
+        if self.missing_cohort is not None:
+            lines.append(f"missing cohort: no cohort for the week of {self.missing_cohort.date()}")
+        if self.missing_decision_run is not None:
+            state = self.decision_run_status or "never ran"
+            lines.append(
+                f"missing decision run: the run of {self.missing_decision_run.isoformat()} "
+                f"has not succeeded ({state})"
+            )
+        lines += [
+            f"unfinished decision: agent {u.agent_id} ({u.family_id}) cohort {u.cohort_id} "
+            f"week {u.decision_week}: {u.reason}"
+            for u in self.unfinished
+        ]
+        return lines
+
+
+def weekly_fire_time(spec_slot: datetime, now: datetime) -> datetime | None:
+    """``spec_slot`` (the latest fire time at or before ``now``) if it falls in ``now``'s week."""
+    return spec_slot if spec_slot >= week_start(now) else None
+
+
+def week_due(
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    cohort_fire: datetime,
+    decision_fire: datetime,
+    lease_now: datetime,
+) -> WeekDue:
+    """What the week of ``now`` still owes; ``cohort_fire``/``decision_fire`` are the latest
+    fire times of the two weekly jobs, and ``lease_now`` the real time that leases are read at."""
+    due = WeekDue(now)
+    week = week_start(now)
+    if weekly_fire_time(cohort_fire, now) is not None:
+        exists = session.scalar(select(Cohort.id).where(Cohort.week_start == week))
+        if exists is None:
+            due.missing_cohort = week
+    if weekly_fire_time(decision_fire, now) is None:
+        return due
+    run = session.execute(
+        select(JobRun).where(JobRun.job == "decision_run", JobRun.slot == decision_fire)
+    ).scalar_one_or_none()
+    if run is None or run.status != "succeeded":
+        due.missing_decision_run = decision_fire
+        due.decision_run_status = _run_state(run, lease_now)
+    due.unfinished = unfinished_decisions(session, settings, now, lease_now)
+    return due
+
+
+def unfinished_decisions(
+    session: Session, settings: Settings, now: datetime, lease_now: datetime
+) -> list[Unfinished]:
+    """Every agent of the decision window whose decision for this week is not completed."""
+    cohorts = decision_window(session, settings.benchmark.decision_cohort_limit, now)
+    out: list[Unfinished] = []
+    for cohort in sorted(cohorts, key=lambda c: c.week_start):
+        week = decision_week(cohort.week_start, now)
+        rows = session.execute(
+            select(Agent, Decision)
+            .outerjoin(
+                Decision,
+                (Decision.agent_id == Agent.id) & (Decision.decision_week == week),
+            )
+            .where(Agent.cohort_id == cohort.id)
+            .order_by(Agent.id)
+        ).all()
+        for agent, decision in rows:
+            if decision is not None and decision.status == COMPLETED:
+                continue
+            out.append(
+                Unfinished(cohort.id, agent.id, agent.family_id, week, _reason(decision, lease_now))
+            )
+    return out
+
+
+def _reason(decision: Decision | None, lease_now: datetime) -> str:
+    if decision is None:
+        return "not decided yet"
+    if decision.status == CLAIMED:
+        until = decision.lease_expires_at
+        alive = holder_alive(decision.claimed_by)
+        if alive is False or (until is not None and until < lease_now):
+            return f"claimed by {label(decision.claimed_by)}, which is gone; retried next run"
+        return f"held by {label(decision.claimed_by)} until {until.isoformat() if until else '?'}"
+    return f"{decision.status}: {(decision.error or '')[:120]}".rstrip(": ")
+
+
+def _run_state(run: JobRun | None, lease_now: datetime) -> str:
+    if run is None:
+        return "never ran"
+    if run.status == "running":
+        if holder_alive(run.holder) is False or run.lease_expires_at < lease_now:
+            return f"running by {label(run.holder)}, which is gone"
+        return f"running, held by {label(run.holder)} until {run.lease_expires_at.isoformat()}"
+    return f"{run.status}: {(run.error or '')[:120]}".rstrip(": ")
+
+
+def retry_pause(run_finished: datetime | None, now: datetime, minutes: int) -> bool:
+    """Whether a failed run finished too recently to be retried yet."""
+    return run_finished is not None and now - run_finished < timedelta(minutes=minutes)
