@@ -88,9 +88,7 @@ def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Pa
     world.assert_ledger()
 
 
-def test_killed_run_is_taken_over_at_once_without_duplicates(
-    db: Database, tmp_path: Path
-) -> None:
+def test_killed_run_is_taken_over_at_once_without_duplicates(db: Database, tmp_path: Path) -> None:
     """The default lease is left in place: the rerun sees the killed holder is dead (same host)
     and takes its claim over at once, instead of waiting for the lease or printing skipped."""
     world = make_world(db, tmp_path)

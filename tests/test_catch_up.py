@@ -1,0 +1,145 @@
+"""A week is never lost (issue 10, finding 2): the daemon's catch-up runs the week's cohort
+start and decision run when they are due and not done — started after the fire time, the
+database unreachable at the fire time, or the run's holder killed — on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psutil
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
+
+from arena.config import load_settings
+from arena.jobs.holders import Holder, this_process
+from arena.simulation import Simulation
+from arena.store.db import make_engine, session_factory, transaction
+from arena.store.models import Cohort, Decision, JobRun, SystemLog
+from tests.conftest import Database
+from tests.helpers import write_config
+
+SUNDAY = datetime(2026, 11, 22, tzinfo=UTC)
+FAMILIES = [
+    {"id": "sim-a", "display_name": "A", "openrouter_id": "sim/a"},
+    {"id": "market-follower", "kind": "baseline", "strategy": "market-follower"},
+    {"id": "always-hold", "kind": "baseline", "strategy": "always-hold"},
+]
+
+
+@pytest.fixture
+def sim(db: Database, tmp_path: Path) -> Iterator[Simulation]:
+    config = write_config(tmp_path / "config.yaml", db.url, families=FAMILIES)
+    simulation = Simulation(
+        load_settings(config), db.factory, start=SUNDAY - timedelta(days=1), days=14, n_markets=60
+    )
+    yield simulation
+    simulation.close()
+
+
+def _counts(db: Database) -> tuple[int, int]:
+    with db.factory() as session:
+        cohorts = session.scalar(select(func.count()).select_from(Cohort)) or 0
+        decisions = (
+            session.scalar(
+                select(func.count()).select_from(Decision).where(Decision.status == "completed")
+            )
+            or 0
+        )
+    return cohorts, decisions
+
+
+def _step(sim: Simulation, at: datetime) -> None:
+    sim.clock.set(at)
+    sim.world.evolve(at)
+
+
+def test_a_daemon_started_after_the_fire_time_catches_up(db: Database, sim: Simulation) -> None:
+    at = SUNDAY + timedelta(minutes=7)  # a Sunday-morning deploy, two minutes after 00:05
+    _step(sim, at)
+    assert sim.runtime.week_due(at).missing_cohort == SUNDAY
+    results = sim.runtime.catch_up(sim.clock)
+    assert [r.job for r in results] == ["cohort_start", "decision_run"]
+    assert all(r.status == "succeeded" for r in results), results
+    assert _counts(db) == (1, len(FAMILIES))
+    assert sim.runtime.week_due(at).warnings() == []
+    with db.factory() as session:
+        events = session.scalars(select(SystemLog.event).where(SystemLog.event == "caught_up"))
+        assert len(list(events)) == 2  # both missed slots recorded
+    assert sim.runtime.catch_up(sim.clock) == []  # nothing owed any more
+
+
+def test_database_unreachable_at_the_fire_time_is_caught_up(db: Database, sim: Simulation) -> None:
+    _step(sim, SUNDAY)
+    sim.runtime.run_job("cohort_start", sim.clock)
+    _step(sim, SUNDAY + timedelta(minutes=5))
+    good = sim.runtime.factory
+    sim.runtime.factory = session_factory(make_engine("postgresql+psycopg://x@127.0.0.1:9/none"))
+    with pytest.raises(OperationalError):  # the fire time: no run row can be written
+        sim.runtime.run_job("decision_run", sim.clock)
+    sim.runtime.factory = good
+    later = SUNDAY + timedelta(minutes=6)
+    _step(sim, later)
+    due = sim.runtime.week_due(later)
+    assert due.missing_decision_run == SUNDAY + timedelta(minutes=5)
+    assert "missing decision run" in due.warnings()[0]
+    results = sim.runtime.catch_up(sim.clock)
+    assert [(r.job, r.status) for r in results] == [("decision_run", "succeeded")]
+    assert _counts(db) == (1, len(FAMILIES))
+
+
+def _dead_holder() -> str:
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.2)"])
+    started = int(psutil.Process(proc.pid).create_time())
+    proc.wait()
+    return str(Holder(this_process().host, proc.pid, started))
+
+
+def test_a_run_whose_holder_was_killed_is_taken_over_at_once(db: Database, sim: Simulation) -> None:
+    _step(sim, SUNDAY)
+    sim.runtime.run_job("cohort_start", sim.clock)
+    fire = SUNDAY + timedelta(minutes=5)
+    _step(sim, fire)
+    dead = _dead_holder()
+    with transaction(db.factory) as session:  # what a SIGKILL mid-run leaves behind
+        session.add(
+            JobRun(
+                job="decision_run",
+                slot=fire,
+                holder=dead,
+                status="running",
+                started_at=fire,
+                lease_expires_at=datetime.now(UTC) + timedelta(hours=1),
+            )
+        )
+    due = sim.runtime.week_due(fire)
+    assert "which is gone" in (due.decision_run_status or "")
+    results = sim.runtime.catch_up(sim.clock)
+    assert [(r.job, r.status) for r in results] == [("decision_run", "succeeded")]
+    assert _counts(db) == (1, len(FAMILIES))
+
+
+def test_a_live_holder_is_reported_not_taken_over(db: Database, sim: Simulation) -> None:
+    _step(sim, SUNDAY)
+    sim.runtime.run_job("cohort_start", sim.clock)
+    fire = SUNDAY + timedelta(minutes=5)
+    _step(sim, fire)
+    with transaction(db.factory) as session:
+        session.add(
+            JobRun(
+                job="decision_run",
+                slot=fire,
+                holder="other-host:4242:1700000000",
+                status="running",
+                started_at=fire,
+                lease_expires_at=sim.clock.now() + timedelta(seconds=90),
+            )
+        )
+    result = sim.runtime.run_job("decision_run", sim.clock)
+    assert result.status == "held"
+    assert result.describe().startswith("held by other-host:4242 until ")
+    assert _counts(db) == (1, 0)
