@@ -168,6 +168,12 @@ def export_command(
         bool,
         typer.Option("--no-prompts", help="Leave out the attempts' prompts and raw responses."),
     ] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite", help="Replace the whole export already in --out (default: refuse)."
+        ),
+    ] = False,
 ) -> None:
     """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md)."""
     if fmt not in EXPORT_FORMATS:
@@ -185,6 +191,7 @@ def export_command(
         until=_time(until, "--until"),
         include_prompts=not no_prompts,
         methodology=app_state.settings.methodology,
+        overwrite=overwrite,
     )
     counts = ", ".join(f"{f.table} {f.rows}" for f in manifest.files)
     total = sum(f.rows for f in manifest.files)
