@@ -139,7 +139,7 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
     from arena.export import export_table
 
     with tempfile.TemporaryDirectory(prefix="arena-analyze-") as tmp:
-        rows = export_table(state(ctx).factory(), "forecasts", Path(tmp) / "forecasts.parquet")
+        rows = export_table(state(ctx).reader(), "forecasts", Path(tmp) / "forecasts.parquet")
         if rows == 0:
             raise UserError("no forecasts stored yet (methodology v2 records them)")
         return _read_export(Path(tmp))

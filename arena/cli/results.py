@@ -35,7 +35,7 @@ def leaderboard(
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(LEADERBOARD_FORMATS)}")
     app_state = state(ctx)
     minimum = app_state.settings.benchmark.min_scored_bets
-    standings = compute_leaderboard(app_state.factory(), cohort_id=cohort, min_scored_bets=minimum)
+    standings = compute_leaderboard(app_state.reader(), cohort_id=cohort, min_scored_bets=minimum)
     if fmt == "json":
         typer.echo(json.dumps(to_json(standings), indent=2))
     elif fmt == "csv":
@@ -182,7 +182,7 @@ def export_command(
 
     app_state = state(ctx)
     manifest = export(
-        app_state.factory(),
+        app_state.reader(),
         out,
         fmt,
         cohorts=cohort or None,
@@ -202,10 +202,7 @@ def export_command(
 def _time(text: str | None, option: str) -> Any:
     if text is None:
         return None
-    try:
-        return parse_at(text)
-    except UserError:
-        raise UserError(f"{option}: {text!r} is not an ISO 8601 timestamp") from None
+    return parse_at(text, option)
 
 
 def register(app: typer.Typer) -> None:
