@@ -8,12 +8,14 @@ the file: ``OPENROUTER_API_KEY`` and ``ARENA_ADMIN_TOKEN`` come from the environ
 from __future__ import annotations
 
 import os
+import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     AnyHttpUrl,
     BaseModel,
     ConfigDict,
@@ -27,6 +29,7 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
 from arena.errors import ConfigError
@@ -35,21 +38,46 @@ DEFAULT_CONFIG_PATH = Path("config.yaml")
 METHODOLOGY_VERSIONS = ("v1", "v2")
 FAMILY_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 
+# Upper bounds: every numeric value stays far inside what the ledger's columns and Python's
+# datetime arithmetic hold, so a typo is a one-line config error, not a crash hours later.
+MAX_MONEY = Decimal(1_000_000_000)  # dollars (Money columns hold 16 integer digits)
+MAX_USD_BUDGET = Decimal(1_000_000)
+MAX_SECONDS = 86_400  # one day
+MAX_TOKENS = 1_000_000
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _no_control(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters (NUL, tab, newline...)")
+    return value
+
+
+# Config text stored in String(n) columns (arena/store/models.py): within n, no control chars.
+Text100 = Annotated[str, Field(max_length=100), AfterValidator(_no_control)]
+Text200 = Annotated[str, Field(max_length=200), AfterValidator(_no_control)]
+Text500 = Annotated[str, Field(max_length=500), AfterValidator(_no_control)]
+
+
+Money = Annotated[Decimal, Field(gt=0, le=MAX_MONEY, allow_inf_nan=False)]
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Benchmark(_Strict):
-    starting_balance: Annotated[Decimal, Field(gt=0)] = Decimal(10000)
-    min_bet: Annotated[Decimal, Field(gt=0)] = Decimal(50)
-    max_bet_fraction: Annotated[Decimal, Field(gt=0, le=1)] = Decimal("0.25")
+    starting_balance: Money = Decimal(10000)
+    min_bet: Money = Decimal(50)
+    max_bet_fraction: Annotated[Decimal, Field(gt=0, le=1, allow_inf_nan=False)] = Decimal("0.25")
     universe_size: Annotated[int, Field(ge=1, le=5000)] = 500
     malformed_retries: Annotated[int, Field(ge=0, le=10)] = 2
-    decision_cohort_limit: Annotated[int, Field(ge=1)] = 5
-    cancel_after_days: Annotated[int, Field(ge=1)] = 14
-    claim_lease_seconds: Annotated[int, Field(ge=1)] = 90  # renewed every third of it
-    min_scored_bets: Annotated[int, Field(ge=0)] = 10  # fewer: leaderboard row is provisional
+    decision_cohort_limit: Annotated[int, Field(ge=1, le=520)] = 5
+    cancel_after_days: Annotated[int, Field(ge=1, le=3650)] = 14
+    claim_lease_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] = 90  # renewed every 1/3
+    min_scored_bets: Annotated[int, Field(ge=0, le=1_000_000)] = 10  # fewer: provisional row
     # A model never sees prices older than this (methodology: "Fresh prices, open markets only").
     max_price_age_minutes: Annotated[int, Field(ge=1, le=10080)] = 360
     # A decision run refuses a universe with fewer tradable markets (default: universe_size / 2).
@@ -67,7 +95,7 @@ class Schedule(_Strict):
     market_sync_minutes: Annotated[int, Field(ge=1, le=1440)] = 5
     snapshot_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
     resolution_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
-    misfire_grace_seconds: Annotated[int, Field(ge=1)] = 300
+    misfire_grace_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] = 300
     # Missed weekly work (cohort start, decision run, unfinished decisions) is caught up until
     # this many hours after the week starts (168: the whole week).
     catch_up_hours: Annotated[int, Field(ge=0, le=168)] = 168
@@ -97,25 +125,29 @@ def parse_weekly(value: str) -> tuple[str, int, int]:
 
 class Polymarket(_Strict):
     gamma_url: AnyHttpUrl = AnyHttpUrl("https://gamma-api.polymarket.com")
-    timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+    timeout_seconds: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] = 30.0
     max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
     page_size: Annotated[int, Field(ge=1, le=100)] = 100
 
 
 class OpenRouter(_Strict):
     base_url: AnyHttpUrl = AnyHttpUrl("https://openrouter.ai/api/v1")
-    max_tokens: Annotated[int, Field(ge=1)] = 16000
-    timeout_seconds: Annotated[float, Field(gt=0)] = 120.0
+    max_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] = 16000
+    timeout_seconds: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] = 120.0
     max_attempts: Annotated[int, Field(ge=1, le=20)] = 4
-    app_url: str = "https://github.com/arena-benchmark/arena"
-    app_title: str = "arena"
+    app_url: Text500 = "https://github.com/arena-benchmark/arena"
+    app_title: Text200 = "arena"
 
 
 class Budget(_Strict):
     """Optional USD spend limits; ``None`` means unlimited."""
 
-    per_run_usd: Annotated[Decimal | None, Field(ge=0)] = None
-    per_family_usd: Annotated[Decimal | None, Field(ge=0)] = None
+    per_run_usd: Annotated[Decimal | None, Field(ge=0, le=MAX_USD_BUDGET, allow_inf_nan=False)] = (
+        None
+    )
+    per_family_usd: Annotated[
+        Decimal | None, Field(ge=0, le=MAX_USD_BUDGET, allow_inf_nan=False)
+    ] = None
 
 
 class V2(_Strict):
@@ -124,7 +156,7 @@ class V2(_Strict):
     panel_size: Annotated[int, Field(ge=1, le=200)] = 20
     panel_min_price: Annotated[Decimal, Field(gt=0, lt=1)] = Decimal("0.03")
     panel_max_price: Annotated[Decimal, Field(gt=0, lt=1)] = Decimal("0.97")
-    difficulty_weight: Annotated[float, Field(ge=0, le=1)] = 1.0
+    difficulty_weight: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 1.0
 
 
 class Logging(_Strict):
@@ -137,11 +169,13 @@ class OpenRouterFamily(_Strict):
 
     kind: Literal["openrouter"] = "openrouter"
     id: Annotated[str, Field(pattern=FAMILY_ID_PATTERN)]
-    display_name: str
-    provider: str = ""
-    openrouter_id: Annotated[str, Field(min_length=3, pattern=r"^[\w.:-]+/[\w.:-]+$")]
+    display_name: Text200
+    provider: Text100 = ""
+    openrouter_id: Annotated[
+        str, Field(min_length=3, max_length=200, pattern=r"^[\w.:-]+/[\w.:-]+$")
+    ]
     active: bool = True
-    max_tokens: Annotated[int | None, Field(ge=1)] = None
+    max_tokens: Annotated[int | None, Field(ge=1, le=MAX_TOKENS)] = None
     provider_routing: dict[str, Any] | None = None  # OpenRouter `provider` object
     reasoning: dict[str, Any] | None = None  # OpenRouter `reasoning` object
 
@@ -152,10 +186,10 @@ class BaselineFamily(_Strict):
     kind: Literal["baseline"]
     id: Annotated[str, Field(pattern=FAMILY_ID_PATTERN)]
     strategy: Literal["always-hold", "market-follower", "random"]
-    display_name: str = ""
-    provider: str = "arena baseline"
+    display_name: Text200 = ""
+    provider: Text100 = "arena baseline"
     active: bool = True
-    seed: int = 0
+    seed: Annotated[int, Field(ge=-(2**63), lt=2**63)] = 0
 
     @property
     def openrouter_id(self) -> None:
@@ -263,6 +297,11 @@ def read_yaml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"config: cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config: {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+            f"{exc.start}); save it as UTF-8"
+        ) from None
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
@@ -291,6 +330,8 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
         return Settings(**overrides)
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc)) from None
+    except SettingsError as exc:  # an ARENA_* variable holding bad JSON
+        raise ConfigError(describe_settings_error(exc)) from None
     finally:
         Settings._yaml_path = None
 
@@ -305,6 +346,15 @@ def describe_validation_error(exc: ValidationError) -> str:
         message = "unknown key"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{key}: {message}{more}"
+
+
+def describe_settings_error(exc: SettingsError) -> str:
+    """One line naming the environment variable whose value pydantic-settings cannot parse."""
+    match = re.search(r'field "([^"]+)"', str(exc))
+    if match is None:
+        return f"config: {str(exc).splitlines()[0]}"
+    variable = f"ARENA_{match.group(1).upper()}"
+    return f"{variable}: not valid JSON (complex settings in the environment are JSON)"
 
 
 def openrouter_api_key() -> SecretStr | None:

@@ -12,6 +12,7 @@ ArenaError                      base of everything arena raises on purpose
 │   └── ProviderError           an LLM provider
 │       └── ProviderFatal       401/402: stop the whole run at once
 ├── MalformedResponse           a model's answer failed extraction or validation (repairable)
+├── StorageFailed               a full disk or a database that refuses writes; CLI exits 1
 └── JobFailed                   a job ran and failed; CLI exits 1
     └── UniverseUnavailable     no fresh, big enough universe: the decision run stores nothing
 """
@@ -75,6 +76,12 @@ class MalformedResponse(ArenaError):
 
     The message is written for the model: the repair prompt quotes it verbatim.
     """
+
+
+class StorageFailed(ArenaError):
+    """The disk is full or the database refuses writes (read-only); the CLI exits 1."""
+
+    exit_code = 1
 
 
 class JobFailed(ArenaError):

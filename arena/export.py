@@ -27,11 +27,10 @@ being closed early once it holds about :data:`BATCH_BYTES` of text (prompts are 
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -45,7 +44,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena import __version__
 from arena.analytics.consistent_read import consistent_read
 from arena.clock import Clock, SystemClock, ensure_utc
+from arena.csv_safe import safe_cell
 from arena.errors import UserError
+from arena.export_dir import MANIFEST, check_target, publish, sha256_of, staging
 from arena.export_tables import TABLES, Column, ExportFilters, Kind, TableSpec
 from arena.store.models import Agent, Cohort, Family
 
@@ -55,7 +56,6 @@ EXPORT_SCHEMA_VERSION = "1"
 FORMATS = ("jsonl", "csv", "parquet")
 BATCH_ROWS = 2_000
 BATCH_BYTES = 4 * 1024 * 1024
-HASH_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -112,13 +112,15 @@ def export(
     include_prompts: bool = True,
     methodology: str = "v1",
     clock: Clock | None = None,
+    overwrite: bool = False,
 ) -> Manifest:
     """Write every table of the slice into ``out_dir`` in ``fmt`` and return the manifest.
 
     Empty or None ``cohorts``/``families`` mean "all"; ``since`` is inclusive and ``until``
     exclusive. ``include_prompts=False`` writes null instead of each attempt's request
-    messages, raw response and raw body. Existing files of the same names are replaced;
-    ``manifest.json`` is written last.
+    messages, raw response and raw body. A non-empty ``out_dir`` is refused unless
+    ``overwrite``, which replaces the whole earlier export; the files are written beside it,
+    ``manifest.json`` last, and moved into place in one step (:mod:`arena.export_dir`).
     """
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
@@ -133,20 +135,39 @@ def export(
         until=until,
     )
     directory = Path(out_dir)
+    check_target(directory, overwrite, (f"{t.name}.{f}" for t in TABLES for f in FORMATS))
     exported_at = (clock or SystemClock()).now()
     written: list[ExportedFile] = []
     with consistent_read(session_factory) as session:
         _check_known(session, filters)
         versions = _methodology_versions(session, filters)
-        directory.mkdir(parents=True, exist_ok=True)
-        for spec in TABLES:
-            path = directory / f"{spec.name}.{fmt}"
-            rows = _write_table(session, spec, filters, include_prompts, fmt, path)
-            written.append(
-                ExportedFile(spec.name, path.name, rows, path.stat().st_size, sha256_of(path))
+        with staging(directory) as staged:
+            for spec in TABLES:
+                path = staged / f"{spec.name}.{fmt}"
+                rows = _write_table(session, spec, filters, include_prompts, fmt, path)
+                written.append(
+                    ExportedFile(spec.name, path.name, rows, path.stat().st_size, sha256_of(path))
+                )
+                log.debug("exported %s: %d rows", spec.name, rows)
+            manifest = _manifest(methodology, fmt, exported_at, filters, include_prompts)
+            manifest = replace(manifest, cohort_methodology_versions=versions, files=tuple(written))
+            (staged / MANIFEST).write_text(
+                json.dumps(manifest.to_dict(), indent=2) + "\n", encoding="utf-8"
             )
-            log.debug("exported %s: %d rows", spec.name, rows)
-    manifest = Manifest(
+            publish(staged, directory)
+    log.info("export of %d rows written to %s", sum(f.rows for f in written), directory)
+    return manifest
+
+
+def _manifest(
+    methodology: str,
+    fmt: str,
+    exported_at: datetime,
+    filters: ExportFilters,
+    include_prompts: bool,
+) -> Manifest:
+    since, until = filters.since, filters.until
+    return Manifest(
         export_schema_version=EXPORT_SCHEMA_VERSION,
         methodology_version=methodology,
         arena_version=__version__,
@@ -159,15 +180,8 @@ def export(
             "until": iso(until) if until else None,
             "include_prompts": include_prompts,
         },
-        cohort_methodology_versions=versions,
-        files=tuple(written),
+        cohort_methodology_versions=[],
     )
-    target = directory / "manifest.json"
-    partial = directory / "manifest.json.partial"
-    partial.write_text(json.dumps(manifest.to_dict(), indent=2) + "\n", encoding="utf-8")
-    partial.replace(target)
-    log.info("export of %d rows written to %s", sum(f.rows for f in written), directory)
-    return manifest
 
 
 def export_table(
@@ -346,7 +360,9 @@ class _CsvWriter:
     def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
         self.columns = columns
         self.handle: IO[str] = path.open("w", encoding="utf-8", newline="")
-        self.writer = csv.writer(self.handle, lineterminator="\n")
+        # RFC 4180 line ends: the writer then quotes a cell holding a carriage return, which
+        # with "\n" alone it writes bare, splitting the row for every reader.
+        self.writer = csv.writer(self.handle, lineterminator="\r\n")
         self.writer.writerow([column.name for column in columns])
 
     def write(self, rows: list[tuple[Any, ...]]) -> None:
@@ -363,6 +379,8 @@ def _csv_cell(column: Column, value: Any) -> Any:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, str) and column.kind in (Kind.TEXT, Kind.JSON):
+        return safe_cell(value)
     return value
 
 
@@ -409,11 +427,3 @@ _WRITERS: dict[str, Callable[[Path, tuple[Column, ...]], Any]] = {
     "csv": _CsvWriter,
     "parquet": _ParquetWriter,
 }
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()

@@ -117,6 +117,7 @@ def test_three_formats_hold_the_same_rows(
 def test_manifest_matches_the_files(arena: tuple[Database, ArenaFacts], tmp_path: Path) -> None:
     db, facts = arena
     since = facts.week_starts[1]
+    tmp_path = tmp_path / "export"
     manifest = _export(db, tmp_path, "csv", cohorts=[facts.cohort_ids[0]], since=since)
     on_disk = json.loads((tmp_path / "manifest.json").read_text())
     assert on_disk == manifest.to_dict()
@@ -245,6 +246,7 @@ def test_week_slice_drops_markets_nobody_saw_that_week(
     arena: tuple[Database, ArenaFacts], tmp_path: Path
 ) -> None:
     db, facts = arena
+    tmp_path = tmp_path / "export"
     _export(db, tmp_path, since=facts.week_starts[2])
     markets = {r["market_id"] for r in read_rows(tmp_path, "markets", "jsonl")}
     assert "109" not in markets  # shown only in the first week's universe, never traded

@@ -33,6 +33,7 @@ from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.analytics.consistent_read import consistent_read
+from arena.csv_safe import safe_cell
 from arena.domain.ledger import ZERO, to_money
 from arena.domain.scores import (
     ScoreSummary,
@@ -421,4 +422,6 @@ def write_csv(standings: Iterable[FamilyStanding], out: IO[str]) -> None:
 def _csv_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, str):
+        return safe_cell(value)  # the OWASP rule: numbers pass unchanged, formulas do not
     return str(value)

@@ -1,7 +1,8 @@
 """The ``arena`` command line (typer). Thin: one command = one call into jobs/ or analytics/.
 
 Each command group lives in its own module exposing ``register(app)``; :data:`COMMAND_MODULES`
-lists them. User errors end as one line on stderr and exit code 2; a failed job exits 1.
+lists them. User errors end as one line on stderr and exit code 2; a failed job exits 1, and
+so does a full disk or a read-only database under a command that writes (one line too).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Annotated
 import typer
 
 from arena import __version__
-from arena.cli.common import AppState
+from arena.cli.common import AppState, storage_failure
 from arena.errors import ArenaError, JobFailed, UserError
 from arena.logs import configure_logging
 
@@ -90,4 +91,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     except ArenaError as exc:
         print(f"arena: failed: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except Exception as exc:
+        # A full disk or a read-only database: nothing was half-written (each job commits in
+        # transactions), so one line and exit 1; anything else is a bug and keeps its traceback.
+        failure = storage_failure(exc)
+        if failure is None:
+            raise
+        print(f"arena: failed: {failure}", file=sys.stderr)
         sys.exit(1)

@@ -45,6 +45,18 @@ def _read_export(directory: Path) -> Forecasts:
     return read_export(directory)
 
 
+def _read_verified_export(path: Path) -> Forecasts:
+    """An export's forecasts, after checking its files against ``manifest.json``."""
+    from arena.analytics.loading import find_forecasts_file
+    from arena.export_dir import verify_export
+
+    forecasts = find_forecasts_file(path)
+    manifest = verify_export(forecasts.parent)
+    if forecasts.name not in {entry.get("file") for entry in manifest["files"].values()}:
+        raise UserError(f"{forecasts}: not listed in the export's manifest.json")
+    return _read_export(forecasts)
+
+
 analyze_app = typer.Typer(
     help="Research statistics over forecasts: difficulty-adjusted ranking, head-to-head, "
     "proxy ranking, calibration.",
@@ -56,7 +68,7 @@ FromExport = Annotated[
     typer.Option(
         "--from-export",
         help="Export directory holding forecasts.parquet, forecasts.csv or forecasts.jsonl "
-        "(or the forecasts file itself).",
+        "(or the forecasts file itself); its manifest.json checksums are verified first.",
         show_default=False,
     ),
 ]
@@ -121,13 +133,13 @@ def _options(
 def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
     """The forecasts to analyse: an export directory's, or the configured database's."""
     if from_export is not None:
-        return _read_export(from_export)
+        return _read_verified_export(from_export)
     import tempfile
 
     from arena.export import export_table
 
     with tempfile.TemporaryDirectory(prefix="arena-analyze-") as tmp:
-        rows = export_table(state(ctx).factory(), "forecasts", Path(tmp) / "forecasts.parquet")
+        rows = export_table(state(ctx).reader(), "forecasts", Path(tmp) / "forecasts.parquet")
         if rows == 0:
             raise UserError("no forecasts stored yet (methodology v2 records them)")
         return _read_export(Path(tmp))

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, FixedClock, SystemClock, parse_timestamp
 from arena.config import Settings, load_settings
 from arena.errors import UserError
-from arena.store.db import make_engine, session_factory, upgrade
+from arena.store.db import (
+    at_head,
+    current_revision,
+    head_revision,
+    make_engine,
+    session_factory,
+    upgrade,
+)
 
 console = Console()
 err_console = Console(stderr=True)
@@ -29,6 +38,8 @@ class AppState:
     _settings: Settings | None = None
     _engine: Engine | None = None
     _factory: sessionmaker[Session] | None = field(default=None, repr=False)
+    _read_engine: Engine | None = None
+    _reader: sessionmaker[Session] | None = field(default=None, repr=False)
 
     @property
     def settings(self) -> Settings:
@@ -50,9 +61,31 @@ class AppState:
             self._factory = session_factory(self.engine)
         return self._factory
 
+    def reader(self) -> sessionmaker[Session]:
+        """A session factory for commands that only read (status, leaderboard, export,
+        analyze): it never writes, so it works on a read-only database. A database already at
+        the latest schema is not migrated; one behind is migrated first if it can be."""
+        if self._reader is None:
+            engine = make_engine(self.settings.database_url, read_only=True)
+            self._read_engine = engine
+            if not at_head(engine):
+                try:
+                    upgrade(self.engine)
+                except DBAPIError as exc:
+                    if storage_failure(exc) is None:
+                        raise
+                    raise UserError(
+                        f"database_url: the schema is at revision {current_revision(engine)}, "
+                        f"not {head_revision()}, and the database cannot be migrated "
+                        f"({storage_failure(exc)}); run `arena db upgrade` with write access"
+                    ) from None
+            self._reader = session_factory(engine)
+        return self._reader
+
     def close(self) -> None:
-        if self._engine is not None:
-            self._engine.dispose()
+        for engine in (self._engine, self._read_engine):
+            if engine is not None:
+                engine.dispose()
 
 
 def state(ctx: typer.Context) -> AppState:
@@ -84,8 +117,56 @@ def clock_for(at: str | None) -> Clock:
     return FixedClock(parse_at(at))
 
 
-def parse_at(text: str) -> datetime:
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+def parse_at(text: str, option: str = "--at") -> datetime:
+    """An ISO 8601 instant from the command line, within 2000-01-01..2100-01-01 (UTC)."""
     try:
-        return parse_timestamp(text)
-    except ValueError:
-        raise UserError(f"--at: {text!r} is not an ISO 8601 timestamp") from None
+        at = parse_timestamp(text)
+    except (ValueError, OverflowError):
+        raise UserError(f"{option}: {text!r} is not an ISO 8601 timestamp") from None
+    if not EARLIEST <= at <= LATEST:
+        raise UserError(f"{option}: {text!r} is outside 2000-01-01..2100-01-01 (UTC)")
+    return at
+
+
+# -- failures of the storage underneath: one line, exit 1 (arena/cli/__init__.py) -------------
+
+DISK_FULL_STATES = {"53100"}  # PostgreSQL disk_full
+READ_ONLY_STATES = {"25006", "42501"}  # read_only_sql_transaction, insufficient_privilege
+DISK_FULL_TEXT = ("database or disk is full", "could not extend file", "no space left on device")
+READ_ONLY_TEXT = (
+    "attempt to write a readonly database",
+    "read-only transaction",
+    "read-only file system",
+    "permission denied for",
+)
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """``"disk full: ..."`` or ``"read-only database: ..."`` when ``exc`` (or what it wraps)
+    is a full disk or a database that refuses writes; None for anything else."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        error = pending.pop()
+        if error is None or id(error) in seen:
+            continue
+        seen.add(id(error))
+        pending += [getattr(error, "orig", None), error.__cause__, error.__context__]
+        detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        text = detail.lower()
+        state = getattr(error, "sqlstate", None)
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            return f"disk full: {error.strerror}" + (
+                f" ({error.filename})" if error.filename else ""
+            )
+        if state in DISK_FULL_STATES or any(t in text for t in DISK_FULL_TEXT):
+            return f"disk full: {detail}"
+        if isinstance(error, OSError) and error.errno == errno.EROFS:
+            return f"read-only file system: {error.filename or error.strerror}"
+        if state in READ_ONLY_STATES or any(t in text for t in READ_ONLY_TEXT):
+            return f"read-only database: {detail}"
+    return None

@@ -44,6 +44,37 @@ from arena.store.models import (
 )
 
 DEMO_START = datetime(2026, 11, 1, tzinfo=UTC)  # a Sunday
+DEMO_MARKER = ".arena-demo"  # written into --out by the demo that created or adopted it
+DEMO_FILES = ("demo.db", "demo.db-wal", "demo.db-shm", "demo.db-journal", "export")
+
+
+def prepare_out(out: Path) -> None:
+    """Make ``out`` ready for a demo: create it (or adopt an empty one) and mark it as ours;
+    in a directory an earlier demo marked, remove only what a demo writes. Anything else is a
+    :class:`UserError`, and nothing is deleted."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise UserError(f"--out: {out} exists and is not a directory")
+    try:
+        if not out.exists():
+            out.mkdir(parents=True)
+        entries = {entry.name for entry in out.iterdir()}
+        if entries and DEMO_MARKER not in entries:
+            raise UserError(
+                f"--out: {out} is not empty and was not made by arena demo "
+                "(choose a new or empty directory)"
+            )
+        (out / DEMO_MARKER).write_text(
+            "made by `arena demo`; a later demo may replace demo.db and export/ here\n",
+            encoding="utf-8",
+        )
+        for name in DEMO_FILES:
+            path = out / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+    except OSError as exc:
+        raise UserError(f"--out: cannot prepare {out}: {exc.strerror or exc}") from None
 
 
 def demo(
@@ -53,7 +84,11 @@ def demo(
     ] = 4,
     out: Annotated[
         Path,
-        typer.Option("--out", help="Directory for demo.db and the export (replaced if it exists)."),
+        typer.Option(
+            "--out",
+            help="Directory for demo.db and the export: new, empty, or one an earlier demo made "
+            "(only what that demo wrote is replaced).",
+        ),
     ] = Path("demo-output"),
     step_minutes: Annotated[
         int,
@@ -78,9 +113,7 @@ def demo(
     version = methodology or base.methodology
     if version not in ("v1", "v2"):
         raise UserError(f"--methodology: {version!r} is not v1 or v2")
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    prepare_out(out)
     settings = base.model_copy(
         update={
             "families": base.families or _demo_lineup(),

@@ -35,7 +35,7 @@ def leaderboard(
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(LEADERBOARD_FORMATS)}")
     app_state = state(ctx)
     minimum = app_state.settings.benchmark.min_scored_bets
-    standings = compute_leaderboard(app_state.factory(), cohort_id=cohort, min_scored_bets=minimum)
+    standings = compute_leaderboard(app_state.reader(), cohort_id=cohort, min_scored_bets=minimum)
     if fmt == "json":
         typer.echo(json.dumps(to_json(standings), indent=2))
     elif fmt == "csv":
@@ -168,6 +168,12 @@ def export_command(
         bool,
         typer.Option("--no-prompts", help="Leave out the attempts' prompts and raw responses."),
     ] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite", help="Replace the whole export already in --out (default: refuse)."
+        ),
+    ] = False,
 ) -> None:
     """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md)."""
     if fmt not in EXPORT_FORMATS:
@@ -176,7 +182,7 @@ def export_command(
 
     app_state = state(ctx)
     manifest = export(
-        app_state.factory(),
+        app_state.reader(),
         out,
         fmt,
         cohorts=cohort or None,
@@ -185,6 +191,7 @@ def export_command(
         until=_time(until, "--until"),
         include_prompts=not no_prompts,
         methodology=app_state.settings.methodology,
+        overwrite=overwrite,
     )
     counts = ", ".join(f"{f.table} {f.rows}" for f in manifest.files)
     total = sum(f.rows for f in manifest.files)
@@ -195,10 +202,7 @@ def export_command(
 def _time(text: str | None, option: str) -> Any:
     if text is None:
         return None
-    try:
-        return parse_at(text)
-    except UserError:
-        raise UserError(f"{option}: {text!r} is not an ISO 8601 timestamp") from None
+    return parse_at(text, option)
 
 
 def register(app: typer.Typer) -> None:

@@ -66,7 +66,7 @@ def status(ctx: typer.Context, at: AtOption = None) -> None:
     app_state = state(ctx)
     settings = app_state.settings
     now = clock_for(at).now()
-    factory = app_state.factory()
+    factory = app_state.reader()
     next_times = next_fire_times(settings, now)
     with factory() as session:
         runs = {r.job: r for r in latest_runs(session)}

@@ -9,17 +9,19 @@ where a job needs them.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.errors import DatabaseUnavailable
+from arena.errors import DatabaseUnavailable, StorageFailed
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +34,13 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
-    """Create an engine; a missing SQLite directory is a one-line :class:`DatabaseUnavailable`."""
+def make_engine(url: str, *, read_only: bool = False, **kwargs: Any) -> Engine:
+    """Create an engine; a missing SQLite directory is a one-line :class:`DatabaseUnavailable`.
+
+    ``read_only`` engines (for commands that only read) never write: SQLite connections are
+    ``query_only`` and begin deferred transactions (no write lock), PostgreSQL sessions are
+    ``default_transaction_read_only``. They work on a read-only database file or role.
+    """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
@@ -43,30 +50,55 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
                 raise DatabaseUnavailable(
                     f"database_url: directory {directory} does not exist (create it first)"
                 )
+            if read_only and not os.access(directory, os.W_OK):
+                url = _immutable_url(Path(database).expanduser().resolve(), url)
         timeout = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
         engine = create_engine(url, connect_args=timeout, **kwargs)
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, read_only)
         return engine
     if parsed.drivername == "postgresql":
         url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
     kwargs.setdefault("pool_pre_ping", True)
-    return create_engine(url, connect_args={"connect_timeout": 10}, **kwargs)
+    connect_args: dict[str, Any] = {"connect_timeout": 10}
+    engine = create_engine(url, connect_args=connect_args, **kwargs)
+    if read_only:
+
+        @event.listens_for(engine, "connect")
+        def _read_only(dbapi_connection: Any, _record: Any) -> None:
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            dbapi_connection.commit()
+
+    return engine
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _immutable_url(path: Path, url: str) -> str:
+    """A WAL database in a directory nobody can write (a read-only mount, a 0555 directory)
+    cannot be opened normally: SQLite must create its ``-shm`` file. With no ``-wal`` there,
+    nothing is being written either, so it is read as immutable."""
+    if Path(f"{path}-wal").exists() or Path(f"{path}-shm").exists():
+        return url
+    return f"sqlite:///file:{quote(str(path))}?mode=ro&immutable=1&uri=true"
+
+
+def _configure_sqlite(engine: Engine, read_only: bool = False) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        if read_only:
+            cursor.execute("PRAGMA query_only = ON")  # a database made by arena is WAL already
+        else:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
-        cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Deferred for readers: BEGIN IMMEDIATE takes the write lock, refused on a read-only file.
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
@@ -77,9 +109,23 @@ def check_connection(engine: Engine) -> None:
     """Fail with one line when the database cannot be reached."""
     try:
         with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
+            # On SQLite, reading the schema opens the file for real (and its -shm).
+            conn.execute(
+                text("SELECT count(*) FROM sqlite_master" if is_sqlite(engine) else "SELECT 1")
+            )
     except OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        database = Path(engine.url.database or "")
+        if is_sqlite(engine) and database.is_file():
+            if not os.access(database.parent, os.W_OK):
+                raise StorageFailed(
+                    f"read-only database: {database} is in a directory or file system this "
+                    "user cannot write, and this command writes"
+                ) from None
+            if os.statvfs(database.parent).f_bavail == 0:  # SQLite cannot even create -shm
+                raise StorageFailed(
+                    f"disk full: no space left on the file system of {database} ({reason})"
+                ) from None
         raise DatabaseUnavailable(
             f"database_url: cannot connect to {engine.url.render_as_string(hide_password=True)}:"
             f" {reason}"
@@ -113,6 +159,19 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
         cfg.attributes["connection"] = connection
         command.upgrade(cfg, revision)
+
+
+def head_revision() -> str | None:
+    """The latest migration revision this arena ships."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def at_head(engine: Engine) -> bool:
+    """Whether the database's schema is at :func:`head_revision` (read without writing)."""
+    check_connection(engine)
+    return current_revision(engine) == head_revision()
 
 
 def current_revision(engine: Engine) -> str | None:

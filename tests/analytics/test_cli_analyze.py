@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import datetime
 from pathlib import Path
@@ -50,6 +51,10 @@ def _write_export(directory: Path) -> Path:
                 if k in COLUMNS
             }
             handle.write(json.dumps(clean) + "\n")
+    data = (directory / "forecasts.jsonl").read_bytes()
+    entry = {"file": "forecasts.jsonl", "rows": len(rows), "bytes": len(data)}
+    entry["sha256"] = hashlib.sha256(data).hexdigest()
+    (directory / "manifest.json").write_text(json.dumps({"files": {"forecasts": entry}}))
     return directory
 
 

@@ -30,6 +30,7 @@ def test_leaderboard_equals_recomputation_from_the_export(
     arena: tuple[Database, ArenaFacts], tmp_path: Path, fmt: str
 ) -> None:
     db, facts = arena
+    tmp_path = tmp_path / "export"
     export(db.factory, tmp_path, fmt)
     board = to_json(compute_leaderboard(db.factory, min_scored_bets=5))
     assert_matches(board, recompute(tmp_path, fmt))
