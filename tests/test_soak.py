@@ -1,0 +1,171 @@
+"""Soak (issue 10): eight simulated weeks of the daemon's jobs on the fake clock, with a killed
+holder every week at a random moment, a database outage at a decision run, and a batch of
+hostile Gamma rows every week. Every week's cohort and decisions end complete, no trade ever
+executes on a market whose outcome was known, and the ledger is exact."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psutil
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import sessionmaker
+
+from arena.clock import week_start
+from arena.config import load_settings
+from arena.jobs.audit import check_ledger
+from arena.jobs.holders import Holder, this_process
+from arena.simulation import Simulation
+from arena.store.db import make_engine, session_factory, transaction
+from arena.store.models import Agent, Cohort, Decision, JobRun, Market, Trade
+from tests.conftest import Database
+from tests.helpers import write_config
+
+START = datetime(2026, 9, 6, tzinfo=UTC)  # a Sunday
+WEEKS = 8
+FAMILIES = [
+    {"id": "sim-a", "display_name": "A", "openrouter_id": "sim/a"},
+    {"id": "sim-b", "display_name": "B", "openrouter_id": "sim/b"},
+    {"id": "market-follower", "kind": "baseline", "strategy": "market-follower"},
+    {"id": "random-bettor", "kind": "baseline", "strategy": "random", "seed": 3},
+]
+HOSTILE = (
+    {"question": "nul\x00byte"},
+    {"id": "12²"},
+    {"volumeNum": 1e300},
+    {"outcomes": '["' + "Y" * 400 + '", "No"]'},
+    {"slug": "s" * 4000},
+)
+
+
+def _dead_holder() -> str:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = int(psutil.Process(proc.pid).create_time())
+    proc.wait()
+    return str(Holder(this_process().host, proc.pid, started))
+
+
+@pytest.mark.slow
+def test_eight_weeks_with_kills_outages_and_hostile_rows(db: Database, tmp_path: Path) -> None:
+    rng = random.Random(2026)
+    config = write_config(
+        tmp_path / "config.yaml",
+        db.url,
+        families=FAMILIES,
+        schedule={"market_sync_minutes": 60, "resolution_minutes": 60, "snapshot_minutes": 60},
+        benchmark={"decision_cohort_limit": 2},
+    )
+    sim = Simulation(
+        load_settings(config), db.factory, start=START, days=7 * WEEKS, n_markets=80, seed=4
+    )
+    broken: sessionmaker = session_factory(make_engine("postgresql+psycopg://x@127.0.0.1:9/none"))
+    outage_week = 3
+    try:
+        for week in range(WEEKS):
+            monday = START + timedelta(days=7 * week)
+            kill_at = monday + timedelta(minutes=rng.choice([5, 5, 60, 60 * 24]))
+            kill_job = "decision_run" if kill_at == monday + timedelta(minutes=5) else "snapshot"
+            for market_id in rng.sample(sorted(sim.world.gamma.markets), len(HOSTILE)):
+                sim.world.gamma.corrupt(market_id, **rng.choice(HOSTILE))
+            at = monday
+            while at < monday + timedelta(days=7):
+                sim.clock.set(at)
+                sim.world.evolve(at)
+                if at == kill_at:  # a daemon was killed in this job; it restarts now
+                    _leave_dead_holder(db, at, kill_job)
+                if week == outage_week and at == monday + timedelta(minutes=5):
+                    good, sim.runtime.factory = sim.runtime.factory, broken
+                    with pytest.raises(Exception):  # noqa: B017 - the outage itself
+                        sim.runtime.run_due(at)
+                    sim.runtime.factory = good
+                else:
+                    sim.runtime.run_due(at)
+                sim.runtime.catch_up(sim.clock)
+                at += (
+                    timedelta(minutes=5) if at < monday + timedelta(hours=1) else timedelta(hours=1)
+                )
+    finally:
+        sim.close()
+
+    with db.factory() as session:
+        cohorts = list(session.scalars(select(Cohort).order_by(Cohort.week_start)))
+        assert [c.week_start for c in cohorts] == [
+            START + timedelta(days=7 * i) for i in range(WEEKS)
+        ]
+        agents = {
+            c.id: list(session.scalars(select(Agent.id).where(Agent.cohort_id == c.id)))
+            for c in cohorts
+        }
+        for index, cohort in enumerate(cohorts):
+            weeks = 2 if index < WEEKS - 1 else 1
+            for week_no in range(1, weeks + 1):
+                statuses = session.scalars(
+                    select(Decision.status).where(
+                        Decision.cohort_id == cohort.id, Decision.decision_week == week_no
+                    )
+                ).all()
+                assert sorted(statuses) == ["completed"] * len(agents[cohort.id]), (index, week_no)
+        # No BUY ever executed on a market at or after its resolution or close.
+        for trade, market in session.execute(
+            select(Trade, Market)
+            .join(Market, Market.id == Trade.market_id)
+            .where(Trade.trade_type == "BUY")
+        ).all():
+            if market.resolved_at is not None:
+                assert trade.executed_at < market.resolved_at, (trade.id, market.id)
+            if market.closed_time is not None:
+                assert trade.executed_at < market.closed_time, (trade.id, market.id)
+        assert check_ledger(session) == []
+        runs = session.scalars(
+            select(JobRun).where(JobRun.job == "decision_run", JobRun.slot >= START)
+        ).all()
+        assert len(runs) == WEEKS and {r.status for r in runs} == {"succeeded"}
+    assert week_start(START) == START
+
+
+def _leave_dead_holder(db: Database, at: datetime, job: str) -> None:
+    """What a SIGKILL during ``job`` at ``at`` leaves: its run row running by a dead holder and,
+    for the decision run, the first agent's decision claimed by it with no trade yet."""
+    dead = _dead_holder()
+    with transaction(db.factory) as session:
+        if session.scalars(select(JobRun).where(JobRun.job == job, JobRun.slot == at)).first():
+            return  # this slot already ran: nothing in flight to kill
+        session.add(
+            JobRun(
+                job=job,
+                slot=at,
+                holder=dead,
+                status="running",
+                started_at=at,
+                lease_expires_at=datetime.now(UTC) + timedelta(hours=1),
+            )
+        )
+        cohort = session.scalars(select(Cohort).where(Cohort.week_start == week_start(at))).first()
+        if job == "decision_run" and cohort is not None:
+            agent = session.scalars(
+                select(Agent).where(Agent.cohort_id == cohort.id).order_by(Agent.id)
+            ).first()
+            assert agent is not None
+            if session.scalars(select(Decision).where(Decision.agent_id == agent.id)).first():
+                return
+            session.add(
+                Decision(
+                    agent_id=agent.id,
+                    cohort_id=cohort.id,
+                    decision_week=1,
+                    status="claimed",
+                    claim_token="killed",
+                    claimed_by=dead,
+                    lease_expires_at=datetime.now(UTC) + timedelta(hours=1),
+                    claim_count=1,
+                    prompt_version=agent.prompt_version,
+                    methodology_version=agent.methodology_version,
+                    created_at=at,
+                    updated_at=at,
+                )
+            )
