@@ -51,7 +51,10 @@ def _dead_holder() -> str:
 
 
 @pytest.mark.slow
-def test_eight_weeks_with_kills_outages_and_hostile_rows(db: Database, tmp_path: Path) -> None:
+def test_eight_weeks_with_kills_outages_and_hostile_rows(
+    sqlite_db: Database, tmp_path: Path
+) -> None:
+    db = sqlite_db
     rng = random.Random(2026)
     config = write_config(
         tmp_path / "config.yaml",
