@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -294,13 +295,11 @@ def template_values(ctx: PromptContext) -> dict[str, Any]:
 
 
 def prompts_dir() -> Path:
-    """``$ARENA_PROMPTS_DIR``, else ``prompts/`` at the repository root beside the package."""
+    """``$ARENA_PROMPTS_DIR``, else the templates shipped in the package (``arena/resources``)."""
     configured = os.environ.get(PROMPTS_DIR_ENV, "").strip()
     if configured:
         return Path(configured)
-    import arena
-
-    return Path(arena.__file__).resolve().parent.parent / "prompts"
+    return Path(str(resources.files("arena") / "resources" / "prompts"))
 
 
 @functools.lru_cache(maxsize=16)

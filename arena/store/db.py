@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -26,7 +27,6 @@ from arena.errors import DatabaseUnavailable, StorageFailed
 log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 60_000
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 MIGRATION_LOCK_KEY = 7_310_001  # pg advisory lock id held while migrating
 
 
@@ -132,11 +132,16 @@ def check_connection(engine: Engine) -> None:
         ) from None
 
 
+def migrations_dir() -> Path:
+    """The Alembic scripts shipped inside the package (``arena/resources/migrations``)."""
+    return Path(str(resources.files("arena") / "resources" / "migrations"))
+
+
 def alembic_config(engine: Engine | None = None) -> Any:
     from alembic.config import Config
 
     cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("script_location", str(migrations_dir()))
     if engine is not None:
         cfg.set_main_option(
             "sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%")

@@ -28,7 +28,7 @@ from arena.domain.prompting import (
 from arena.errors import ConfigError
 from tests.domain.prompt_builders import binary, context, named, position
 
-REPO_PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
+REPO_PROMPTS = Path(__file__).resolve().parents[2] / "arena" / "resources" / "prompts"
 
 
 def block(text: str, name: str) -> list[str]:
