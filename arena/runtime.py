@@ -20,13 +20,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock, FixedClock, SystemClock, floor_to_minutes, week_start
-from arena.config import Settings, parse_weekly
+from arena.clock import Clock, FixedClock, SystemClock, week_start
+from arena.config import Settings
 from arena.errors import JobFailed, UniverseUnavailable
 from arena.jobs.budget import Budget
 from arena.jobs.cohorts import complete_cohorts, start_cohort
 from arena.jobs.decide import ALREADY_FINAL, AgentResult, DecideReport, DecisionRun
-from arena.jobs.due import WeekDue, retry_pause, week_due
+from arena.jobs.due import WeekDue, current_week_due, retry_pause
 from arena.jobs.guard import ALREADY_FINAL as ALREADY_DONE
 from arena.jobs.guard import GuardedRun, log_event, run_guarded
 from arena.jobs.markets import sync_markets
@@ -34,17 +34,14 @@ from arena.jobs.prices import refresh_markets
 from arena.jobs.settle import resolve_markets
 from arena.jobs.snapshots import take_snapshots
 from arena.jobs.universe import freeze_universe
+from arena.slots import JOBS, job_slot
 from arena.sources.gamma import GammaClient
 from arena.sources.registry import ProviderRegistry
 from arena.store.models import JobRun
 
 log = logging.getLogger(__name__)
 
-# The order `--once` runs due jobs in: a cohort exists before its decisions; markets are fresh
-# before decisions and settlement; snapshots see the state after everything else.
-JOBS = ("cohort_start", "market_sync", "decision_run", "resolution", "snapshot")
 DECISION_RETRY_MINUTES = 30
-_DAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 
 
 def _jsonable(value: Any) -> Any:
@@ -57,44 +54,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     return value
-
-
-def weekly_slot(spec: str, now: datetime) -> datetime:
-    """The most recent fire time of a weekly ``"sun 00:05"`` schedule at or before ``now``."""
-    day, hour, minute = parse_weekly(spec)
-    sunday = week_start(now)
-    offset = (_DAYS[day] + 1) % 7  # days after Sunday
-    slot = sunday + timedelta(days=offset, hours=hour, minutes=minute)
-    return slot if slot <= now else slot - timedelta(days=7)
-
-
-def job_slot(settings: Settings, job: str, now: datetime) -> datetime:
-    """The slot (latest scheduled fire time at or before ``now``) of ``job``."""
-    schedule = settings.schedule
-    if job == "cohort_start":
-        return weekly_slot(schedule.cohort_start, now)
-    if job == "decision_run":
-        return weekly_slot(schedule.decision_run, now)
-    minutes = {
-        "market_sync": schedule.market_sync_minutes,
-        "snapshot": schedule.snapshot_minutes,
-        "resolution": schedule.resolution_minutes,
-    }[job]
-    return floor_to_minutes(now, minutes)
-
-
-def current_week_due(
-    settings: Settings, session: Session, now: datetime, lease_now: datetime
-) -> WeekDue:
-    """What the week of ``now`` still owes (missing cohort, decision run, decisions)."""
-    return week_due(
-        session,
-        settings,
-        now,
-        job_slot(settings, "cohort_start", now),
-        job_slot(settings, "decision_run", now),
-        lease_now,
-    )
 
 
 class Runtime:

@@ -12,8 +12,8 @@ from apscheduler.triggers.cron import CronTrigger
 
 from arena.config import load_settings
 from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
-from arena.runtime import weekly_slot
 from arena.scheduler import build_scheduler, interval_trigger, triggers
+from arena.slots import weekly_slot
 from tests.helpers import cli_env, start_arena, write_config
 
 

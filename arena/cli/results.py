@@ -5,14 +5,25 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
-from arena.analytics.leaderboard import FamilyStanding, compute_leaderboard, to_json, write_csv
 from arena.cli.common import FormatOption, console, parse_at, state
+from arena.cli.tables import (
+    Column,
+    WideOption,
+    dollars,
+    fitted_table,
+    fixed,
+    percent,
+    show,
+    text_column,
+)
 from arena.errors import UserError
+
+if TYPE_CHECKING:
+    from arena.analytics.leaderboard import FamilyStanding
 
 LEADERBOARD_FORMATS = ("table", "json", "csv")
 EXPORT_FORMATS = ("jsonl", "csv", "parquet")
@@ -29,10 +40,13 @@ def leaderboard(
             show_default=False,
         ),
     ] = None,
+    wide: WideOption = False,
 ) -> None:
     """Standings per model family: value, P/L, Brier and skill, cost and reliability."""
     if fmt not in LEADERBOARD_FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(LEADERBOARD_FORMATS)}")
+    from arena.analytics.leaderboard import compute_leaderboard, to_json, write_csv
+
     app_state = state(ctx)
     minimum = app_state.settings.benchmark.min_scored_bets
     standings = compute_leaderboard(app_state.reader(), cohort_id=cohort, min_scored_bets=minimum)
@@ -41,101 +55,60 @@ def leaderboard(
     elif fmt == "csv":
         write_csv(standings, sys.stdout)
     else:
-        print_leaderboard(standings, cohort, minimum)
+        print_leaderboard(standings, cohort, minimum, wide)
 
 
-def print_leaderboard(standings: list[FamilyStanding], cohort: int | None, minimum: int) -> None:
+def _scaled(share: float | None) -> float | None:
+    return None if share is None else share * 100
+
+
+STANDING_COLUMNS = [
+    Column("#", lambda r: str(r["rank"])),
+    Column("family", lambda r: r["family_id"] + (" *" if r["provisional"] else ""), numeric=False),
+    text_column("display name", "display_name", essential=False),
+    Column("cohorts", lambda r: str(r["cohorts"]), essential=False),
+    Column("value", lambda r: dollars(r["total_value"])),
+    Column("P/L", lambda r: dollars(r["pnl"], signed=True)),
+    Column("return", lambda r: percent(r["return_pct"])),
+    text_column("return band", "return_band", essential=False),
+    Column("Brier", lambda r: fixed(r["brier"])),
+    text_column("Brier band", "brier_band", essential=False),
+    Column("BSS vs 0.25", lambda r: fixed(r["bss_uniform"], 3, signed=True), essential=False),
+    Column("BSS vs mkt", lambda r: fixed(r["bss_market"], 3, signed=True), essential=False),
+    Column("bets", lambda r: str(r["scored_bets"])),
+    Column("win rate", lambda r: percent(_scaled(r["win_rate"]), signed=False, digits=0), False),
+]
+
+COST_COLUMNS = [
+    Column("family", lambda r: r["family_id"], numeric=False),
+    Column("cost USD", lambda r: f"{float(r['cost_usd']):,.4f}"),
+    Column("prompt tok", lambda r: f"{r['prompt_tokens']:,}", essential=False),
+    Column("compl. tok", lambda r: f"{r['completion_tokens']:,}", essential=False),
+    Column("decisions", lambda r: str(r["decisions"])),
+    Column("attempts", lambda r: str(r["attempts"]), essential=False),
+    Column("malformed", lambda r: percent(_scaled(r["malformed_share"]), signed=False, digits=1)),
+    Column("sys HOLD", lambda r: str(r["system_holds"])),
+    Column("failed calls", lambda r: str(r["failures"])),
+    Column("retries", lambda r: str(r["retries"]), essential=False),
+    Column("failed dec.", lambda r: str(r["failed_decisions"]), essential=False),
+]
+
+
+def print_leaderboard(
+    standings: list[FamilyStanding], cohort: int | None, minimum: int, wide: bool = False
+) -> None:
     scope = f"cohort {cohort}" if cohort is not None else "all cohorts"
     if not standings:
         console.print(f"leaderboard ({scope}): no agents yet")
         return
-    rows = [standing.to_json() for standing in standings]
-    table = Table(title=f"Leaderboard ({scope})", title_justify="left")
-    for header in (
-        "#",
-        "family",
-        "cohorts",
-        "total value",
-        "P/L",
-        "return",
-        "Brier",
-        "BSS vs 0.25",
-        "BSS vs market",
-        "scored bets",
-        "win rate",
-    ):
-        table.add_column(header, justify="left" if header == "family" else "right")
-    for rank, row in enumerate(rows, start=1):
-        mark = " *" if row["provisional"] else ""
-        table.add_row(
-            str(rank),
-            f"{row['display_name']}{mark}",
-            str(row["cohorts"]),
-            _dollars(row["total_value"]),
-            _dollars(row["pnl"], signed=True),
-            _with_band(_percent(row["return_pct"]), row["return_band"]),
-            _with_band(_fixed(row["brier"]), row["brier_band"]),
-            _fixed(row["bss_uniform"], signed=True),
-            _fixed(row["bss_market"], signed=True),
-            str(row["scored_bets"]),
-            _percent(None if row["win_rate"] is None else row["win_rate"] * 100, signed=False),
-        )
-    console.print(table)
-    costs = Table(title="Cost and reliability", title_justify="left")
-    for header in (
-        "family",
-        "cost (USD)",
-        "prompt tokens",
-        "completion tokens",
-        "decisions",
-        "attempts",
-        "malformed",
-        "system HOLDs",
-        "failed calls",
-        "retries",
-        "failed decisions",
-    ):
-        costs.add_column(header, justify="left" if header == "family" else "right")
-    for row in rows:
-        share = row["malformed_share"]
-        costs.add_row(
-            row["display_name"],
-            f"{float(row['cost_usd']):,.4f}",
-            f"{row['prompt_tokens']:,}",
-            f"{row['completion_tokens']:,}",
-            str(row["decisions"]),
-            str(row["attempts"]),
-            "-" if share is None else f"{share * 100:.1f}%",
-            str(row["system_holds"]),
-            str(row["failures"]),
-            str(row["retries"]),
-            str(row["failed_decisions"]),
-        )
-    console.print(costs)
+    rows = [{**s.to_json(), "rank": rank} for rank, s in enumerate(standings, start=1)]
+    title = f"Leaderboard ({scope})"
+    show(console, fitted_table(STANDING_COLUMNS, rows, wide=wide, title=title), wide)
+    show(console, fitted_table(COST_COLUMNS, rows, wide=wide, title="Cost and reliability"), wide)
     if any(row["provisional"] for row in rows):
         console.print(f"* provisional: fewer than {minimum} scored bets")
-
-
-def _dollars(text: str, signed: bool = False) -> str:
-    value = float(text)
-    sign = "+" if signed and value > 0 else ("-" if value < 0 else "")
-    return f"{sign}${abs(value):,.2f}"
-
-
-def _percent(value: Any, signed: bool = True) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.2f}%" if signed else f"{value:.1f}%"
-
-
-def _fixed(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.3f}" if signed else f"{value:.4f}"
-
-
-def _with_band(text: str, band: str | None) -> str:
-    return text if band is None else f"{text} ({band})"
+    if not wide:
+        console.print("(--wide: every column; --format json: every field)")
 
 
 def export_command(

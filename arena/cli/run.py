@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import timedelta
 from typing import Annotated
 
 import typer
-from rich.table import Table
-from sqlalchemy import func, select
 
-from arena.cli.common import AtOption, clock_for, console, parse_at, state
+from arena.cli.common import AtOption, FormatOption, clock_for, console, parse_at, state
+from arena.cli.tables import Column, WideOption, fitted_table, instant, show
 from arena.clock import SystemClock
-from arena.errors import JobFailed
-from arena.jobs.cohorts import decision_window, unfinished_cohorts
-from arena.jobs.guard import latest_runs
-from arena.runtime import JOBS, current_week_due, production_runtime
-from arena.scheduler import next_fire_times, run_forever
-from arena.store.db import upgrade
-from arena.store.models import Agent, Market, Position
+from arena.errors import JobFailed, UserError
 
 log = logging.getLogger(__name__)
+STATUS_FORMATS = ("table", "json")
 
 
 def run(
@@ -36,6 +29,10 @@ def run(
     at: AtOption = None,
 ) -> None:
     """Run the daemon: every job on its UTC schedule until SIGTERM/SIGINT (graceful stop)."""
+    from arena.runtime import production_runtime
+    from arena.scheduler import run_forever
+    from arena.store.db import upgrade
+
     app_state = state(ctx)
     settings = app_state.settings
     upgrade(app_state.engine)
@@ -61,77 +58,49 @@ def run(
         runtime.close()
 
 
-def status(ctx: typer.Context, at: AtOption = None) -> None:
+JOB_COLUMNS = [
+    Column("job", lambda j: j.job, numeric=False),
+    Column("last slot", lambda j: instant(j.last_slot), numeric=False),
+    Column("status", lambda j: j.status, numeric=False),
+    Column("finished", lambda j: instant(j.finished_at), essential=False, numeric=False),
+    Column("next run", lambda j: instant(j.next_run), numeric=False),
+    Column("error", lambda j: j.error or "", essential=False, numeric=False),
+]
+
+COHORT_COLUMNS = [
+    Column("cohort", lambda c: str(c.cohort_id)),
+    Column("week start", lambda c: c.week_start.date().isoformat(), numeric=False),
+    Column("phase", lambda c: c.phase, numeric=False),
+    Column("agents", lambda c: str(c.agents)),
+    Column("open positions", lambda c: str(c.open_positions)),
+]
+
+
+def status(
+    ctx: typer.Context, at: AtOption = None, fmt: FormatOption = "table", wide: WideOption = False
+) -> None:
     """Show the latest run of every job, active cohorts, next run times and open warnings."""
+    if fmt not in STATUS_FORMATS:
+        raise UserError(f"--format: {fmt!r} is not one of {', '.join(STATUS_FORMATS)}")
+    from arena.jobs.status import read_status
+
     app_state = state(ctx)
-    settings = app_state.settings
-    now = clock_for(at).now()
-    factory = app_state.reader()
-    next_times = next_fire_times(settings, now)
-    with factory() as session:
-        runs = {r.job: r for r in latest_runs(session)}
-        jobs = Table("job", "last slot", "status", "finished", "next run", "error")
-        for job in JOBS:
-            r = runs.get(job)
-            nxt = next_times.get(job)
-            jobs.add_row(
-                job,
-                r.slot.isoformat() if r else "-",
-                r.status if r else "never",
-                r.finished_at.isoformat() if r and r.finished_at else "-",
-                nxt.isoformat() if nxt else "-",
-                (r.error or "")[:60] if r else "",
-            )
-        console.print(jobs)
-        window = {
-            c.id for c in decision_window(session, settings.benchmark.decision_cohort_limit, now)
-        }
-        cohorts = Table("cohort", "week start", "phase", "agents", "open positions")
-        for cohort in unfinished_cohorts(session, now):
-            agents = session.scalar(
-                select(func.count()).select_from(Agent).where(Agent.cohort_id == cohort.id)
-            )
-            open_positions = session.scalar(
-                select(func.count())
-                .select_from(Position)
-                .where(Position.cohort_id == cohort.id, Position.status == "OPEN")
-            )
-            cohorts.add_row(
-                str(cohort.id),
-                cohort.week_start.date().isoformat(),
-                "deciding" if cohort.id in window else "tracking",
-                str(agents),
-                str(open_positions),
-            )
-        console.print(cohorts)
-        warnings = current_week_due(settings, session, now, SystemClock().now()).warnings()
-        warnings += open_warnings(session, now, settings.benchmark.claim_lease_seconds)
-    if warnings:
+    with app_state.reader()() as session:
+        report = read_status(session, app_state.settings, clock_for(at).now(), SystemClock().now())
+    if fmt == "json":
+        typer.echo(json.dumps(report.to_json(), indent=2))
+        return
+    show(console, fitted_table(JOB_COLUMNS, report.jobs, wide=wide, title="Jobs (UTC)"), wide)
+    errors = [j for j in report.jobs if j.error and not wide]
+    for job in errors:
+        console.print(f"  {job.job} error: {job.error}", markup=False)
+    show(console, fitted_table(COHORT_COLUMNS, report.cohorts, wide=wide, title="Cohorts"), wide)
+    if report.warnings:
         console.print("[bold yellow]warnings[/bold yellow]")
-        for warning in warnings:
+        for warning in report.warnings:
             console.print(f"  - {warning}", markup=False)
     else:
         console.print("no warnings")
-
-
-AWAITING_TOO_LONG = timedelta(days=3)
-
-
-def open_warnings(session, now, lease_seconds: int) -> list[str]:  # type: ignore[no-untyped-def]
-    """Markets awaiting resolution for long (the week's missing and unfinished work is
-    :meth:`arena.runtime.Runtime.week_due`)."""
-    warnings: list[str] = []
-    held = select(Position.market_id).where(Position.status == "OPEN").distinct()
-    for market in session.scalars(
-        select(Market).where(Market.id.in_(held), Market.status == "open")
-    ):
-        closed_at = market.closed_time or (market.end_date if market.closed else None)
-        if market.closed and closed_at and now - closed_at > AWAITING_TOO_LONG:
-            warnings.append(
-                f"market {market.id} closed {closed_at.date()} and still awaits "
-                f"resolution ({market.uma_resolution_status or 'no proposal'})"
-            )
-    return warnings
 
 
 def register(app: typer.Typer) -> None:

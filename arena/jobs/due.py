@@ -19,6 +19,7 @@ from arena.config import Settings
 from arena.jobs.claims import CLAIMED, COMPLETED
 from arena.jobs.cohorts import decision_window
 from arena.jobs.holders import holder_alive, label
+from arena.slots import job_slot
 from arena.store.models import Agent, Cohort, Decision, JobRun
 
 
@@ -93,6 +94,20 @@ def week_due(
         due.decision_run_status = _run_state(run, lease_now)
     due.unfinished = unfinished_decisions(session, settings, now, lease_now)
     return due
+
+
+def current_week_due(
+    settings: Settings, session: Session, now: datetime, lease_now: datetime
+) -> WeekDue:
+    """What the week of ``now`` still owes (missing cohort, decision run, decisions)."""
+    return week_due(
+        session,
+        settings,
+        now,
+        job_slot(settings, "cohort_start", now),
+        job_slot(settings, "decision_run", now),
+        lease_now,
+    )
 
 
 def unfinished_decisions(

@@ -69,18 +69,21 @@ def test_leaderboard_csv_and_table(
     rows = list(csv.DictReader(io.StringIO(done.stdout)))
     assert list(rows[0]) == list(FIELDS)
     assert len(rows) == 3
-    monkeypatch.setattr("arena.cli.common.console.width", 250)
+    monkeypatch.setattr("arena.cli.common.console.width", 80)
     done = arena_main(capsys, "--config", str(config), "leaderboard")
     assert done.returncode == 0, done.stderr
     for text in (
         "Leaderboard (all cohorts)",
-        "Alpha Model *",
-        "BSS vs market",
-        "very poor",
+        "alpha-model *",
         "provisional: fewer than 10 scored bets",
         "Cost and reliability",
     ):
         assert text in done.stdout
+    assert "very poor" not in done.stdout  # bands are in the wide view
+    wide = arena_main(capsys, "--config", str(config), "leaderboard", "--wide")
+    assert wide.returncode == 0, wide.stderr
+    for text in ("Alpha Model", "BSS vs mkt", "very poor", "compl. tok"):
+        assert text in wide.stdout
 
 
 def test_leaderboard_usage_errors(
