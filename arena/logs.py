@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import structlog
 
@@ -16,6 +17,23 @@ _SHARED: list[structlog.types.Processor] = [
     structlog.stdlib.add_logger_name,
     structlog.processors.TimeStamper(fmt="iso", utc=True),
 ]
+
+
+class StderrHandler(logging.StreamHandler):
+    """A handler writing to whatever ``sys.stderr`` is when a record is emitted, never to the
+    stream that was ``sys.stderr`` when logging was set up (which a test harness or a daemon's
+    redirection may have closed since)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
 
 
 def configure_logging(level: str = "INFO", json_logs: bool = False) -> None:
@@ -32,7 +50,7 @@ def configure_logging(level: str = "INFO", json_logs: bool = False) -> None:
             renderer,
         ],
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = StderrHandler()
     handler.setFormatter(formatter)
     root = logging.getLogger()
     for existing in list(root.handlers):

@@ -4,6 +4,8 @@ graceful stop on SIGTERM, configuration logged with secrets masked."""
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +16,7 @@ from arena.config import load_settings
 from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
 from arena.scheduler import build_scheduler, interval_trigger, triggers
 from arena.slots import weekly_slot
-from tests.helpers import cli_env, start_arena, write_config
+from tests.helpers import cli_env, write_config
 
 
 def test_triggers_follow_the_schedule(tmp_path: Path) -> None:
@@ -77,14 +79,24 @@ def test_daemon_starts_logs_and_stops_gracefully_on_sigterm(tmp_path: Path) -> N
             OPENROUTER_API_KEY="sk-or-v1-very-secret-key-for-the-test",
             ARENA_LOGGING__JSON_LOGS="true",
         )
-        proc = start_arena("--config", str(config), "run", env=env, cwd=tmp_path)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not db_path.exists():
-            time.sleep(0.2)
-        time.sleep(3)  # migrated, scheduler started, next run times logged
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=60)
-        _out, err = proc.communicate()
+        log_path = tmp_path / "daemon.log"
+        with log_path.open("w") as log_file:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "arena", "--config", str(config), "run"],
+                stdout=subprocess.DEVNULL,
+                stderr=log_file,
+                text=True,
+                env=env,
+                cwd=tmp_path,
+            )
+            # Wait for what the test is about (migrated, scheduler started, next run times
+            # logged), not for a fixed time: a busy machine only makes it later.
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and "next runs at" not in log_path.read_text():
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=60)
+        err = log_path.read_text()
     assert code == 0, err[-3000:]
     assert "next runs at" in err
     assert "configuration" in err

@@ -16,7 +16,6 @@ import typer
 from arena import __version__
 from arena.cli.common import AppState, storage_failure
 from arena.errors import ArenaError, JobFailed, UserError
-from arena.logs import configure_logging
 
 COMMAND_MODULES = [
     "arena.cli.core",
@@ -66,6 +65,8 @@ def root(
     ] = False,
 ) -> None:
     """Benchmark LLMs as forecasters by paper-trading Polymarket markets."""
+    from arena.logs import configure_logging
+
     app_state = AppState(config_path=config, json_logs=json_logs)
     ctx.obj = app_state
     ctx.call_on_close(app_state.close)

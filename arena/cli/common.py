@@ -5,25 +5,22 @@ from __future__ import annotations
 import errno
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, FixedClock, SystemClock, parse_timestamp
-from arena.config import Settings, load_settings
 from arena.errors import UserError
-from arena.store.db import (
-    at_head,
-    current_revision,
-    head_revision,
-    make_engine,
-    session_factory,
-    upgrade,
-)
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from arena.config import Settings
+
+# Nothing here imports SQLAlchemy, pydantic or the jobs at module level: `arena --help` stays
+# fast, and each command loads only what it uses.
 
 console = Console()
 err_console = Console(stderr=True)
@@ -44,18 +41,24 @@ class AppState:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
+            from arena.config import load_settings
+
             self._settings = load_settings(self.config_path)
         return self._settings
 
     @property
     def engine(self) -> Engine:
         if self._engine is None:
+            from arena.store.db import make_engine
+
             self._engine = make_engine(self.settings.database_url)
         return self._engine
 
     def factory(self, migrate: bool = True) -> sessionmaker[Session]:
         """A session factory on a migrated database (migrating an empty one on first use)."""
         if self._factory is None:
+            from arena.store.db import session_factory, upgrade
+
             if migrate:
                 upgrade(self.engine)
             self._factory = session_factory(self.engine)
@@ -66,6 +69,17 @@ class AppState:
         analyze): it never writes, so it works on a read-only database. A database already at
         the latest schema is not migrated; one behind is migrated first if it can be."""
         if self._reader is None:
+            from sqlalchemy.exc import DBAPIError
+
+            from arena.store.db import (
+                at_head,
+                current_revision,
+                head_revision,
+                make_engine,
+                session_factory,
+                upgrade,
+            )
+
             engine = make_engine(self.settings.database_url, read_only=True)
             self._read_engine = engine
             if not at_head(engine):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import typer
-from rich.table import Table
+import json
 
-from arena.cli.common import AtOption, clock_for, console, state
-from arena.config import openrouter_api_key
-from arena.jobs.cohorts import start_cohort
-from arena.store.db import current_revision, upgrade
+import typer
+
+from arena.cli.common import AtOption, FormatOption, clock_for, console, state
+from arena.cli.tables import Column, WideOption, fitted_table, show
+from arena.errors import UserError
 
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 cohort_app = typer.Typer(help="Weekly cohorts.", no_args_is_help=True)
@@ -17,6 +17,8 @@ cohort_app = typer.Typer(help="Weekly cohorts.", no_args_is_help=True)
 @db_app.command("upgrade")
 def db_upgrade(ctx: typer.Context) -> None:
     """Apply database migrations up to the latest revision (safe to run concurrently)."""
+    from arena.store.db import current_revision, upgrade
+
     app_state = state(ctx)
     upgrade(app_state.engine)
     console.print(f"database at revision {current_revision(app_state.engine)}")
@@ -25,6 +27,8 @@ def db_upgrade(ctx: typer.Context) -> None:
 @cohort_app.command("start")
 def cohort_start(ctx: typer.Context, at: AtOption = None) -> None:
     """Create this week's cohort with one agent per active family (no-op if it exists)."""
+    from arena.jobs.cohorts import start_cohort
+
     app_state = state(ctx)
     report = start_cohort(app_state.factory(), app_state.settings, clock_for(at))
     verb = "created" if report.created else "already exists:"
@@ -34,26 +38,47 @@ def cohort_start(ctx: typer.Context, at: AtOption = None) -> None:
     )
 
 
-def families(ctx: typer.Context) -> None:
+FAMILY_FORMATS = ("table", "json")
+
+FAMILY_COLUMNS = [
+    Column("id", lambda f: f["id"], numeric=False),
+    Column("kind", lambda f: f["kind"], numeric=False),
+    Column("display name", lambda f: f["display_name"], essential=False, numeric=False),
+    Column("model / strategy", lambda f: f["target"], numeric=False),
+    Column("active", lambda f: "yes" if f["active"] else "no", numeric=False),
+    Column("ready", lambda f: f["ready"], numeric=False),
+]
+
+
+def families(ctx: typer.Context, fmt: FormatOption = "table", wide: WideOption = False) -> None:
     """List the configured model families and whether they can run."""
+    if fmt not in FAMILY_FORMATS:
+        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FAMILY_FORMATS)}")
+    from arena.config import openrouter_api_key
+
     settings = state(ctx).settings
     has_key = openrouter_api_key() is not None
-    table = Table("id", "kind", "display name", "model / strategy", "active", "ready")
+    rows = []
     for family in settings.families:
         if family.kind == "baseline":
             target, ready = f"strategy {family.strategy}", "yes"
         else:
-            target = family.openrouter_id
+            target = family.openrouter_id or ""
             ready = "yes" if has_key else "needs OPENROUTER_API_KEY"
-        table.add_row(
-            family.id,
-            family.kind,
-            family.display_name or family.id,
-            target or "",
-            "yes" if family.active else "no",
-            ready if family.active else "-",
+        rows.append(
+            {
+                "id": family.id,
+                "kind": family.kind,
+                "display_name": family.display_name or family.id,
+                "target": target,
+                "active": family.active,
+                "ready": ready if family.active else "-",
+            }
         )
-    console.print(table)
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    show(console, fitted_table(FAMILY_COLUMNS, rows, wide=wide), wide)
     active = len(settings.active_families)
     console.print(f"{len(settings.families)} families configured, {active} active")
 

@@ -8,18 +8,23 @@ reason or holder, and the exit code is 1.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.progress import Progress
-from rich.table import Table
 
 from arena.cli.common import AtOption, clock_for, console, state
+from arena.cli.tables import Column, WideOption, fitted_table, show
 from arena.errors import JobFailed
-from arena.jobs.decide import AgentResult, DecideReport
-from arena.runtime import production_runtime
+
+if TYPE_CHECKING:
+    from arena.jobs.decide import AgentResult, DecideReport
 
 
-def decide(ctx: typer.Context, at: AtOption = None) -> None:
+def decide(ctx: typer.Context, at: AtOption = None, wide: WideOption = False) -> None:
     """Run this week's decisions for every agent of the cohorts in the decision window."""
+    from arena.runtime import production_runtime
+
     app_state = state(ctx)
     runtime = production_runtime(app_state.settings, app_state.factory())
     try:
@@ -33,25 +38,26 @@ def decide(ctx: typer.Context, at: AtOption = None) -> None:
             report = runtime.decide(clock_for(at), on_progress)
     finally:
         runtime.close()
-    print_report(report)
+    print_report(report, wide)
     if report.failed:
         raise JobFailed(report.aborted or f"{len(report.unfinished)} decision(s) not final")
 
 
-def print_report(report: DecideReport) -> None:
-    table = Table("cohort", "family", "action", "trades", "cost (USD)", "attempts", "status")
-    for r in report.results:
-        action = (r.action or "-") + (" (system)" if r.system_hold else "")
-        table.add_row(
-            str(r.cohort_id),
-            r.family_id,
-            action,
-            str(r.trades),
-            f"{r.cost_usd:.6f}",
-            str(r.attempts),
-            r.describe()[:80],
-        )
-    console.print(table)
+RESULT_COLUMNS = [
+    Column("cohort", lambda r: str(r.cohort_id)),
+    Column("family", lambda r: r.family_id, numeric=False),
+    Column(
+        "action", lambda r: (r.action or "-") + (" (system)" if r.system_hold else ""), True, False
+    ),
+    Column("trades", lambda r: str(r.trades)),
+    Column("cost USD", lambda r: f"{r.cost_usd:.6f}", essential=False),
+    Column("attempts", lambda r: str(r.attempts), essential=False),
+    Column("status", lambda r: r.describe(), numeric=False),
+]
+
+
+def print_report(report: DecideReport, wide: bool = False) -> None:
+    show(console, fitted_table(RESULT_COLUMNS, report.results, wide=wide), wide)
     done = sum(1 for r in report.results if r.status == "completed")
     final = sum(1 for r in report.results if r.final) - done
     console.print(

@@ -14,34 +14,19 @@ import shutil
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session, sessionmaker
 
-from arena.analytics.leaderboard import compute_leaderboard
 from arena.cli.common import console, state
-from arena.cli.results import print_leaderboard
-from arena.config import BaselineFamily, OpenRouterFamily
 from arena.errors import JobFailed, UserError
-from arena.export import export
-from arena.jobs.audit import check_ledger
-from arena.jobs.guard import GuardedRun
-from arena.simulation import Simulation
-from arena.store.db import make_engine, session_factory, upgrade
-from arena.store.models import (
-    Agent,
-    Base,
-    BrierScore,
-    Cohort,
-    Decision,
-    DecisionAttempt,
-    PortfolioSnapshot,
-    Position,
-    Trade,
-)
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from arena.config import BaselineFamily, OpenRouterFamily
+    from arena.jobs.guard import GuardedRun
 
 DEMO_START = datetime(2026, 11, 1, tzinfo=UTC)  # a Sunday
 DEMO_MARKER = ".arena-demo"  # written into --out by the demo that created or adopted it
@@ -109,6 +94,14 @@ def demo(
 ) -> None:
     """Run an offline, self-contained simulation of several weeks; print the leaderboard and
     write an export."""
+    # The simulation, the analytics and the export load only when the demo runs.
+    from arena.analytics.leaderboard import compute_leaderboard
+    from arena.cli.results import print_leaderboard
+    from arena.export import export
+    from arena.jobs.audit import check_ledger
+    from arena.simulation import Simulation
+    from arena.store.db import make_engine, session_factory, upgrade
+
     base = state(ctx).settings
     version = methodology or base.methodology
     if version not in ("v1", "v2"):
@@ -196,6 +189,8 @@ def demo(
 
 def _demo_lineup() -> list[OpenRouterFamily | BaselineFamily]:
     """Families for a demo run outside the repository (no config.yaml with families)."""
+    from arena.config import BaselineFamily, OpenRouterFamily
+
     return [
         OpenRouterFamily(
             id="sim-sharp", display_name="Simulated sharp model", openrouter_id="sim/sharp"
@@ -215,6 +210,20 @@ def _skills(families: list[str]) -> dict[str, float]:
 
 
 def _summary(factory: sessionmaker[Session], seconds: float) -> None:
+    from sqlalchemy import func, select
+
+    from arena.store.models import (
+        Agent,
+        Base,
+        BrierScore,
+        Cohort,
+        Decision,
+        DecisionAttempt,
+        PortfolioSnapshot,
+        Position,
+        Trade,
+    )
+
     with factory() as session:
 
         def count(model: type[Base], *where: Any) -> int:

@@ -8,9 +8,6 @@ import typer
 
 from arena.cli.common import AtOption, clock_for, console, state
 from arena.errors import JobFailed
-from arena.jobs.settle import resolve_markets
-from arena.jobs.snapshots import take_snapshots
-from arena.sources.gamma import GammaClient
 
 
 def snapshot(
@@ -26,6 +23,9 @@ def snapshot(
     ] = True,
 ) -> None:
     """Value every agent of every unfinished cohort and store one snapshot for this slot."""
+    from arena.jobs.snapshots import take_snapshots
+    from arena.sources.gamma import GammaClient
+
     app_state = state(ctx)
     settings = app_state.settings
     factory = app_state.factory()
@@ -39,6 +39,9 @@ def snapshot(
 
 def resolve(ctx: typer.Context, at: AtOption = None) -> None:
     """Settle the positions of markets Gamma reports resolved (or refund overdue ones)."""
+    from arena.jobs.settle import resolve_markets
+    from arena.sources.gamma import GammaClient
+
     app_state = state(ctx)
     settings = app_state.settings
     factory = app_state.factory()

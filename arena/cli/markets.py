@@ -5,8 +5,6 @@ from __future__ import annotations
 import typer
 
 from arena.cli.common import AtOption, clock_for, console, err_console, state
-from arena.jobs.markets import sync_markets
-from arena.sources.gamma import GammaClient
 
 markets_app = typer.Typer(help="Polymarket markets.", no_args_is_help=True)
 
@@ -14,6 +12,9 @@ markets_app = typer.Typer(help="Polymarket markets.", no_args_is_help=True)
 @markets_app.command("sync")
 def sync(ctx: typer.Context, at: AtOption = None) -> None:
     """Pull the top-N Gamma universe and refresh prices of markets with open positions."""
+    from arena.jobs.markets import sync_markets
+    from arena.sources.gamma import GammaClient
+
     app_state = state(ctx)
     settings = app_state.settings
     factory = app_state.factory()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -166,8 +166,18 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         command.upgrade(cfg, revision)
 
 
-def head_revision() -> str | None:
+SCHEMA_REVISION = "0002"
+"""The schema revision this code runs on: the head of the shipped migrations. Read-only
+commands compare it with the database's without loading Alembic (a test keeps the two equal)."""
+
+
+def head_revision() -> str:
     """The latest migration revision this arena ships."""
+    return SCHEMA_REVISION
+
+
+def migrations_head() -> str | None:
+    """The head revision as Alembic finds it in the migration scripts."""
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
@@ -180,10 +190,11 @@ def at_head(engine: Engine) -> bool:
 
 
 def current_revision(engine: Engine) -> str | None:
-    from alembic.runtime.migration import MigrationContext
-
+    """The database's schema revision (Alembic's version table), None when never migrated."""
     with engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+        if not inspect(connection).has_table("alembic_version"):
+            return None
+        return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 @contextmanager

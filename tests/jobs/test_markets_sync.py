@@ -162,8 +162,8 @@ def test_over_real_http_with_a_dropped_connection_and_a_slow_page(
     db: Database, world: FakeGammaWorld
 ) -> None:
     world.fail("drop")
-    world.fail("slow", delay=1.0)
-    settings = Polymarket(timeout_seconds=0.3)
+    world.fail("slow", delay=60.0)  # a minute late; an ordinary page has seconds, even when busy
+    settings = Polymarket(timeout_seconds=2.0)
     with serve_fake_gamma(world) as base_url, GammaClient(settings, base_url=base_url) as client:
         report = sync(db, client)
     assert stored_ids(db) == set(world.expected_top(500))

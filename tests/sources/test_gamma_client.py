@@ -164,14 +164,20 @@ def test_429_honours_retry_after_and_logs_each_retry(
     assert "attempt 2/5 of GET /markets/keyset failed (HTTP 429" in caplog.text
 
 
+SLOW_REPLY = 60.0
+TIMEOUT = 2.0
+
+
 @pytest.mark.parametrize("kind", ["500", "drop", "connect_error", "malformed", "slow"])
 def test_transient_faults_are_retried_with_backoff(
     gamma: Harness, no_retry_waits: list[float], caplog: pytest.LogCaptureFixture, kind: str
 ) -> None:
-    gamma.world.fail(kind, times=3, delay=1.0)
+    # Generous bounds, so that a busy machine never adds a timeout of its own: a slow reply
+    # comes a minute late, and an ordinary one has seconds.
+    gamma.world.fail(kind, times=3, delay=SLOW_REPLY)
     stats = FetchStats()
     with caplog.at_level(logging.WARNING, logger="arena.sources.gamma"):
-        markets = gamma.client(timeout=0.3).top_markets(500, stats)
+        markets = gamma.client(timeout=TIMEOUT).top_markets(500, stats)
     assert [m.id for m in markets] == gamma.world.expected_top(500)
     assert stats.retries == 3
     assert len(no_retry_waits) == 3

@@ -272,3 +272,10 @@ def test_foreign_keys_enforced(db: Database) -> None:
                 "'2026-01-01 00:00:00')"
             )
         )
+
+
+def test_schema_revision_is_the_head_of_the_shipped_migrations() -> None:
+    """Read-only commands check the schema against SCHEMA_REVISION without loading Alembic."""
+    from arena.store.db import SCHEMA_REVISION, migrations_head
+
+    assert migrations_head() == SCHEMA_REVISION
