@@ -1,4 +1,8 @@
-"""Rich tables for the analysis dicts of :mod:`arena.analytics.report`."""
+"""Terminal tables for the analysis dicts of :mod:`arena.analytics.report`.
+
+Each table shows its essential columns by default, fitting 80 columns; ``wide`` shows all of
+them, and ``--format json`` every field.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,8 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+
+from arena.terminal import Column, fitted_table
 
 
 def _num(value: Any, digits: int = 4) -> str:
@@ -23,10 +29,28 @@ def _interval(low: Any, high: Any, digits: int = 4) -> str:
     return f"{low:.{digits}f}..{high:.{digits}f}"
 
 
-def ranking_table(report: dict[str, Any]) -> Group:
+def _name(row: dict[str, Any]) -> str:
+    return str(row["forecaster"]) + (" *" if row.get("provisional") else "")
+
+
+RANKING_COLUMNS = [
+    Column("#", lambda r: str(r["rank"])),
+    Column("forecaster", _name, numeric=False),
+    Column("adj. Brier", lambda r: _num(r["adjusted_brier"])),
+    Column("95% CI", lambda r: _interval(r["ci_low"], r["ci_high"], 3)),
+    Column("Brier", lambda r: _num(r["brier"])),
+    Column("peer", lambda r: _num(r["peer_score"], 1), essential=False),
+    Column("n (weight)", lambda r: f"{r['n_questions']} ({_num(r['weight_sum'], 1)})"),
+]
+
+
+def ranking_table(report: dict[str, Any], wide: bool = False) -> Group:
     """Leaderboard: adjusted Brier (lower is better) with intervals and provisional flags."""
     options = report["options"]
-    table = Table(
+    table = fitted_table(
+        RANKING_COLUMNS,
+        report["rows"],
+        wide=wide,
         title="Difficulty-adjusted Brier (lower is better)",
         caption=(
             f"as of {report['as_of']}; market weight {options['market_weight']}; "
@@ -34,23 +58,8 @@ def ranking_table(report: dict[str, Any]) -> Group:
             f"* provisional (< {options['min_days']:g} days or < {options['min_questions']} "
             "questions); 95% CI: weighted t; bootstrap intervals in --format json"
         ),
+        row_style=lambda r: "dim" if r["reference"] else None,
     )
-    table.add_column("#", justify="right")
-    table.add_column("forecaster", no_wrap=True)
-    for name in ("adj. Brier", "95% CI", "Brier", "peer", "n (weight)"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for row in report["rows"]:
-        name = row["forecaster"] + (" *" if row["provisional"] else "")
-        table.add_row(
-            str(row["rank"]),
-            name,
-            _num(row["adjusted_brier"]),
-            _interval(row["ci_low"], row["ci_high"], 3),
-            _num(row["brier"]),
-            _num(row["peer_score"], 1),
-            f"{row['n_questions']} ({_num(row['weight_sum'], 1)})",
-            style="dim" if row["reference"] else None,
-        )
     parts: list[Any] = [table]
     if report["n_components"] > 1:
         parts.append(
@@ -63,55 +72,61 @@ def ranking_table(report: dict[str, Any]) -> Group:
     return Group(*parts)
 
 
-def head_to_head_table(report: dict[str, Any]) -> Group:
+MEASURE_COLUMNS = [
+    Column("measure", lambda r: r[0], numeric=False),
+    Column("value", lambda r: r[1]),
+]
+
+
+def head_to_head_table(report: dict[str, Any], wide: bool = False) -> Group:
     """Head-to-head summary: mean score per question with t and bootstrap intervals."""
     unit = "100 x log-score difference" if report["score"] == "log" else "100 x Brier difference"
-    table = Table(title=f"Head-to-head: {report['a']} vs {report['b']} ({unit}; > 0: A better)")
-    table.add_column("measure")
-    table.add_column("value", justify="right")
     t = report["t_test"]
-    table.add_row("common questions", str(report["n_questions"]))
-    table.add_row("weighted questions", _num(report["weight_sum"], 2))
-    table.add_row("mean score", _num(report["mean"], 2))
-    table.add_row("95% t interval", _interval(t["low"], t["high"], 2))
-    table.add_row("t statistic / p-value", f"{_num(t['t_stat'], 2)} / {_num(t['p_value'], 4)}")
+    rows = [
+        ("common questions", str(report["n_questions"])),
+        ("weighted questions", _num(report["weight_sum"], 2)),
+        ("mean score", _num(report["mean"], 2)),
+        ("95% t interval", _interval(t["low"], t["high"], 2)),
+        ("t statistic / p-value", f"{_num(t['t_stat'], 2)} / {_num(t['p_value'], 4)}"),
+    ]
     boot = report.get("bootstrap")
     if boot:
-        table.add_row("95% bootstrap interval", _interval(boot["low"], boot["high"], 2))
-        table.add_row("bootstrap share > 0", _num(boot["p_positive"], 3))
+        rows.append(("95% bootstrap interval", _interval(boot["low"], boot["high"], 2)))
+        rows.append(("bootstrap share > 0", _num(boot["p_positive"], 3)))
+    title = f"Head-to-head: {report['a']} vs {report['b']} ({unit}; > 0: A better)"
+    table = fitted_table(MEASURE_COLUMNS, rows, wide=wide, title=title)
     return Group(table, Text(report["verdict"], style="bold"))
 
 
-def proxy_table(report: dict[str, Any]) -> Group:
+PROXY_COLUMNS = [
+    Column("#", lambda r: str(r["rank"])),
+    Column("forecaster", _name, numeric=False),
+    Column("mean z", lambda r: _num(r["mean_z"], 3)),
+    Column("weeks", lambda r: str(r["n_weeks"])),
+    Column("questions", lambda r: str(r["n_questions"])),
+]
+
+
+def proxy_table(report: dict[str, Any], wide: bool = False) -> Group:
     """Proxy ranking, labelled as such."""
-    table = Table(title="PROXY ranking (unresolved questions; lower z is better)")
-    for name in ("#", "forecaster", "mean z", "weeks", "questions"):
-        table.add_column(name, justify="left" if name == "forecaster" else "right")
-    for row in report["rows"]:
-        table.add_row(
-            str(row["rank"]),
-            row["forecaster"],
-            _num(row["mean_z"], 3),
-            str(row["n_weeks"]),
-            str(row["n_questions"]),
-        )
+    title = "PROXY ranking (unresolved questions; lower z is better)"
+    table = fitted_table(PROXY_COLUMNS, report["rows"], wide=wide, title=title)
     return Group(Text(report["label"], style="yellow"), table)
 
 
-def calibration_table(report: dict[str, Any]) -> Table:
+CALIBRATION_COLUMNS = [
+    Column("forecaster", lambda r: str(r["forecaster"]), numeric=False),
+    Column("n", lambda r: str(r["n"])),
+    Column("Brier", lambda r: _num(r["brier"])),
+    Column("binned", lambda r: _num(r["binned_brier"]), essential=False),
+    Column("REL", lambda r: _num(r["reliability"])),
+    Column("RES", lambda r: _num(r["resolution"])),
+    Column("UNC", lambda r: _num(r["uncertainty"])),
+    Column("ECE", lambda r: _num(r["ece"])),
+]
+
+
+def calibration_table(report: dict[str, Any], wide: bool = False) -> Table:
     """Calibration and Murphy decomposition per forecaster."""
-    table = Table(title="Calibration (REL - RES + UNC = binned Brier)")
-    for name in ("forecaster", "n", "Brier", "binned", "REL", "RES", "UNC", "ECE"):
-        table.add_column(name, justify="left" if name == "forecaster" else "right")
-    for row in report["rows"]:
-        table.add_row(
-            row["forecaster"],
-            str(row["n"]),
-            _num(row["brier"]),
-            _num(row["binned_brier"]),
-            _num(row["reliability"]),
-            _num(row["resolution"]),
-            _num(row["uncertainty"]),
-            _num(row["ece"]),
-        )
-    return table
+    title = "Calibration (REL - RES + UNC = binned Brier)"
+    return fitted_table(CALIBRATION_COLUMNS, report["rows"], wide=wide, title=title)

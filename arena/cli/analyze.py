@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from arena.cli.common import AtOption, clock_for, console, state
+from arena.cli.common import AtOption, WideOption, clock_for, console, state
 from arena.errors import UserError
+from arena.terminal import show
 
 if TYPE_CHECKING:
     from arena.analytics.records import Forecasts
@@ -145,11 +146,11 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
         return _read_export(Path(tmp))
 
 
-def _emit(report: dict[str, Any], output_format: str, render: Any) -> None:
+def _emit(report: dict[str, Any], output_format: str, render: Any, wide: bool = False) -> None:
     if output_format == "json":
         typer.echo(json.dumps(report, indent=2, sort_keys=False))
     elif output_format == "table":
-        console.print(render(report))
+        show(console, render(report, wide=wide), wide)
     else:
         raise UserError(f"--format must be table or json, not {output_format!r}")
 
@@ -172,6 +173,7 @@ def ranking_command(
     seed: Seed = 0,
     by: By = "family",
     with_bets: WithBets = False,
+    wide: WideOption = False,
 ) -> None:
     """Leaderboard by difficulty-adjusted Brier, with confidence intervals and provisional flags.
 
@@ -192,6 +194,7 @@ def ranking_command(
         _report().ranking(load_forecasts(ctx, from_export), options),
         output_format,
         _render().ranking_table,
+        wide,
     )
 
 
@@ -211,6 +214,7 @@ def h2h_command(
     seed: Seed = 0,
     by: By = "family",
     with_bets: WithBets = False,
+    wide: WideOption = False,
 ) -> None:
     """Head-to-head of A against B on their common resolved questions (> 0: A better).
 
@@ -220,7 +224,7 @@ def h2h_command(
         raise UserError(f"--score must be log or brier, not {score!r}")
     options = _options(at, 1.0, weights, bootstrap, seed, by, with_bets, h2h_score=score)
     report = _report().head_to_head(load_forecasts(ctx, from_export), family_a, family_b, options)
-    _emit(report, output_format, _render().head_to_head_table)
+    _emit(report, output_format, _render().head_to_head_table, wide)
 
 
 @analyze_app.command("proxy")
@@ -238,6 +242,7 @@ def proxy_command(
     ] = False,
     by: By = "family",
     with_bets: WithBets = False,
+    wide: WideOption = False,
 ) -> None:
     """PROXY ranking before resolution: agreement with the other families' extremized pool.
 
@@ -255,6 +260,7 @@ def proxy_command(
         _report().proxy_ranking(load_forecasts(ctx, from_export), options),
         output_format,
         _render().proxy_table,
+        wide,
     )
 
 
@@ -273,6 +279,7 @@ def calibration_command(
     ] = None,
     by: By = "family",
     with_bets: WithBets = False,
+    wide: WideOption = False,
 ) -> None:
     """Reliability data, expected calibration error and Brier decomposition per forecaster."""
     options = _options(at, by=by, with_bets=with_bets, bootstrap=0, n_bins=bins)
@@ -283,7 +290,7 @@ def calibration_command(
         results = [r for r in _report().calibration_results(forecasts, options, prep) if r.n > 0]
         _plot_calibration(results, plot, title=f"Reliability diagram (as of {report['as_of']})")
         report["plot"] = str(plot)
-    _emit(report, output_format, _render().calibration_table)
+    _emit(report, output_format, _render().calibration_table, wide)
     if plot is not None and output_format == "table":
         console.print(f"reliability diagram written to {plot}")
 

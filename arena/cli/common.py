@@ -119,6 +119,13 @@ AtOption = Annotated[
     ),
 ]
 
+WideOption = Annotated[
+    bool,
+    typer.Option(
+        "--wide", help="Show every column (default: the essential ones, fitting 80 columns)."
+    ),
+]
+
 FormatOption = Annotated[
     str,
     typer.Option("--format", "-f", help="Output format: table, json or csv."),

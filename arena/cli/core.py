@@ -6,9 +6,9 @@ import json
 
 import typer
 
-from arena.cli.common import AtOption, FormatOption, clock_for, console, state
-from arena.cli.tables import Column, WideOption, fitted_table, show
+from arena.cli.common import AtOption, FormatOption, WideOption, clock_for, console, state
 from arena.errors import UserError
+from arena.terminal import Column, fitted_table, show
 
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 cohort_app = typer.Typer(help="Weekly cohorts.", no_args_is_help=True)

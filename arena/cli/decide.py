@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import typer
 from rich.progress import Progress
 
-from arena.cli.common import AtOption, clock_for, console, state
-from arena.cli.tables import Column, WideOption, fitted_table, show
+from arena.cli.common import AtOption, WideOption, clock_for, console, state
 from arena.errors import JobFailed
+from arena.terminal import Column, fitted_table, show
 
 if TYPE_CHECKING:
     from arena.jobs.decide import AgentResult, DecideReport

@@ -9,18 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from arena.cli.common import FormatOption, console, parse_at, state
-from arena.cli.tables import (
-    Column,
-    WideOption,
-    dollars,
-    fitted_table,
-    fixed,
-    percent,
-    show,
-    text_column,
-)
+from arena.cli.common import FormatOption, WideOption, console, parse_at, state
 from arena.errors import UserError
+from arena.terminal import Column, dollars, fitted_table, fixed, percent, show, text_column
 
 if TYPE_CHECKING:
     from arena.analytics.leaderboard import FamilyStanding

@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from arena.cli.common import AtOption, FormatOption, clock_for, console, parse_at, state
-from arena.cli.tables import Column, WideOption, fitted_table, instant, show
+from arena.cli.common import AtOption, FormatOption, WideOption, clock_for, console, parse_at, state
 from arena.clock import SystemClock
 from arena.errors import JobFailed, UserError
+from arena.terminal import Column, fitted_table, instant, show
 
 log = logging.getLogger(__name__)
 STATUS_FORMATS = ("table", "json")

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-import typer
 from rich import box
 from rich.console import Console
 from rich.measure import Measurement
@@ -76,14 +75,6 @@ def show(console: Console, table: Table, wide: bool = False) -> None:
 def text_column(header: str, key: str, essential: bool = True) -> Column:
     """A left-aligned column showing ``row[key]`` ("-" when missing)."""
     return Column(header, lambda row: "-" if row[key] is None else str(row[key]), essential, False)
-
-
-WideOption = Annotated[
-    bool,
-    typer.Option(
-        "--wide", help="Show every column (default: the essential ones, fitting 80 columns)."
-    ),
-]
 
 
 def fixed(value: float | None, digits: int = 4, signed: bool = False) -> str:
