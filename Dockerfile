@@ -1,28 +1,39 @@
-# arena daemon image. The install steps are the README's ("Install") so the tested path is the
-# one that ships. Point it at PostgreSQL with ARENA_DATABASE_URL and pass OPENROUTER_API_KEY:
+# arena daemon image: the wheel, built in a first stage and installed (not editable) into a
+# virtual environment in the second; runs as a non-root user.
 #   docker build -t arena .
 #   docker run -e ARENA_DATABASE_URL=postgresql+psycopg://arena:secret@db/arena \
 #              -e OPENROUTER_API_KEY=sk-or-v1-... arena
-FROM python:3.11-slim
 
+FROM python:3.11-slim AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY arena ./arena
+RUN python3 -m pip wheel --no-deps -w /dist .
+
+FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     ARENA_LOGGING__JSON_LOGS=true
-
-WORKDIR /app
-RUN useradd --create-home --uid 1000 arena
-COPY pyproject.toml README.md config.yaml ./
-COPY arena ./arena
-COPY prompts ./prompts
-COPY migrations ./migrations
-RUN python3 -m venv /app/.venv && /app/.venv/bin/pip install -e . \
-    && mkdir -p /data && chown arena /data
-ENV PATH=/app/.venv/bin:$PATH \
+COPY --from=build /dist /dist
+RUN python3 -m venv /opt/arena \
+    && /opt/arena/bin/pip install --no-cache-dir /dist/*.whl \
+    && rm -rf /dist \
+    && useradd --create-home --uid 1000 arena \
+    && mkdir -p /data /etc/arena && chown arena /data
+COPY config.yaml /etc/arena/config.yaml
+ENV PATH=/opt/arena/bin:$PATH \
+    ARENA_CONFIG=/etc/arena/config.yaml \
     ARENA_DATABASE_URL=sqlite:////data/arena.db
 
 USER arena
+WORKDIR /data
 VOLUME ["/data"]
+# Healthy while the database answers and the schema is at head (arena status exits non-zero
+# otherwise).
+HEALTHCHECK --interval=60s --timeout=20s --start-period=60s --retries=3 \
+    CMD ["arena", "status", "--format", "json"]
 # `arena run` migrates the database on start, then runs every job on its schedule until
 # SIGTERM (docker stop), finishing or safely abandoning the job in flight.
 STOPSIGNAL SIGTERM
