@@ -1,9 +1,12 @@
-"""The arena's jobs wired to their sources: one object both the daemon and the demo drive.
+"""The arena's jobs wired to their sources: one object the daemon, the CLI and the demo drive.
 
 Production builds it with the real Gamma client and OpenRouter; the demo and the tests build it
 with fake transports and a simulated clock. Everything else (the job code, the database, the
-guard) is the same. Each job method takes the clock to act at and returns counts for the job
-log; :meth:`Runtime.run_job` runs one under the database guard for its slot.
+guard) is the same. Each job is one method returning its report (:meth:`Runtime.start_cohort`,
+:meth:`~Runtime.sync_markets`, :meth:`~Runtime.decide`, :meth:`~Runtime.settle`,
+:meth:`~Runtime.take_snapshots`): its CLI command calls it and prints the report; the scheduled
+job of the same name (:data:`arena.slots.JOBS`) calls it under the database guard for its slot
+(:meth:`Runtime.run_job`) and logs the report's counts.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,15 +27,15 @@ from arena.clock import Clock, FixedClock, SystemClock, week_start
 from arena.config import Settings
 from arena.errors import JobFailed, UniverseUnavailable
 from arena.jobs.budget import Budget
-from arena.jobs.cohorts import complete_cohorts, start_cohort
+from arena.jobs.cohorts import CohortReport, complete_cohorts, start_cohort
 from arena.jobs.decide import ALREADY_FINAL, AgentResult, DecideReport, DecisionRun
 from arena.jobs.due import WeekDue, current_week_due, retry_pause
 from arena.jobs.guard import ALREADY_FINAL as ALREADY_DONE
 from arena.jobs.guard import GuardedRun, log_event, run_guarded
-from arena.jobs.markets import sync_markets
+from arena.jobs.markets import SyncReport, sync_markets
 from arena.jobs.prices import refresh_markets
-from arena.jobs.settle import resolve_markets
-from arena.jobs.snapshots import take_snapshots
+from arena.jobs.settle import ResolveReport, resolve_markets
+from arena.jobs.snapshots import SnapshotReport, take_snapshots
 from arena.jobs.universe import freeze_universe
 from arena.slots import JOBS, job_slot
 from arena.sources.gamma import GammaClient
@@ -42,6 +45,10 @@ from arena.store.models import JobRun
 log = logging.getLogger(__name__)
 
 DECISION_RETRY_MINUTES = 30
+
+
+class SupportsClose(Protocol):
+    def close(self) -> None: ...
 
 
 def _jsonable(value: Any) -> Any:
@@ -67,7 +74,10 @@ class Runtime:
         sleep: Callable[[float], None] | None = None,
         wall_clock: Clock | None = None,
         wait: Callable[[float], None] = time.sleep,
+        owned: Sequence[SupportsClose] = (),
     ) -> None:
+        """``owned``: what this runtime made and so closes (:func:`production_runtime`); the
+        clients handed in stay open for whoever made them."""
         self.settings = settings
         self.factory = factory
         self.gamma = gamma
@@ -78,17 +88,31 @@ class Runtime:
         self.stop_event = threading.Event()
         self.last_decide: DecideReport | None = None
         self._settled: dict[str, datetime] = {}  # job -> last slot this process saw finished
+        self._owned = list(owned)
 
-    # --- the jobs ------------------------------------------------------------------------
+    # --- the jobs, one method each (the CLI commands call these) ---------------------------
 
-    def cohort_start(self, clock: Clock) -> dict[str, Any]:
-        report = start_cohort(self.factory, self.settings, clock)
-        return {"cohort_id": report.cohort_id, "created": report.created, "agents": report.agents}
+    def start_cohort(self, clock: Clock) -> CohortReport:
+        """This week's cohort with one agent per active family (``arena cohort start``)."""
+        return start_cohort(self.factory, self.settings, clock)
 
-    def market_sync(self, clock: Clock) -> dict[str, Any]:
-        return dict(
-            _jsonable(sync_markets(self.factory, self.gamma, self.settings, clock).counts())
+    def sync_markets(self, clock: Clock) -> SyncReport:
+        """The Gamma universe and every market the store needs fresh (``arena markets sync``)."""
+        return sync_markets(self.factory, self.gamma, self.settings, clock)
+
+    def settle(self, clock: Clock) -> ResolveReport:
+        """Settle what Gamma reports over, then complete the cohorts that have nothing left to
+        decide or settle (``arena resolve``)."""
+        report = resolve_markets(self.factory, self.settings, clock, self.gamma)
+        report.cohorts_completed = complete_cohorts(
+            self.factory, self.settings.benchmark.decision_cohort_limit, clock
         )
+        return report
+
+    def take_snapshots(self, clock: Clock, refresh: bool = True) -> SnapshotReport:
+        """Value every agent at this slot, after refreshing held markets' prices from Gamma
+        unless ``refresh`` is off (``arena snapshot``)."""
+        return take_snapshots(self.factory, self.settings, clock, self.gamma if refresh else None)
 
     def decide(
         self, clock: Clock, on_progress: Callable[[AgentResult], None] | None = None
@@ -146,20 +170,23 @@ class Runtime:
             raise JobFailed(f"decision run unfinished: {reason}")
         return counts
 
+    # --- the scheduled jobs (names as in arena.slots.JOBS): a report's counts for the log ---
+
+    def cohort_start(self, clock: Clock) -> dict[str, Any]:
+        report = self.start_cohort(clock)
+        return {"cohort_id": report.cohort_id, "created": report.created, "agents": report.agents}
+
+    def market_sync(self, clock: Clock) -> dict[str, Any]:
+        return dict(_jsonable(self.sync_markets(clock).counts()))
+
     def resolution(self, clock: Clock) -> dict[str, Any]:
-        report = resolve_markets(self.factory, self.settings, clock, self.gamma)
-        completed = complete_cohorts(
-            self.factory, self.settings.benchmark.decision_cohort_limit, clock
-        )
-        counts = dict(_jsonable(dataclasses.asdict(report)))
-        counts["cohorts_completed"] = completed
+        report = self.settle(clock)
         if report.failures:
             raise JobFailed(f"settlement failed for {len(report.failures)} markets")
-        return counts
+        return dict(_jsonable(dataclasses.asdict(report)))
 
     def snapshot(self, clock: Clock) -> dict[str, Any]:
-        report = take_snapshots(self.factory, self.settings, clock, self.gamma)
-        return dict(_jsonable(dataclasses.asdict(report)))
+        return dict(_jsonable(dataclasses.asdict(self.take_snapshots(clock))))
 
     # --- slots and the guard ---------------------------------------------------------------
 
@@ -256,10 +283,19 @@ class Runtime:
         return out
 
     def close(self) -> None:
-        self.gamma.close()
-        self.providers.close()
+        """Close what this runtime made (never the clients it was handed)."""
+        while self._owned:
+            self._owned.pop().close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def production_runtime(settings: Settings, factory: sessionmaker[Session]) -> Runtime:
-    """The runtime with the real Gamma client and OpenRouter (key read when first needed)."""
-    return Runtime(settings, factory, GammaClient(settings.polymarket), ProviderRegistry(settings))
+    """The runtime with the real Gamma client and OpenRouter (key read when first needed); it
+    owns both and closes them."""
+    gamma, providers = GammaClient(settings.polymarket), ProviderRegistry(settings)
+    return Runtime(settings, factory, gamma, providers, owned=(gamma, providers))

@@ -12,6 +12,7 @@ dispute and one never resolved that the arena must refund once overdue), then
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
@@ -278,15 +279,23 @@ class Simulation:
             self.openrouter.add_model(model, "0.0000005", "0.0000015", provider="SimProvider")
             forecaster = SimulatedForecaster(self.world, seed + index, skills.get(family.id, 0.3))
             self.openrouter.set_default(model, answer(forecaster))
-        gamma = GammaClient(
-            settings.polymarket,
-            sleep=lambda _s: None,
-            http=httpx.Client(transport=self.world.gamma.mock_transport()),
+        # The simulation made these clients, so it closes them (Simulation.close).
+        self._resources = contextlib.ExitStack()
+        gamma_http = self._resources.enter_context(
+            httpx.Client(transport=self.world.gamma.mock_transport())
         )
-        providers = ProviderRegistry(
-            settings,
-            api_key=SecretStr(self.openrouter.api_key),
-            http_client=httpx.Client(transport=self.openrouter.transport(), timeout=30),
+        openrouter_http = self._resources.enter_context(
+            httpx.Client(transport=self.openrouter.transport(), timeout=30)
+        )
+        gamma = GammaClient(settings.polymarket, sleep=lambda _s: None, http=gamma_http)
+        providers = self._resources.enter_context(
+            contextlib.closing(
+                ProviderRegistry(
+                    settings,
+                    api_key=SecretStr(self.openrouter.api_key),
+                    http_client=openrouter_http,
+                )
+            )
         )
         self.runtime = Runtime(
             settings, factory, gamma, providers, sleep=lambda _s: None, wall_clock=self.clock
@@ -312,3 +321,4 @@ class Simulation:
 
     def close(self) -> None:
         self.runtime.close()
+        self._resources.close()

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
     from arena.config import Settings
+    from arena.runtime import Runtime
 
 # Nothing here imports SQLAlchemy, pydantic or the jobs at module level: `arena --help` stays
 # fast, and each command loads only what it uses.
@@ -100,6 +101,15 @@ class AppState:
         for engine in (self._engine, self._read_engine):
             if engine is not None:
                 engine.dispose()
+
+
+def runtime(ctx: typer.Context) -> Runtime:
+    """The daemon's jobs on the configured database (migrated first), for one command; use it
+    as a context manager so its clients are closed."""
+    from arena.runtime import production_runtime
+
+    app_state = state(ctx)
+    return production_runtime(app_state.settings, app_state.factory())
 
 
 def state(ctx: typer.Context) -> AppState:

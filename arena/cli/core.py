@@ -6,7 +6,15 @@ import json
 
 import typer
 
-from arena.cli.common import AtOption, FormatOption, WideOption, clock_for, console, state
+from arena.cli.common import (
+    AtOption,
+    FormatOption,
+    WideOption,
+    clock_for,
+    console,
+    runtime,
+    state,
+)
 from arena.errors import UserError
 from arena.terminal import Column, fitted_table, show
 
@@ -27,10 +35,8 @@ def db_upgrade(ctx: typer.Context) -> None:
 @cohort_app.command("start")
 def cohort_start(ctx: typer.Context, at: AtOption = None) -> None:
     """Create this week's cohort with one agent per active family (no-op if it exists)."""
-    from arena.jobs.cohorts import start_cohort
-
-    app_state = state(ctx)
-    report = start_cohort(app_state.factory(), app_state.settings, clock_for(at))
+    with runtime(ctx) as jobs:
+        report = jobs.start_cohort(clock_for(at))
     verb = "created" if report.created else "already exists:"
     console.print(
         f"cohort {report.cohort_id} {verb} week starting "

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.progress import Progress
 
-from arena.cli.common import AtOption, WideOption, clock_for, console, state
+from arena.cli.common import AtOption, WideOption, clock_for, console, runtime
 from arena.errors import JobFailed
 from arena.terminal import Column, fitted_table, show
 
@@ -23,21 +23,14 @@ if TYPE_CHECKING:
 
 def decide(ctx: typer.Context, at: AtOption = None, wide: WideOption = False) -> None:
     """Run this week's decisions for every agent of the cohorts in the decision window."""
-    from arena.runtime import production_runtime
+    with runtime(ctx) as jobs, Progress(console=console, transient=True) as progress:
+        task = progress.add_task("deciding", total=None)
 
-    app_state = state(ctx)
-    runtime = production_runtime(app_state.settings, app_state.factory())
-    try:
-        with Progress(console=console, transient=True) as progress:
-            task = progress.add_task("deciding", total=None)
+        def on_progress(result: AgentResult) -> None:
+            progress.advance(task)
+            progress.update(task, description=f"{result.family_id}: {result.status}")
 
-            def on_progress(result: AgentResult) -> None:
-                progress.advance(task)
-                progress.update(task, description=f"{result.family_id}: {result.status}")
-
-            report = runtime.decide(clock_for(at), on_progress)
-    finally:
-        runtime.close()
+        report = jobs.decide(clock_for(at), on_progress)
     print_report(report, wide)
     if report.failed:
         raise JobFailed(report.aborted or f"{len(report.unfinished)} decision(s) not final")

@@ -1,4 +1,4 @@
-"""Job commands: ``arena snapshot`` and ``arena resolve`` (one call into arena/jobs each)."""
+"""Job commands: ``arena snapshot`` and ``arena resolve``: the daemon's jobs, run once."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from arena.cli.common import AtOption, clock_for, console, state
+from arena.cli.common import AtOption, clock_for, console, runtime
 from arena.errors import JobFailed
 
 
@@ -23,30 +23,16 @@ def snapshot(
     ] = True,
 ) -> None:
     """Value every agent of every unfinished cohort and store one snapshot for this slot."""
-    from arena.jobs.snapshots import take_snapshots
-    from arena.sources.gamma import GammaClient
-
-    app_state = state(ctx)
-    settings = app_state.settings
-    factory = app_state.factory()
-    if refresh:
-        with GammaClient(settings.polymarket) as gamma:
-            report = take_snapshots(factory, settings, clock_for(at), gamma)
-    else:
-        report = take_snapshots(factory, settings, clock_for(at))
+    with runtime(ctx) as jobs:
+        report = jobs.take_snapshots(clock_for(at), refresh)
     console.print(report.summary())
 
 
 def resolve(ctx: typer.Context, at: AtOption = None) -> None:
-    """Settle the positions of markets Gamma reports resolved (or refund overdue ones)."""
-    from arena.jobs.settle import resolve_markets
-    from arena.sources.gamma import GammaClient
-
-    app_state = state(ctx)
-    settings = app_state.settings
-    factory = app_state.factory()
-    with GammaClient(settings.polymarket) as gamma:
-        report = resolve_markets(factory, settings, clock_for(at), gamma)
+    """Settle the positions of markets Gamma reports resolved (or refund overdue ones), then
+    complete the cohorts that have nothing left to do (as the daemon's resolution job does)."""
+    with runtime(ctx) as jobs:
+        report = jobs.settle(clock_for(at))
     console.print(report.summary())
     if report.failures:
         raise JobFailed(

@@ -1,10 +1,10 @@
-"""Market commands: ``arena markets sync`` (one call into :mod:`arena.jobs.markets`)."""
+"""Market commands: ``arena markets sync``, the daemon's market sync run once."""
 
 from __future__ import annotations
 
 import typer
 
-from arena.cli.common import AtOption, clock_for, console, err_console, state
+from arena.cli.common import AtOption, clock_for, console, err_console, runtime
 
 markets_app = typer.Typer(help="Polymarket markets.", no_args_is_help=True)
 
@@ -12,14 +12,8 @@ markets_app = typer.Typer(help="Polymarket markets.", no_args_is_help=True)
 @markets_app.command("sync")
 def sync(ctx: typer.Context, at: AtOption = None) -> None:
     """Pull the top-N Gamma universe and refresh prices of markets with open positions."""
-    from arena.jobs.markets import sync_markets
-    from arena.sources.gamma import GammaClient
-
-    app_state = state(ctx)
-    settings = app_state.settings
-    factory = app_state.factory()
-    with GammaClient(settings.polymarket) as gamma:
-        report = sync_markets(factory, gamma, settings, clock_for(at))
+    with runtime(ctx) as jobs:
+        report = jobs.sync_markets(clock_for(at))
     console.print(report.summary(), soft_wrap=True, markup=False)
     if not report.complete:
         err_console.print(

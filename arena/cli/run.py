@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from arena.cli.common import AtOption, FormatOption, WideOption, clock_for, console, parse_at, state
+from arena.cli.common import (
+    AtOption,
+    FormatOption,
+    WideOption,
+    clock_for,
+    console,
+    parse_at,
+    runtime,
+    state,
+)
 from arena.clock import SystemClock
 from arena.errors import JobFailed, UserError
 from arena.terminal import Column, fitted_table, instant, show
@@ -29,19 +38,13 @@ def run(
     at: AtOption = None,
 ) -> None:
     """Run the daemon: every job on its UTC schedule until SIGTERM/SIGINT (graceful stop)."""
-    from arena.runtime import production_runtime
     from arena.scheduler import run_forever
-    from arena.store.db import upgrade
 
-    app_state = state(ctx)
-    settings = app_state.settings
-    upgrade(app_state.engine)
-    log.info("configuration: %s", json.dumps(settings.masked(), default=str))
-    runtime = production_runtime(settings, app_state.factory(migrate=False))
-    try:
+    with runtime(ctx) as jobs:  # migrates the database first
+        log.info("configuration: %s", json.dumps(state(ctx).settings.masked(), default=str))
         if once or at is not None:
             now = parse_at(at) if at else SystemClock().now()
-            results = runtime.finish_held(now, runtime.run_due(now))
+            results = jobs.finish_held(now, jobs.run_due(now))
             for result in results:
                 console.print(
                     f"{result.job:13} slot {result.slot.isoformat()}: {result.describe()}",
@@ -53,9 +56,7 @@ def run(
                     "unfinished: " + "; ".join(f"{r.job} {r.describe()}" for r in unfinished)
                 )
             return
-        run_forever(runtime)
-    finally:
-        runtime.close()
+        run_forever(jobs)
 
 
 JOB_COLUMNS = [

@@ -124,6 +124,7 @@ class ResolveReport:
     brier_rows: int = 0
     forecasts_scored: int = 0
     failures: list[str] = field(default_factory=list)  # "market <id>: <error>"
+    cohorts_completed: list[int] = field(default_factory=list)  # by the resolution job
 
     @property
     def ok(self) -> bool:
@@ -144,6 +145,7 @@ class ResolveReport:
             "brier_rows": self.brier_rows,
             "forecasts_scored": self.forecasts_scored,
             "failures": len(self.failures),
+            "cohorts_completed": self.cohorts_completed,
         }
 
     def summary(self) -> str:
@@ -153,6 +155,8 @@ class ResolveReport:
             f" ({len(self.gone)} gone from Gamma); {self.positions_settled} positions settled,"
             f" payout ${self.payout}, {self.brier_rows} Brier rows"
         )
+        if self.cohorts_completed:
+            text += f"; cohorts completed: {', '.join(map(str, self.cohorts_completed))}"
         if self.failures:
             text += f"; {len(self.failures)} failed"
         return text
