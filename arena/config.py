@@ -89,6 +89,9 @@ class Benchmark(_Strict):
         return self.min_universe_markets or max(self.universe_size // 2, 1)
 
 
+MINUTES_PER_DAY = 24 * 60
+
+
 class Schedule(_Strict):
     cohort_start: str = "sun 00:00"
     decision_run: str = "sun 00:05"
@@ -104,6 +107,17 @@ class Schedule(_Strict):
     @classmethod
     def _weekly(cls, value: str) -> str:
         parse_weekly(value)
+        return value
+
+    @field_validator("market_sync_minutes", "snapshot_minutes", "resolution_minutes")
+    @classmethod
+    def _divides_the_day(cls, value: int) -> int:
+        # Slots count from midnight UTC (arena.slots): an interval must divide the day.
+        if MINUTES_PER_DAY % value:
+            raise ValueError(
+                f"{value} does not divide a day (1440 minutes); use e.g. 5, 10, 15, 30, 45, "
+                "60, 90, 120, 240, 360, 720 or 1440"
+            )
         return value
 
 

@@ -19,22 +19,28 @@ from datetime import UTC, datetime
 from types import FrameType
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 
 from arena.clock import SystemClock
 from arena.config import Settings, parse_weekly
 from arena.runtime import Runtime
+from arena.slots import JOBS, WEEKLY_JOBS, interval_minutes
 
 log = logging.getLogger(__name__)
 CATCH_UP_MINUTES = 1
 
 
-def interval_trigger(minutes: int) -> CronTrigger:
-    """Every ``minutes`` on the clock (``*/10`` fires at :00, :10, ...), in UTC."""
-    if minutes >= 60:
-        hours = max(minutes // 60, 1)
-        return CronTrigger(hour=f"*/{hours}", minute=0, timezone=UTC)
-    return CronTrigger(minute=f"*/{minutes}", timezone=UTC)
+# Interval slots count from midnight UTC (arena.slots); an interval dividing the day keeps
+# every later midnight on the grid, so one anchor serves every day.
+SLOT_ANCHOR = datetime(2000, 1, 2, tzinfo=UTC)
+
+
+def interval_trigger(minutes: int) -> IntervalTrigger:
+    """Every ``minutes`` from midnight UTC (10: :00, :10, ...; 90: 00:00, 01:30, 03:00, ...),
+    the slots of :func:`arena.slots.job_slot`."""
+    return IntervalTrigger(minutes=minutes, start_date=SLOT_ANCHOR, timezone=UTC)
 
 
 def weekly_trigger(spec: str) -> CronTrigger:
@@ -42,14 +48,13 @@ def weekly_trigger(spec: str) -> CronTrigger:
     return CronTrigger(day_of_week=day, hour=hour, minute=minute, timezone=UTC)
 
 
-def triggers(settings: Settings) -> dict[str, CronTrigger]:
-    schedule = settings.schedule
+def triggers(settings: Settings) -> dict[str, BaseTrigger]:
+    """One trigger per job, firing at the job's slots (:mod:`arena.slots`)."""
     return {
-        "cohort_start": weekly_trigger(schedule.cohort_start),
-        "decision_run": weekly_trigger(schedule.decision_run),
-        "market_sync": interval_trigger(schedule.market_sync_minutes),
-        "resolution": interval_trigger(schedule.resolution_minutes),
-        "snapshot": interval_trigger(schedule.snapshot_minutes),
+        job: weekly_trigger(getattr(settings.schedule, job))
+        if job in WEEKLY_JOBS
+        else interval_trigger(interval_minutes(settings, job))
+        for job in JOBS
     }
 
 
@@ -89,13 +94,6 @@ def catch_up(runtime: Runtime) -> None:
 
 def next_run_times(scheduler: BackgroundScheduler) -> dict[str, datetime | None]:
     return {job.id: getattr(job, "next_run_time", None) for job in scheduler.get_jobs()}
-
-
-def next_fire_times(settings: Settings, now: datetime) -> dict[str, datetime | None]:
-    """When each job fires next, without a running scheduler (for ``arena status``)."""
-    return {
-        name: trigger.get_next_fire_time(None, now) for name, trigger in triggers(settings).items()
-    }
 
 
 def run_forever(runtime: Runtime, stop: threading.Event | None = None) -> None:

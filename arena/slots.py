@@ -1,7 +1,10 @@
 """When each job runs: its slot (the latest fire time at or before an instant) and the next one.
 
-One definition for the runtime (a job run is keyed by its slot), ``arena status`` and the web
-status page. Pure: no database, no scheduler library.
+One definition for the runtime (a job run is keyed by its slot), the scheduler's triggers
+(:func:`arena.scheduler.triggers` fires exactly at these slots), ``arena status`` and the web
+status page. Interval jobs fire every N minutes counted from midnight UTC, N dividing the day
+(the configuration refuses others); weekly jobs at their day and time. Pure: no database, no
+scheduler library.
 """
 
 from __future__ import annotations

@@ -3,19 +3,21 @@ graceful stop on SIGTERM, configuration logged with secrets masked."""
 
 from __future__ import annotations
 
+import random
 import signal
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from apscheduler.triggers.cron import CronTrigger
+import pytest
 
 from arena.config import load_settings
+from arena.errors import ConfigError
 from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
 from arena.scheduler import build_scheduler, interval_trigger, triggers
-from arena.slots import weekly_slot
+from arena.slots import JOBS, job_slot, next_slot, weekly_slot
 from tests.helpers import cli_env, write_config
 
 
@@ -35,7 +37,9 @@ def test_triggers_follow_the_schedule(tmp_path: Path) -> None:
     assert fired["market_sync"].get_next_fire_time(None, after) == datetime(
         2026, 11, 22, 0, 0, tzinfo=UTC
     )
-    assert isinstance(interval_trigger(120), CronTrigger)
+    assert interval_trigger(90).get_next_fire_time(None, after) == datetime(
+        2026, 11, 22, 0, 0, tzinfo=UTC
+    )
     assert weekly_slot("sun 00:05", datetime(2026, 11, 22, 0, 4, tzinfo=UTC)) == datetime(
         2026, 11, 15, 0, 5, tzinfo=UTC
     )
@@ -103,3 +107,37 @@ def test_daemon_starts_logs_and_stops_gracefully_on_sigterm(tmp_path: Path) -> N
     assert "scheduler stopped" in err
     assert "sk-or-v1-very-secret" not in err
     assert '"level"' in err  # JSON lines
+
+
+DIVISORS_OF_THE_DAY = [m for m in range(1, 1441) if 1440 % m == 0]
+
+
+@pytest.mark.parametrize("minutes", DIVISORS_OF_THE_DAY)
+def test_the_scheduler_fires_at_the_runtimes_slots(tmp_path: Path, minutes: int) -> None:
+    """One slot function: every trigger fires exactly at the slots the runtime keys runs by,
+    for every interval the configuration accepts (45 and 90 included)."""
+    settings = load_settings(
+        write_config(tmp_path / "c.yaml", "sqlite:///x.db"),
+        schedule={"snapshot_minutes": minutes, "decision_run": "wed 13:37"},
+    )
+    fired = triggers(settings)
+    rng = random.Random(minutes)
+    start = datetime(2026, 11, 21, tzinfo=UTC)
+    instants = [start + timedelta(seconds=rng.randrange(14 * 86400)) for _ in range(40)]
+    instants += [start + timedelta(minutes=minutes * k) for k in range(3)]  # on a slot
+    for now in instants:
+        for job in JOBS:
+            following = next_slot(settings, job, now)
+            assert following > now
+            assert job_slot(settings, job, following) == following
+            assert job_slot(settings, job, following - timedelta(seconds=1)) <= now
+            assert fired[job].get_next_fire_time(None, now + timedelta(seconds=1)) == following
+
+
+@pytest.mark.parametrize("minutes", [7, 45 * 7, 1441, 0])
+def test_an_interval_that_does_not_divide_the_day_is_refused(tmp_path: Path, minutes: int) -> None:
+    config = write_config(
+        tmp_path / "c.yaml", "sqlite:///x.db", schedule={"snapshot_minutes": minutes}
+    )
+    with pytest.raises(ConfigError, match=r"schedule\.snapshot_minutes"):
+        load_settings(config)
