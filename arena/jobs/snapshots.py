@@ -34,12 +34,13 @@ from sqlalchemy import Connection, Table, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock, floor_to_minutes
+from arena.clock import Clock
 from arena.config import Settings
 from arena.domain.ledger import HUNDRED, ZERO, to_money
 from arena.domain.markets import side_price
 from arena.errors import ArenaError
 from arena.jobs.prices import MarketSource, refresh_held_markets
+from arena.slots import job_slot
 from arena.store.db import transaction
 from arena.store.models import Agent, BrierScore, Cohort, PortfolioSnapshot, Position
 from arena.store.models import Market as MarketRow
@@ -95,7 +96,12 @@ def take_snapshots(
     clock: Clock,
     source: MarketSource | None = None,
 ) -> SnapshotReport:
-    """Write one portfolio snapshot per agent of every unfinished cohort for the current slot."""
+    """Write one portfolio snapshot per agent of every unfinished cohort for the current slot.
+
+    The slot is the one the job started in (read before the price refresh, which may take long
+    enough to reach the next one)."""
+    now = clock.now()
+    slot = job_slot(settings, "snapshot", now)
     refreshed: int | None = None
     refresh_error: str | None = None
     if source is not None:
@@ -104,8 +110,6 @@ def take_snapshots(
         except ArenaError as exc:
             refresh_error = str(exc)
             log.warning("snapshot: price refresh failed, valuing at last marks: %s", exc)
-    now = clock.now()
-    slot = floor_to_minutes(now, settings.schedule.snapshot_minutes)
     rows, positions, unpriced = value_agents(factory, now, slot)
     written = 0
     if rows:

@@ -281,3 +281,30 @@ def test_a_huge_return_is_stored_within_the_percent_column(db: Database) -> None
     (row,) = _rows(db)
     assert row.pnl == D("2495000.00")  # 7,500 cash + 2,497,500 - 10,000: exact, never clipped
     assert row.pnl_pct == D("9999.9999")
+
+
+class SlowRefreshClock:
+    """A real-time-like clock: every reading is later than the one before, so a price refresh
+    that reads it crosses into the next snapshot slot."""
+
+    def __init__(self, start: datetime, step: timedelta) -> None:
+        self.at, self.step = start, step
+
+    def now(self) -> datetime:
+        at = self.at
+        self.at += self.step
+        return at
+
+
+def test_the_slot_is_the_one_the_job_started_in(db: Database) -> None:
+    world = World(db)
+    _basic(world)
+    source = FakeSource()
+    source.put(gamma_market("m1", ("0.75", "0.25")))
+    start = SLOT + timedelta(minutes=9, seconds=59)  # the refresh ends in the next slot
+    clock = SlowRefreshClock(start, timedelta(seconds=2))
+
+    report = take_snapshots(db.factory, SETTINGS, clock, source)
+
+    assert report.taken_at == SLOT
+    assert {row.taken_at for row in _rows(db)} == {SLOT}
