@@ -35,14 +35,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.analytics.consistent_read import consistent_read
 from arena.csv_safe import safe_cell
 from arena.domain.ledger import ZERO, to_money
+from arena.domain.markets import stored_prices
 from arena.domain.scores import (
     ScoreSummary,
     ScoreTally,
     brier_band,
-    mark_position,
     return_band,
     return_pct,
 )
+from arena.domain.valuation import position_value, side_mark
 from arena.errors import UserError
 from arena.store.models import (
     Agent,
@@ -273,7 +274,8 @@ def _standings(session: Session, cohort_id: int | None, min_scored: int) -> list
         session, _in_cohort(_open_positions(), Position.cohort_id, cohort_id)
     ):
         standing = row(family_id)
-        standing.positions_value += mark_position(shares, basis, outcomes, _prices(prices), side)
+        mark = side_mark(outcomes, stored_prices(prices), side)
+        standing.positions_value += position_value(shares, basis, mark)
         standing.open_cost_basis += basis
 
     scored = select(BrierScore.family_id, BrierScore.brier, BrierScore.market_brier, BrierScore.won)
@@ -369,15 +371,6 @@ def _in_cohort(statement: SelectT, column: Any, cohort_id: int | None) -> Select
 def _stream(session: Session, statement: Select) -> Iterator[Any]:
     """Rows in batches (a server-side cursor on PostgreSQL), never a whole table at once."""
     yield from session.execute(statement.execution_options(yield_per=STREAM_BATCH))
-
-
-def _prices(raw: Any) -> list[Decimal] | None:
-    if not raw:
-        return None
-    try:
-        return [Decimal(str(value)) for value in raw]
-    except ArithmeticError:
-        return None
 
 
 def money_text(value: Decimal) -> str:

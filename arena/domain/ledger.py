@@ -162,11 +162,6 @@ def settle(cash: Decimal, holding: Holding, outcome: SettlementOutcome) -> Settl
     return Settlement(outcome, per_share, payout, payout - holding.cost_basis, cash + payout)
 
 
-def position_value(holding: Holding, price: Decimal) -> Decimal:
-    """Marked value ``shares * side price`` to the cent."""
-    return to_money(holding.shares * price)
-
-
 def implied_confidence(amount: Decimal, cash_shown: Decimal, max_bet_fraction: Decimal) -> Decimal:
     """``amount / (max_bet_fraction * cash shown in the prompt)``, clipped to [0, 1]."""
     cap = cash_shown * max_bet_fraction

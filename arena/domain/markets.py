@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -105,6 +106,17 @@ def valid_prices(
         and len(prices) == len(outcomes)
         and all(p.is_finite() and ZERO < p < ONE for p in prices)
     )
+
+
+def stored_prices(raw: Sequence[object] | None) -> tuple[Decimal, ...] | None:
+    """A stored price list (JSON strings, or numbers) as exact decimals; None when there is
+    none or it does not read as numbers. The one converter from stored prices."""
+    if not raw:
+        return None
+    try:
+        return tuple(Decimal(str(value)) for value in raw)
+    except ArithmeticError:
+        return None
 
 
 def canonical_side(outcomes: tuple[str, ...] | list[str], side: str) -> str:

@@ -32,6 +32,7 @@ import jinja2
 
 from arena.domain.ledger import MONEY, ONE, ZERO, to_money
 from arena.domain.markets import Market
+from arena.domain.valuation import position_value
 from arena.errors import ConfigError, ExecutionError
 
 PROMPT_VERSION = "v1"
@@ -86,7 +87,7 @@ class PositionView:
         """Marked value ``shares x current side price`` to the cent."""
         if self.current_price is None:
             return None
-        return to_money(self.shares * self.current_price)
+        return position_value(self.shares, self.basis, self.current_price)
 
     @property
     def unrealized_pnl(self) -> Decimal | None:

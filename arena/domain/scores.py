@@ -17,15 +17,12 @@ only become floats at the last step, for the p-values of the hypothesis tests.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
 from scipy.special import stdtr
 
-from arena.domain.ledger import ONE, ZERO, to_money
-from arena.domain.markets import side_price
-from arena.errors import ExecutionError
+from arena.domain.ledger import ONE, ZERO
 
 BRIER_UNIFORM = Decimal("0.25")
 HUNDRED = Decimal(100)
@@ -90,25 +87,6 @@ def return_pct(profit: Decimal, starting_balance: Decimal) -> Decimal | None:
     if starting_balance == ZERO:
         return None
     return profit / starting_balance * HUNDRED
-
-
-def mark_position(
-    shares: Decimal,
-    cost_basis: Decimal,
-    outcomes: Sequence[str],
-    prices: Sequence[Decimal] | None,
-    side: str,
-) -> Decimal:
-    """Value of an open position, ``shares * side price`` to the cent, at the stored last valid
-    prices. Without a usable price (never expected: stored prices are always the last *valid*
-    ones) the position is held at its cost basis, never at 0 or 0.5."""
-    if prices is None:
-        return cost_basis
-    try:
-        price = side_price(list(outcomes), list(prices), side)
-    except ExecutionError:
-        return cost_basis
-    return to_money(shares * price)
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,8 @@ from arena.domain.prompting import (
     render_repair,
 )
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
-from arena.errors import ExecutionError, ProviderFatal, UniverseUnavailable
+from arena.domain.valuation import side_mark
+from arena.errors import ProviderFatal, UniverseUnavailable
 from arena.jobs.budget import Budget, BudgetExceeded
 from arena.jobs.claims import (
     BUDGET_SKIPPED,
@@ -387,10 +388,7 @@ class DecisionRun:
             market = universe.by_id.get(position.market_id)
             if market is None:
                 continue  # a held market missing from the universe cannot be priced or sold
-            try:
-                price: Decimal | None = market.side_price(position.side)
-            except ExecutionError:
-                price = None
+            price = side_mark(market.outcomes, market.prices, position.side)
             views.append(
                 PositionView(
                     position_id=str(position.id),

@@ -1,60 +1,113 @@
-"""Refresh the markets the arena holds: fresh Gamma state onto the ``markets`` rows.
+"""Market state: the one writer of the ``markets`` rows and their price history.
 
-Used before every snapshot (methodology, "Valuation and snapshots") and by settlement. The rule
-that makes valuation safe lives here: ``markets.prices`` only ever receives *valid* prices (as
-many as outcomes, each strictly inside (0, 1)) of a market that is still *open*. A missing or
-invalid fresh price (a row without prices, ``["1", "0"]``) never overwrites the last valid
-mark, and neither does any price of a closed market: once trading stops, Gamma's prices are
-resolution prices (a 50-50 result shows a "valid" ``["0.5", "0.5"]``, a proposal ``["1",
-"0"]``), not marks, so a closed-unsettled market keeps the last mark it traded at.
-``last_raw_prices`` always records what Gamma last sent. A ``market_prices`` history row is
-appended only when the stored mark changed.
+Every job that learns something from Gamma stores it here: the market sync (the listing and
+the markets it refreshes by id), the refresh of held markets before a snapshot, the refresh of
+the traded markets right before an execution, and settlement. One rule set (methodology, "The
+market universe" and "Valuation and snapshots"):
+
+* a market Gamma returned is stored, known before or not;
+* ``prices``/``yes_price`` (the mark) only ever receive *valid* prices (as many as outcomes,
+  each strictly inside (0, 1)) of a market that is still *open*. A missing or invalid fresh
+  price never overwrites the last valid mark, and neither does any price of a closed market:
+  once trading stops, Gamma's prices are resolution prices (a 50-50 result shows a "valid"
+  ``["0.5", "0.5"]``), not marks;
+* ``last_raw_prices`` keeps what Gamma last sent;
+* a value Gamma left out (``None``: a missing UMA status, volume, date) never overwrites a
+  known one; the state flags (``active``, ``closed``, ``neg_risk``) and outcomes always take
+  Gamma's value;
+* decimals are stored at their columns' scale (prices 1e-10, volumes 1e-6);
+* ``prices_updated_at`` is when the mark last changed, and a ``market_prices`` history row is
+  appended exactly then (compared with the stored mark).
+
+Everything is one ``INSERT ... ON CONFLICT DO UPDATE ... WHERE <something changed>`` per chunk
+(SQLite and PostgreSQL), in id order, so a rerun with unchanged data writes nothing and two
+writers at once serialise on the rows (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: the upsert's
+row locks) and never duplicate a history row.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import JSON, Text, bindparam, case, cast, func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
-from arena.domain.markets import Market
+from arena.domain.markets import Market, stored_prices
+from arena.sources.gamma import MarketSource
 from arena.store.db import transaction
 from arena.store.models import Market as MarketRow
-from arena.store.models import MarketPrice, Position
-from arena.store.upsert import insert_ignore
+from arena.store.models import MarketPrice
+from arena.store.queries import held_market_ids
+from arena.store.upsert import dialect_insert, insert_ignore
 
 log = logging.getLogger(__name__)
 
-INSERT_CHUNK = 500
+CHUNK = 400  # rows per statement: ~30 columns each stays far below SQLite's 32,766 parameters
+VOLUME_PLACES = Decimal("0.000001")  # the scale of the Volume() columns
+PRICE_PLACES = Decimal("0.0000000001")  # the scale of the Price() columns
+# Columns a missing fresh value never overwrites (COALESCE(new, old)).
+_KEEP_KNOWN = (
+    "slug", "description", "category", "volume", "volume_24h", "liquidity", "end_date",
+    "closed_time", "accepting_orders", "uma_resolution_status", "condition_id",
+    "neg_risk_market_id", "group_item_title", "event_id", "event_slug", "event_title",
+    "last_raw_prices", "prices", "yes_price",
+)  # fmt: skip
+_ALWAYS = ("outcomes", "active", "closed", "neg_risk")
+_JSON = ("outcomes", "prices", "last_raw_prices")
+_SQL_NULL_JSON = JSON(none_as_null=True)  # a missing price list is SQL NULL, so COALESCE works
 
 
-class MarketSource(Protocol):
-    """What the jobs need from Gamma: markets by id, closed ones included.
+@dataclass
+class StoredMarkets:
+    """What one write did."""
 
-    :class:`arena.sources.gamma.GammaClient` implements it; tests pass in-memory fakes. A
-    market Gamma does not know (404, gone) is simply absent from the result.
-    """
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    price_changes: int = 0  # market_prices rows appended
 
-    def markets_by_ids(
-        self, ids: Iterable[str], include_closed: bool = True
-    ) -> dict[str, Market]: ...
+    @property
+    def stored(self) -> int:
+        return self.inserted + self.updated + self.unchanged
 
 
-def held_market_ids(session: Session) -> list[str]:
-    """Ids of the markets with at least one OPEN position, sorted."""
-    statement = (
-        select(Position.market_id)
-        .where(Position.status == "OPEN")
-        .distinct()
-        .order_by(Position.market_id)
-    )
-    return list(session.execute(statement).scalars())
+def store_markets(session: Session, markets: Iterable[Market], now: datetime) -> StoredMarkets:
+    """Store fresh Gamma state of these markets by the rules above, in id order."""
+    ordered = sorted({m.id: m for m in markets}.values(), key=lambda m: (len(m.id), m.id))
+    counts = StoredMarkets()
+    for start in range(0, len(ordered), CHUNK):
+        chunk = ordered[start : start + CHUNK]
+        # The stored marks, rows locked in id order (PostgreSQL; SQLite's BEGIN IMMEDIATE
+        # already serialises writers): concurrent writers queue instead of deadlocking.
+        stored: dict[str, Any] = dict(
+            session.execute(
+                select(MarketRow.id, MarketRow.prices)
+                .where(MarketRow.id.in_([m.id for m in chunk]))
+                .order_by(MarketRow.id)
+                .with_for_update()
+            ).all()
+        )
+        inserted, updated = _upsert(session, chunk, now, set(stored))
+        counts.inserted += inserted
+        counts.updated += updated
+        # The mark before this write: the last history row where there is one (read after the
+        # upsert holds the rows, so a concurrent writer's committed row is seen), else the
+        # stored mark read above.
+        stored.update(_last_history(session, [m.id for m in chunk]))
+        counts.price_changes += insert_ignore(
+            session,
+            MarketPrice.__table__,  # type: ignore[arg-type]
+            _price_history(chunk, stored, now),
+            conflict=["market_id", "observed_at"],
+        )
+    counts.unchanged = len(ordered) - counts.inserted - counts.updated
+    return counts
 
 
 def refresh_markets(
@@ -71,7 +124,7 @@ def refresh_markets(
         log.warning("could not refresh markets %s before execution: %s", wanted[:10], exc)
         return 0
     with transaction(factory) as session:
-        return store_fresh_markets(session, fresh, clock.now())
+        return store_markets(session, fresh.values(), clock.now()).stored
 
 
 def refresh_held_markets(factory: sessionmaker[Session], source: MarketSource, clock: Clock) -> int:
@@ -79,7 +132,7 @@ def refresh_held_markets(factory: sessionmaker[Session], source: MarketSource, c
     markets Gamma returned (and were stored). Missing markets are logged and left as they are.
     """
     with transaction(factory) as session:
-        ids = held_market_ids(session)
+        ids = list(session.scalars(held_market_ids()))
     if not ids:
         return 0
     fresh = source.markets_by_ids(ids, include_closed=True)
@@ -91,84 +144,123 @@ def refresh_held_markets(factory: sessionmaker[Session], source: MarketSource, c
             ", ".join(missing[:20]),
         )
     with transaction(factory) as session:
-        stored = store_fresh_markets(session, fresh, clock.now())
-    return stored
+        return store_markets(session, fresh.values(), clock.now()).stored
 
 
-def store_fresh_markets(session: Session, fresh: Mapping[str, Market], now: datetime) -> int:
-    """Write fresh Gamma state onto already known ``markets`` rows (unknown ids are skipped).
+def _upsert(
+    session: Session, markets: Sequence[Market], now: datetime, existing: set[str]
+) -> tuple[int, int]:
+    """Insert new markets and update changed ones in one statement; (inserted, updated)."""
+    table = MarketRow.__table__
+    insert = dialect_insert(session, MarketRow.__table__).values(
+        prices=bindparam("prices", type_=_SQL_NULL_JSON),
+        last_raw_prices=bindparam("last_raw_prices", type_=_SQL_NULL_JSON),
+    )
+    new = insert.excluded
+    values: dict[str, Any] = {
+        "question": func.coalesce(func.nullif(new.question, ""), table.c.question),
+        **{name: func.coalesce(new[name], table.c[name]) for name in _KEEP_KNOWN},
+        **{name: new[name] for name in _ALWAYS},
+    }
+    changed = [_distinct(table.c[name], expr, name in _JSON) for name, expr in values.items()]
+    prices_changed = new.prices.is_not(None) & _distinct(table.c.prices, new.prices, True)
+    values["prices_updated_at"] = case(
+        (prices_changed, new.prices_updated_at), else_=table.c.prices_updated_at
+    )
+    values["updated_at"] = new.updated_at
+    statement = insert.on_conflict_do_update(
+        index_elements=["id"], set_=values, where=or_(*changed)
+    ).returning(table.c.id)
+    written = set(session.scalars(statement, [market_row(market, now) for market in markets]))
+    return len(written - existing), len(written & existing)
 
-    Returns the number of rows updated. Status fields (closed, active, accepting orders, UMA
-    status) always take Gamma's value; prices only when valid and the market is open; dates
-    and volumes only when Gamma gave one. Bulk statements: one UPDATE batch per key set, one
-    history INSERT.
-    """
-    if not fresh:
-        return 0
-    # Rows locked in id order (PostgreSQL) so concurrent writers of markets queue, not deadlock.
-    known: dict[str, Any] = dict(
+
+def _last_history(session: Session, ids: list[str]) -> dict[str, Any]:
+    """The prices of each market's newest ``market_prices`` row."""
+    latest = (
+        select(MarketPrice.market_id, func.max(MarketPrice.observed_at).label("last"))
+        .where(MarketPrice.market_id.in_(ids))
+        .group_by(MarketPrice.market_id)
+        .subquery()
+    )
+    return dict(
         session.execute(
-            select(MarketRow.id, MarketRow.prices)
-            .where(MarketRow.id.in_(list(fresh)))
-            .order_by(MarketRow.id)
-            .with_for_update()
+            select(MarketPrice.market_id, MarketPrice.prices).join(
+                latest,
+                (MarketPrice.market_id == latest.c.market_id)
+                & (MarketPrice.observed_at == latest.c.last),
+            )
         ).all()
     )
-    updates: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    history: list[dict[str, Any]] = []
-    for market_id, market in fresh.items():
-        if market_id not in known:
-            continue
-        values = _row_values(market, now)
-        if market.has_valid_prices and market.prices is not None and not market.closed:
-            values["prices"] = [str(price) for price in market.prices]
-            values["yes_price"] = market.yes_price
-            values["prices_updated_at"] = now
-            if _decimals(known[market_id]) != list(market.prices):
-                history.append(
-                    {
-                        "market_id": market_id,
-                        "observed_at": now,
-                        "prices": values["prices"],
-                        "yes_price": market.yes_price,
-                        "volume": market.volume,
-                    }
-                )
-        updates.setdefault(tuple(sorted(values)), []).append(values)
-    for rows in updates.values():
-        session.execute(update(MarketRow), rows)
-    for start in range(0, len(history), INSERT_CHUNK):
-        insert_ignore(
-            session,
-            MarketPrice.__table__,  # type: ignore[arg-type]
-            history[start : start + INSERT_CHUNK],
-            conflict=["market_id", "observed_at"],
-        )
-    return sum(len(rows) for rows in updates.values())
 
 
-def _row_values(market: Market, now: datetime) -> dict[str, Any]:
-    values: dict[str, Any] = {
+def _price_history(
+    markets: Sequence[Market], stored: dict[str, Any], now: datetime
+) -> list[dict[str, Any]]:
+    """A ``market_prices`` row for each market whose mark differs from the stored one."""
+    return [
+        {
+            "market_id": market.id,
+            "observed_at": now,
+            "prices": [str(p) for p in market.prices or ()],
+            "yes_price": _quantize(market.yes_price, PRICE_PLACES),
+            "volume": _quantize(market.volume, VOLUME_PLACES),
+        }
+        for market in markets
+        if _mark(market) is not None and stored_prices(stored.get(market.id)) != market.prices
+    ]
+
+
+def _mark(market: Market) -> tuple[Decimal, ...] | None:
+    """The prices that may become the mark: valid prices of an open market, else None."""
+    if market.has_valid_prices and market.prices is not None and not market.closed:
+        return market.prices
+    return None
+
+
+def market_row(market: Market, now: datetime) -> dict[str, Any]:
+    """The ``markets`` row for a freshly parsed market (SQL NULL where Gamma gave nothing)."""
+    mark = _mark(market)
+    prices = [str(p) for p in market.prices] if market.prices is not None else None
+    return {
         "id": market.id,
-        "last_raw_prices": None if market.prices is None else [str(p) for p in market.prices],
-        "closed": market.closed,
-        "active": market.active,
-        "uma_resolution_status": market.uma_resolution_status,
-        "updated_at": now,
-    }
-    optional = {
-        "accepting_orders": market.accepting_orders,
-        "closed_time": market.closed_time,
+        "question": market.question,
+        "slug": market.slug,
+        "description": market.description,
+        "category": market.category,
+        "outcomes": list(market.outcomes),
+        "prices": prices if mark is not None else None,
+        "yes_price": _quantize(market.yes_price, PRICE_PLACES) if mark is not None else None,
+        "last_raw_prices": prices,
+        "volume": _quantize(market.volume, VOLUME_PLACES),
+        "volume_24h": _quantize(market.volume_24h, VOLUME_PLACES),
+        "liquidity": _quantize(market.liquidity, VOLUME_PLACES),
         "end_date": market.end_date,
-        "volume": market.volume,
-        "volume_24h": market.volume_24h,
-        "liquidity": market.liquidity,
+        "closed_time": market.closed_time,
+        "active": market.active,
+        "closed": market.closed,
+        "accepting_orders": market.accepting_orders,
+        "uma_resolution_status": market.uma_resolution_status,
+        "condition_id": market.condition_id,
+        "neg_risk": market.neg_risk,
+        "neg_risk_market_id": market.neg_risk_market_id,
+        "group_item_title": market.group_item_title,
+        "event_id": market.event_id,
+        "event_slug": market.event_slug,
+        "event_title": market.event_title,
+        "first_seen_at": now,
+        "updated_at": now,
+        "prices_updated_at": now if mark is not None else None,
+        "status": "open",
     }
-    values.update({key: value for key, value in optional.items() if value is not None})
-    return values
 
 
-def _decimals(prices: list[Any] | None) -> list[Decimal] | None:
-    if prices is None:
-        return None
-    return [Decimal(str(price)) for price in prices]
+def _distinct(column: Any, value: Any, is_json: bool) -> Any:
+    """``column IS DISTINCT FROM value``; JSON compared as text (PostgreSQL json has no =)."""
+    if is_json:
+        return cast(column, Text).is_distinct_from(cast(value, Text))
+    return column.is_distinct_from(value)
+
+
+def _quantize(value: Decimal | None, places: Decimal) -> Decimal | None:
+    return None if value is None else value.quantize(places)

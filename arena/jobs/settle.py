@@ -53,11 +53,13 @@ from arena.domain.ledger import ONE, ZERO, Holding, SettlementOutcome, settle
 from arena.domain.markets import Market, Resolution, ResolutionState
 from arena.domain.resolution import classify, is_overdue
 from arena.errors import ArenaError, JobFailed
-from arena.jobs.prices import MarketSource, store_fresh_markets
+from arena.jobs.prices import store_markets
 from arena.jobs.universe import market_from_row
+from arena.sources.gamma import MarketSource
 from arena.store.db import transaction
 from arena.store.models import Agent, BrierScore, Forecast, Position, Trade
 from arena.store.models import Market as MarketRow
+from arena.store.queries import held_market_ids
 from arena.store.upsert import insert_ignore
 
 log = logging.getLogger(__name__)
@@ -183,7 +185,7 @@ def resolve_markets(
         raise JobFailed(f"resolve: cannot read markets from Gamma: {exc}") from exc
     try:
         with transaction(factory) as session:
-            store_fresh_markets(session, fresh, now)
+            store_markets(session, fresh.values(), now)
     except SQLAlchemyError as exc:  # the stored copy is for display; settling goes on
         log.exception("resolve: storing the fresh market state failed")
         report.failures.append(f"storing fresh market state: {exc}")
@@ -428,7 +430,7 @@ def _candidates(session: Session) -> Sequence[MarketRow]:
     with an OPEN position whatever its local state, so no position is ever orphaned."""
     traded = select(Position.market_id).distinct()
     forecast = select(Forecast.market_id).where(Forecast.resolved_value.is_(None)).distinct()
-    held = select(Position.market_id).where(Position.status == "OPEN").distinct()
+    held = held_market_ids()
     return (
         session.execute(
             select(MarketRow)

@@ -36,14 +36,17 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
 from arena.config import Settings
-from arena.domain.ledger import HUNDRED, ZERO, to_money
-from arena.domain.markets import side_price
+from arena.domain.ledger import HUNDRED, ZERO
+from arena.domain.markets import stored_prices
+from arena.domain.valuation import position_value, side_mark
 from arena.errors import ArenaError
-from arena.jobs.prices import MarketSource, refresh_held_markets
+from arena.jobs.prices import refresh_held_markets
 from arena.slots import job_slot
+from arena.sources.gamma import MarketSource
 from arena.store.db import transaction
 from arena.store.models import Agent, BrierScore, Cohort, PortfolioSnapshot, Position
 from arena.store.models import Market as MarketRow
+from arena.store.queries import held_market_ids
 
 log = logging.getLogger(__name__)
 
@@ -159,12 +162,11 @@ def value_agents(
         ).all()
         if not agents:
             return [], 0, 0
-        held = select(Position.market_id).where(Position.status == "OPEN")
         markets = {
             market_id: (outcomes, prices)
             for market_id, outcomes, prices in conn.execute(
                 select(MarketRow.id, MarketRow.outcomes, MarketRow.prices).where(
-                    MarketRow.id.in_(held)
+                    MarketRow.id.in_(held_market_ids())
                 )
             )
         }
@@ -228,13 +230,10 @@ class _Book:
         key = (market_id, side)
         if key not in self.marks:
             outcomes, prices = self.markets.get(market_id, (None, None))
-            self.marks[key] = _mark(outcomes, prices, side)
+            self.marks[key] = side_mark(outcomes, stored_prices(prices), side)
         mark = self.marks[key]
-        if mark is None:
-            self.unpriced += 1
-            self.value[agent_id] += cost_basis
-        else:
-            self.value[agent_id] += to_money(shares * mark)
+        self.unpriced += mark is None
+        self.value[agent_id] += position_value(shares, cost_basis, mark)
         self.basis[agent_id] += cost_basis
         self.count[agent_id] += 1
         self.positions += 1
@@ -267,16 +266,6 @@ def insert_snapshots(session: Session, rows: list[dict[str, Any]]) -> int:
         table.c.id
     )
     return len(session.execute(statement, rows).all())
-
-
-def _mark(outcomes: list[str] | None, prices: list[Any] | None, side: str) -> Decimal | None:
-    """The side price at the last valid mark, or ``None`` when there has never been one."""
-    if outcomes is None or prices is None:
-        return None
-    try:
-        return side_price(outcomes, [Decimal(str(p)) for p in prices], side)
-    except (ArenaError, ArithmeticError, ValueError):
-        return None
 
 
 def _brier_totals(conn: Connection, unfinished: tuple[Any, ...]) -> dict[int, tuple[int, Decimal]]:

@@ -21,6 +21,7 @@ from arena.jobs.due import current_week_due
 from arena.jobs.guard import latest_runs
 from arena.slots import JOBS, next_slot
 from arena.store.models import Agent, Market, Position
+from arena.store.queries import held_market_ids
 
 AWAITING_TOO_LONG = timedelta(days=3)
 
@@ -106,14 +107,17 @@ def read_status(session: Session, settings: Settings, now: datetime, lease_now: 
 
 def _counts(session: Session, statement: Any) -> dict[int, int]:
     grouped = statement.group_by(statement.selected_columns[0])
-    return dict(session.execute(grouped).tuples().all())
+    return dict(session.execute(grouped).all())
 
 
 def awaiting_resolution(session: Session, now: datetime) -> list[str]:
     """Held markets closed for more than :data:`AWAITING_TOO_LONG` that still await resolution."""
     warnings: list[str] = []
-    held = select(Position.market_id).where(Position.status == "OPEN").distinct()
-    markets = select(Market).where(Market.id.in_(held), Market.status == "open").order_by(Market.id)
+    markets = (
+        select(Market)
+        .where(Market.id.in_(held_market_ids()), Market.status == "open")
+        .order_by(Market.id)
+    )
     for market in session.scalars(markets):
         closed_at = market.closed_time or (market.end_date if market.closed else None)
         if market.closed and closed_at and now - closed_at > AWAITING_TOO_LONG:

@@ -23,11 +23,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import week_start
 from arena.config import V2, Settings
-from arena.domain.markets import Market, valid_prices
+from arena.domain.markets import Market, stored_prices, valid_prices
 from arena.errors import UniverseUnavailable
 from arena.store.db import transaction
-from arena.store.models import DecisionUniverse, Position, UniverseMarket
+from arena.store.models import DecisionUniverse, UniverseMarket
 from arena.store.models import Market as MarketRow
+from arena.store.queries import held_market_ids
 from arena.store.upsert import insert_ignore
 
 
@@ -60,16 +61,12 @@ def fresh_universe_id(
     ).scalar_one_or_none()
 
 
-def row_prices(prices: Sequence[str] | None) -> tuple[Decimal, ...] | None:
-    return tuple(Decimal(p) for p in prices) if prices else None
-
-
 def market_from_row(row: MarketRow) -> Market:
     return Market(
         id=row.id,
         question=row.question,
         outcomes=tuple(row.outcomes),
-        prices=row_prices(row.prices),
+        prices=stored_prices(row.prices),
         slug=row.slug,
         category=row.category,
         volume=row.volume,
@@ -138,16 +135,7 @@ def freeze_universe(
                 f"(at least {floor} needed); no decision stored"
             )
         chosen = {row.id for row in ranked}
-        held_ids = (
-            set(
-                session.scalars(
-                    select(Position.market_id).where(
-                        Position.status == "OPEN", Position.cohort_id.in_(list(cohort_ids))
-                    )
-                )
-            )
-            - chosen
-        )
+        held_ids = set(session.scalars(held_market_ids(list(cohort_ids)))) - chosen
         held = list(session.scalars(select(MarketRow).where(MarketRow.id.in_(held_ids))))
         inserted = insert_ignore(
             session,
@@ -219,7 +207,7 @@ def load_universe(session: Session, universe_id: int) -> FrozenUniverse:
             id=row.market_id,
             question=row.question,
             outcomes=tuple(row.outcomes),
-            prices=row_prices(row.prices),
+            prices=stored_prices(row.prices),
             category=row.category,
             volume=row.volume,
             end_date=row.end_date,

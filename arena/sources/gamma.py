@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import tenacity
@@ -82,6 +82,20 @@ class _TransientError(Exception):
 
 class _GoneError(Exception):
     """404 from a single-object endpoint."""
+
+
+class MarketSource(Protocol):
+    """The market port: what the jobs need from Polymarket's market data.
+
+    :class:`GammaClient` is its adapter; the demo and the tests use fakes. A market the source
+    does not know (404, gone) is simply absent from :meth:`markets_by_ids`.
+    """
+
+    def top_markets(self, limit: int, stats: FetchStats | None = None) -> list[Market]: ...
+
+    def markets_by_ids(
+        self, ids: Iterable[str], include_closed: bool = True, stats: FetchStats | None = None
+    ) -> dict[str, Market]: ...
 
 
 class GammaClient:

@@ -16,11 +16,11 @@ from arena.domain.ledger import (
     buy,
     implied_confidence,
     max_bet,
-    position_value,
     sell,
     settle,
 )
 from arena.domain.markets import side_price
+from arena.domain.valuation import position_value
 from arena.errors import ExecutionError
 
 START = Decimal("10000.00")
@@ -167,7 +167,7 @@ class LedgerMachine(RuleBasedStateMachine):
         assert self.cash == self.cash.quantize(MONEY)
         for holding in self.holdings.values():
             assert holding.shares > 0 and holding.cost_basis >= 0
-            assert position_value(holding, Decimal("0.5")) >= 0
+            assert position_value(holding.shares, holding.cost_basis, Decimal("0.5")) >= 0
 
 
 LedgerMachine.TestCase.settings = settings(max_examples=3000, stateful_step_count=30, deadline=None)

@@ -14,7 +14,6 @@ from arena.domain.scores import (
     ScoreTally,
     brier,
     brier_band,
-    mark_position,
     pnl,
     return_band,
     return_pct,
@@ -90,19 +89,6 @@ def test_pnl_and_return() -> None:
     assert pnl(D("10700.00"), D(10000)) == D("700.00")  # the seed's portfolio example
     assert return_pct(D("700.00"), D(10000)) == D(7)
     assert return_pct(D(1), D(0)) is None
-
-
-def test_mark_position_is_side_correct_and_never_zero() -> None:
-    yes_no = ["Yes", "No"]
-    prices = [D("0.40"), D("0.60")]
-    assert mark_position(D(1250), D(500), yes_no, prices, "YES") == D("500.00")
-    assert mark_position(D(1250), D(500), yes_no, prices, "NO") == D("750.00")
-    three = ["Red", "Blue", "Green"]
-    assert mark_position(D(10), D(3), three, [D("0.5"), D("0.3"), D("0.2")], "Blue") == D("3.00")
-    assert mark_position(D("3.333333"), D(1), yes_no, prices, "YES") == D("1.33")
-    # Without a usable price the position keeps its cost basis.
-    assert mark_position(D(1250), D(500), yes_no, None, "YES") == D(500)
-    assert mark_position(D(1250), D(500), yes_no, [D(0), D(1)], "YES") == D(500)
 
 
 scores = st.decimals(min_value=0, max_value=1, places=6)

@@ -468,7 +468,12 @@ def test_refresh_during_resolve_keeps_last_valid_mark(db: Database, world: World
     source.put(gamma_market("m1", None, closed=True))
     _resolve(db, source)
     market = _market(db, "m1")
-    assert (market.prices, market.last_raw_prices, market.closed) == (["0.7", "0.3"], None, True)
+    # One market-state rule (arena.jobs.prices): prices Gamma left out overwrite nothing.
+    assert (market.prices, market.last_raw_prices, market.closed) == (
+        ["0.7", "0.3"],
+        ["0.7", "0.3"],
+        True,
+    )
     with db.factory() as session:
         assert session.scalar(select(func.count()).select_from(Position)) == 2
 

@@ -121,7 +121,7 @@ def test_closed_unsettled_market_keeps_last_valid_mark(db: Database) -> None:
         market = session.get_one(MarketRow, "m1")
         history = session.scalar(select(func.count()).select_from(MarketPrice))
     assert (market.prices, market.yes_price, market.closed) == (["0.7", "0.3"], D("0.7"), True)
-    assert market.last_raw_prices is None
+    assert market.last_raw_prices == ["0.5", "0.5"]  # prices Gamma left out overwrite nothing
     assert history == 1
 
 
