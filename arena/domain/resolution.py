@@ -1,4 +1,4 @@
-"""Decide from a market's Gamma state whether it is over and, if so, who won.
+"""Decide from a market's Gamma state whether it is over, who won, and what settlement does.
 
 Pure functions over :class:`Market` (gamma-api.md "Resolution", methodology "Settlement"):
 
@@ -17,11 +17,12 @@ Pure functions over :class:`Market` (gamma-api.md "Resolution", methodology "Set
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
 from arena.clock import ensure_utc
-from arena.domain.ledger import ZERO
+from arena.domain.ledger import ZERO, SettlementOutcome
 from arena.domain.markets import NO, YES, Market, Resolution, ResolutionState
 
 WIN_MIN = Decimal("0.99")
@@ -108,3 +109,67 @@ def is_overdue(market: Market, now: datetime, cancel_after_days: int) -> bool:
     if closed_at is None:
         return False
     return ensure_utc(now) >= ensure_utc(closed_at) + timedelta(days=cancel_after_days)
+
+
+# --- the settlement verdict -------------------------------------------------------------------
+
+OVERDUE = "overdue"  # resolution_state of a market cancelled by the overdue rule
+_UNSETTLED = {
+    ResolutionState.OPEN,
+    ResolutionState.CLOSED_AWAITING,
+    ResolutionState.PROPOSED,
+    ResolutionState.DISPUTED,
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to do with one market: settle it with ``outcome`` for the winner, or wait."""
+
+    state: str  # stored as markets.resolution_state
+    status: str  # markets.status: resolved | cancelled
+    winner: str | None = None
+    void: bool = False
+    reason: str = ""
+
+    @property
+    def cancelled(self) -> bool:
+        return self.status == "cancelled"
+
+    def outcome_for(self, side: str) -> SettlementOutcome:
+        if self.cancelled:
+            return SettlementOutcome.CANCELLED
+        if self.void:
+            return SettlementOutcome.VOID
+        return SettlementOutcome.WON if same_side(side, self.winner) else SettlementOutcome.LOST
+
+
+def settlement_verdict(
+    market: Market | None, known: Market, now: datetime, cancel_after_days: int
+) -> Verdict | None:
+    """The verdict for a market given its fresh Gamma state (``None``: gone), or ``None`` to wait.
+
+    ``known`` is the stored market, used for the overdue rule when Gamma no longer has it.
+    """
+    if market is None:
+        if is_overdue(replace(known, closed=True), now, cancel_after_days):
+            return Verdict(OVERDUE, "cancelled", reason="gone from Gamma and overdue")
+        return None
+    resolution: Resolution = classify(market)
+    if resolution.state is ResolutionState.RESOLVED_WINNER:
+        return Verdict(
+            resolution.state.value, "resolved", winner=resolution.winner, reason=resolution.reason
+        )
+    if resolution.state is ResolutionState.RESOLVED_50_50:
+        return Verdict(resolution.state.value, "resolved", void=True, reason=resolution.reason)
+    if resolution.state is ResolutionState.AMBIGUOUS:
+        return Verdict(resolution.state.value, "cancelled", reason=resolution.reason)
+    if resolution.state in _UNSETTLED and is_overdue(market, now, cancel_after_days):
+        days = cancel_after_days
+        return Verdict(OVERDUE, "cancelled", reason=f"{resolution.state.value} {days}+ days")
+    return None
+
+
+def same_side(side: str, winner: str | None) -> bool:
+    """Sides are stored canonically; compare case-insensitively all the same."""
+    return winner is not None and side.strip().lower() == winner.strip().lower()

@@ -20,8 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from scipy.special import stdtr
-
 from arena.domain.ledger import ONE, ZERO
 
 BRIER_UNIFORM = Decimal("0.25")
@@ -109,6 +107,8 @@ def t_test(n: int, total: Decimal, total_squares: Decimal, mu: Decimal = ZERO) -
     if variance <= ZERO:
         return None
     t = float((mean - mu) / (variance / n).sqrt())
+    from scipy.special import stdtr  # scipy loads only when a test is computed
+
     p = float(2 * stdtr(n - 1, -abs(t)))  # two-sided, Student's t CDF
     return TTest(t=t, df=n - 1, p_value=p)
 

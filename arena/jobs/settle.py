@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
@@ -49,9 +49,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
 from arena.config import Settings
-from arena.domain.ledger import ONE, ZERO, Holding, SettlementOutcome, settle
-from arena.domain.markets import Market, Resolution, ResolutionState
-from arena.domain.resolution import classify, is_overdue
+from arena.domain.ledger import ZERO, Holding, SettlementOutcome, settle
+from arena.domain.resolution import Verdict, same_side, settlement_verdict
+from arena.domain.scores import brier
 from arena.errors import ArenaError, JobFailed
 from arena.jobs.prices import store_markets
 from arena.jobs.universe import market_from_row
@@ -68,36 +68,6 @@ SCORE = Decimal("0.0000000001")  # the Price column's scale
 INSERT_CHUNK = 500
 RETRYABLE_SQLSTATES = {"40P01", "40001"}  # deadlock detected, serialization failure
 MAX_ATTEMPTS = 3
-OVERDUE = "overdue"  # resolution_state of a market cancelled by the overdue rule
-
-_WAITING = {
-    ResolutionState.OPEN,
-    ResolutionState.CLOSED_AWAITING,
-    ResolutionState.PROPOSED,
-    ResolutionState.DISPUTED,
-}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What to do with one market: settle it with ``outcome`` for the winner, or wait."""
-
-    state: str  # stored as markets.resolution_state
-    status: str  # markets.status: resolved | cancelled
-    winner: str | None = None
-    void: bool = False
-    reason: str = ""
-
-    @property
-    def cancelled(self) -> bool:
-        return self.status == "cancelled"
-
-    def outcome_for(self, side: str) -> SettlementOutcome:
-        if self.cancelled:
-            return SettlementOutcome.CANCELLED
-        if self.void:
-            return SettlementOutcome.VOID
-        return SettlementOutcome.WON if same_side(side, self.winner) else SettlementOutcome.LOST
 
 
 @dataclass(frozen=True)
@@ -195,7 +165,7 @@ def resolve_markets(
         if market is None:
             report.gone.append(market_id)
             log.warning("market %s: Gamma no longer returns it", market_id)
-        verdict = decide(market, known, now, settings.benchmark.cancel_after_days)
+        verdict = settlement_verdict(market, known, now, settings.benchmark.cancel_after_days)
         if verdict is None:
             report.waiting += 1
             continue
@@ -228,32 +198,6 @@ def resolve_markets(
             done.brier_rows,
         )
     return report
-
-
-def decide(
-    market: Market | None, known: Market, now: datetime, cancel_after_days: int
-) -> Verdict | None:
-    """The verdict for a market given its fresh Gamma state (``None``: gone), or ``None`` to wait.
-
-    ``known`` is the stored market, used for the overdue rule when Gamma no longer has it.
-    """
-    if market is None:
-        if is_overdue(replace(known, closed=True), now, cancel_after_days):
-            return Verdict(OVERDUE, "cancelled", reason="gone from Gamma and overdue")
-        return None
-    resolution: Resolution = classify(market)
-    if resolution.state is ResolutionState.RESOLVED_WINNER:
-        return Verdict(
-            resolution.state.value, "resolved", winner=resolution.winner, reason=resolution.reason
-        )
-    if resolution.state is ResolutionState.RESOLVED_50_50:
-        return Verdict(resolution.state.value, "resolved", void=True, reason=resolution.reason)
-    if resolution.state is ResolutionState.AMBIGUOUS:
-        return Verdict(resolution.state.value, "cancelled", reason=resolution.reason)
-    if resolution.state in _WAITING and is_overdue(market, now, cancel_after_days):
-        days = cancel_after_days
-        return Verdict(OVERDUE, "cancelled", reason=f"{resolution.state.value} {days}+ days")
-    return None
 
 
 def settle_market(
@@ -368,7 +312,6 @@ def _write_brier_rows(session: Session, market_id: str, winner: str, now: dateti
             log.warning("trade %s: BUY without implied confidence, not scored", trade_id)
             continue
         won = same_side(side, winner)
-        outcome = ONE if won else ZERO
         rows.append(
             {
                 "trade_id": trade_id,
@@ -380,8 +323,8 @@ def _write_brier_rows(session: Session, market_id: str, winner: str, now: dateti
                 "implied_confidence": confidence,
                 "price_paid": price,
                 "won": won,
-                "brier": _square(confidence - outcome),
-                "market_brier": _square(price - outcome),
+                "brier": _stored(brier(confidence, won)),
+                "market_brier": _stored(brier(price, won)),
                 "scored_at": now,
             }
         )
@@ -410,18 +353,9 @@ def _score_forecasts(session: Session, market_id: str, winner: str, now: datetim
     for forecast in forecasts:
         value = 1 if same_side(forecast.outcome, winner) else 0
         forecast.resolved_value = value
-        forecast.brier = _square(forecast.probability - value)
+        forecast.brier = _stored(brier(forecast.probability, value == 1))
         forecast.scored_at = now
     return len(forecasts)
-
-
-def same_side(side: str, winner: str | None) -> bool:
-    """Sides are stored canonically; compare case-insensitively all the same."""
-    return winner is not None and side.strip().lower() == winner.strip().lower()
-
-
-def _square(difference: Decimal) -> Decimal:
-    return (difference * difference).quantize(SCORE, ROUND_HALF_EVEN)
 
 
 def _candidates(session: Session) -> Sequence[MarketRow]:
@@ -446,3 +380,8 @@ def _candidates(session: Session) -> Sequence[MarketRow]:
         .scalars()
         .all()
     )
+
+
+def _stored(score: Decimal) -> Decimal:
+    """A score at the Price column's scale."""
+    return score.quantize(SCORE, ROUND_HALF_EVEN)

@@ -40,6 +40,7 @@ from arena.config import Polymarket
 from arena.domain.markets import Market
 from arena.errors import GammaError
 from arena.sources.gamma_parse import parse_market, parse_rows, should_skip
+from arena.sources.http import retry_after_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -289,7 +290,9 @@ class GammaClient:
         )
         status = response.status_code
         if status == 429 or status >= 500:
-            raise _TransientError(f"HTTP {status}{_error_text(response)}", _retry_after(response))
+            raise _TransientError(
+                f"HTTP {status}{_error_text(response)}", retry_after_seconds(response.headers)
+            )
         if status == 404 and allow_404:
             raise _GoneError()
         if status >= 400:
@@ -350,15 +353,6 @@ def _keyset_envelope(body: Any) -> tuple[list[Any], str | None]:
         return body, None
     cursor = body.get("next_cursor")
     return body["markets"], cursor if isinstance(cursor, str) and cursor.strip() else None
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """``Retry-After`` in seconds; the rare HTTP-date form falls back to the backoff."""
-    try:
-        seconds = float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return None
-    return max(0.0, seconds) if seconds == seconds else None  # NaN guard
 
 
 def _error_text(response: httpx.Response) -> str:

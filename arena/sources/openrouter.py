@@ -42,6 +42,7 @@ from pydantic import SecretStr
 
 from arena.config import OpenRouterFamily, Settings
 from arena.errors import ConfigError, ProviderError
+from arena.sources.http import retry_after_seconds
 from arena.sources.providers import (
     FatalProviderError,
     ModelReply,
@@ -396,7 +397,7 @@ def _error_from_sdk(exc: openai.APIError, latency_ms: int) -> ProviderCallError:
         raw: dict[str, Any] = body if isinstance(body, dict) else {"text": response.text[:2000]}
         meta = _metadata(raw, _header(response.headers, "x-generation-id"), latency_ms, None)
         meta["status"] = response.status_code
-        meta["retry_after"] = _retry_after(response.headers)
+        meta["retry_after"] = retry_after_seconds(response.headers)
         error = _dict(raw.get("error"))
         return _error_from_object(
             {"code": response.status_code, **error}, f"http_{response.status_code}", meta
@@ -475,21 +476,6 @@ def _log_attempt(request: ModelRequest, outcome: ModelReply | ProviderCallError)
         outcome.latency_ms,
         outcome.message,
     )
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``Retry-After`` (or ``retry-after-ms``); HTTP dates are not honoured."""
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            continue
-        if seconds >= 0:
-            return seconds
-    return None
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:

@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 
 from arena.clock import FixedClock
 from arena.config import Settings
+from arena.domain.resolution import Verdict
 from arena.errors import JobFailed
 from arena.jobs import settle as settle_module
 from arena.jobs.audit import check_ledger
@@ -332,7 +333,7 @@ def test_rerun_is_a_no_op(db: Database, world: World) -> None:
 def test_settle_market_twice_settles_once(db: Database, world: World) -> None:
     """The in-transaction re-check: a verdict applied to an already settled market is a no-op."""
     a, _b, _pa, _pb = _two_sided(world)
-    verdict = settle_module.Verdict("resolved_winner", "resolved", winner="YES")
+    verdict = Verdict("resolved_winner", "resolved", winner="YES")
     first = settle_module.settle_market(db.factory, "m1", verdict, NOW)
     second = settle_module.settle_market(db.factory, "m1", verdict, NOW)
     assert first is not None
