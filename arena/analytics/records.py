@@ -69,7 +69,7 @@ _WEEK_US = 7 * 24 * 3600 * 1_000_000
 _SUNDAY_OFFSET_US = 3 * 24 * 3600 * 1_000_000  # 1970-01-01 was a Thursday; Sunday is 3 days on
 
 
-class ForecastsError(UserError):
+class ForecastsError(UserError, ValueError):
     """The forecasts input is unusable (missing column, value out of range); names the row."""
 
 
