@@ -23,6 +23,10 @@ def _interval(low: Any, high: Any, digits: int = 4) -> str:
     return f"{low:.{digits}f}..{high:.{digits}f}"
 
 
+def _rank(rank: Any) -> str:
+    return "-" if rank is None else str(rank)
+
+
 def ranking_table(report: dict[str, Any]) -> Group:
     """Leaderboard: adjusted Brier (lower is better) with intervals and provisional flags."""
     options = report["options"]
@@ -32,7 +36,9 @@ def ranking_table(report: dict[str, Any]) -> Group:
             f"as of {report['as_of']}; market weight {options['market_weight']}; "
             f"{report['n_scored_questions']} scored questions; always-0.5 scores 0.25; "
             f"* provisional (< {options['min_days']:g} days or < {options['min_questions']} "
-            "questions); 95% CI: weighted t; bootstrap intervals in --format json"
+            "questions); - not ranked: too few independent clusters; 95% CI: cluster-robust t; "
+            f"cluster bootstrap in --format json ({report['resampling']['resamples']} resamples, "
+            f"seed {report['resampling']['seed']})"
         ),
     )
     table.add_column("#", justify="right")
@@ -42,7 +48,7 @@ def ranking_table(report: dict[str, Any]) -> Group:
     for row in report["rows"]:
         name = row["forecaster"] + (" *" if row["provisional"] else "")
         table.add_row(
-            str(row["rank"]),
+            _rank(row["rank"]),
             name,
             _num(row["adjusted_brier"]),
             _interval(row["ci_low"], row["ci_high"], 3),
@@ -75,11 +81,14 @@ def head_to_head_table(report: dict[str, Any]) -> Group:
     table.add_row("mean score", _num(report["mean"], 2))
     table.add_row("95% t interval", _interval(t["low"], t["high"], 2))
     table.add_row("t statistic / p-value", f"{_num(t['t_stat'], 2)} / {_num(t['p_value'], 4)}")
-    boot = report.get("bootstrap")
-    if boot:
-        table.add_row("95% bootstrap interval", _interval(boot["low"], boot["high"], 2))
-        table.add_row("bootstrap share > 0", _num(boot["p_positive"], 3))
-    return Group(table, Text(report["verdict"], style="bold"))
+    table.add_row("independent clusters", str(report["n_clusters"]))
+    boot = report["bootstrap"]
+    table.add_row("95% cluster bootstrap", _interval(boot["low"], boot["high"], 2))
+    table.add_row("bootstrap share > 0", _num(boot["p_positive"], 3))
+    table.add_row("sign test p-value", _num(report["sign_test"]["p_value"], 4))
+    resampling = report["resampling"]
+    caption = f"{resampling['resamples']} resamples, seed {resampling['seed']}"
+    return Group(table, Text(caption), Text(report["verdict"], style="bold"))
 
 
 def proxy_table(report: dict[str, Any]) -> Group:
@@ -89,7 +98,7 @@ def proxy_table(report: dict[str, Any]) -> Group:
         table.add_column(name, justify="left" if name == "forecaster" else "right")
     for row in report["rows"]:
         table.add_row(
-            str(row["rank"]),
+            _rank(row["rank"]),
             row["forecaster"],
             _num(row["mean_z"], 3),
             str(row["n_weeks"]),
