@@ -178,9 +178,9 @@ class Forecasts:
         """The data as it stood at ``moment``: forecasts made at or before it, and outcomes
         (``resolved_value``, ``resolved_at``) only where known at or before it. Every analysis
         at ``--at`` sees exactly this, so none can look ahead."""
-        moment = np.asarray(moment).astype("datetime64[us]")[()]
-        cut = self.select(self.forecast_at <= moment)
-        later = ~np.isnat(cut.resolved_at) & (cut.resolved_at > moment)
+        instant = np.asarray(moment).astype("datetime64[us]")
+        cut = self.select(self.forecast_at <= instant)
+        later = ~np.isnat(cut.resolved_at) & (cut.resolved_at > instant)
         if not later.any():
             return cut
         resolved_value = cut.resolved_value.copy()

@@ -317,6 +317,7 @@ def proxy_ranking(
         min_voters=options.proxy_min_voters,
         min_week_questions=options.proxy_min_week_questions,
     )
+    present = np.bincount(panel.forecaster[cells], minlength=len(panel.forecasters))
     rows = [
         {
             "forecaster": name,
@@ -326,7 +327,7 @@ def proxy_ranking(
             "n_questions": int(scores.n_questions[i]),
         }
         for i, name in enumerate(panel.forecasters)
-        if voters[i] and scores.n_questions[i] > 0
+        if voters[i] and present[i] > 0
     ]
     ranked = sorted((r for r in rows if r["status"] == OK), key=lambda r: r["mean_z"])
     for rank, row in enumerate(ranked, start=1):
