@@ -54,6 +54,7 @@ __all__ = [
     "Prepared",
     "calibration_report",
     "calibration_results",
+    "difference",
     "full_analysis",
     "head_to_head",
     "prepare",
@@ -162,7 +163,6 @@ def ranking(
     unranked = [r for r in rows if r["status"] != OK]
     for row in unranked:
         row["rank"] = None
-    by_cell = {"f": f, "q": q, "brier": brier, "w": cell_w, "c": cell_c}
     return clean(
         {
             "kind": "difficulty_adjusted_brier",
@@ -174,53 +174,85 @@ def ranking(
             "n_components": result.fit.n_components,
             "shift": result.shift,
             "rows": ranked + unranked,
-            "differences": _neighbour_differences(ranked, panel.forecasters, by_cell, options),
+            "differences": _neighbour_differences(ranked, prep, options),
         }
     )
 
 
 def _neighbour_differences(
-    ranked: list[dict[str, Any]],
-    names: list[str],
-    cells: dict[str, NDArray[Any]],
-    options: AnalysisOptions,
+    ranked: list[dict[str, Any]], prep: Prepared, options: AnalysisOptions
 ) -> list[dict[str, Any]]:
-    """For each forecaster and the next one down the ranking: the mean Brier difference on their
-    common questions (upper minus lower: negative means the upper one is more accurate there)
-    with cluster-robust intervals. Question difficulty cancels on common questions."""
+    """:func:`difference` of each ranked forecaster and the next one down the ranking."""
     order = [r["forecaster"] for r in ranked if not r["reference"]]
-    out = []
-    for upper, lower in pairwise(order):
-        a = _by_question(cells, names.index(upper))
-        b = _by_question(cells, names.index(lower))
-        common = sorted(a.keys() & b.keys())
-        values = np.array([a[j][0] - b[j][0] for j in common])
-        weights = np.array([a[j][1] for j in common])
-        clusters = np.array([a[j][2] for j in common], dtype=object)
-        item: dict[str, Any] = {"upper": upper, "lower": lower, "n_questions": len(common)}
-        if len(common) == 0:
-            item.update(status=INSUFFICIENT, reason="no common scored question")
-            out.append(item)
-            continue
-        t, boot, status, reason = _intervals(values, weights, clusters, options)
-        ok = status == OK
-        item.update(
-            status=status,
-            reason=reason,
-            n_clusters=t.n_clusters,
-            mean=t.mean,
-            ci_low=t.low if ok else None,
-            ci_high=t.high if ok else None,
-            bootstrap_low=boot.low if ok else None,
-            bootstrap_high=boot.high if ok else None,
-        )
-        out.append(item)
-    return out
+    return [_difference(prep, upper, lower, options) for upper, lower in pairwise(order)]
 
 
-def _by_question(cells: dict[str, NDArray[Any]], forecaster: int) -> dict[int, tuple[Any, ...]]:
-    mine = np.flatnonzero(cells["f"] == forecaster)
-    return {int(cells["q"][k]): (cells["brier"][k], cells["w"][k], cells["c"][k]) for k in mine}
+def difference(
+    forecasts: Any,
+    a: str,
+    b: str,
+    options: AnalysisOptions | None = None,
+    prep: Prepared | None = None,
+    *,
+    at: datetime | None = None,
+) -> dict:
+    """Mean Brier of ``a`` minus mean Brier of ``b`` on their common scorable questions
+    (negative: ``a`` more accurate), with cluster-robust t and cluster bootstrap intervals.
+    Question difficulty cancels on common questions, so this is also the difference of their
+    difficulty-adjusted scores there."""
+    options = with_at(options, at)
+    prep = prep or prepare(forecasts, options)
+    return clean(
+        {
+            "kind": "brier_difference",
+            "as_of": to_datetime(prep.as_of),
+            "resampling": options.resampling(),
+            **_difference(prep, a, b, options),
+        }
+    )
+
+
+def _difference(prep: Prepared, upper: str, lower: str, options: AnalysisOptions) -> dict:
+    common, score_a, score_b = _common(prep, upper, lower, prep.panel.brier)
+    item: dict[str, Any] = {"upper": upper, "lower": lower, "n_questions": len(common)}
+    t, boot, status, reason = _intervals(
+        score_a - score_b, prep.weights[common], prep.clusters[common], options
+    )
+    ok = status == OK
+    item.update(
+        status=status,
+        reason=reason,
+        n_clusters=t.n_clusters,
+        mean=t.mean,
+        ci_low=t.low if ok else None,
+        ci_high=t.high if ok else None,
+        bootstrap_low=boot.low if ok else None,
+        bootstrap_high=boot.high if ok else None,
+    )
+    return item
+
+
+def _common(
+    prep: Prepared, a: str, b: str, score: NDArray[np.float64]
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+    """The scorable questions both ``a`` and ``b`` answered, and each one's score on them."""
+    panel = prep.panel
+    for name in (a, b):
+        if name not in panel.forecasters:
+            raise ForecastsError(
+                f"unknown forecaster {name!r}; known: {', '.join(panel.forecasters)}"
+            )
+    ok = prep.scorable[panel.question]
+
+    def by_question(name: str) -> NDArray[np.float64]:
+        values = np.full(len(prep.questions), np.nan)
+        mine = ok & (panel.forecaster == panel.forecasters.index(name))
+        values[panel.question[mine]] = score[mine]
+        return values
+
+    score_a, score_b = by_question(a), by_question(b)
+    common = np.flatnonzero(~np.isnan(score_a) & ~np.isnan(score_b))
+    return common, score_a[common], score_b[common]
 
 
 def head_to_head(
@@ -236,24 +268,9 @@ def head_to_head(
     options = with_at(options, at)
     prep = prep or prepare(forecasts, options)
     panel = prep.panel
-    for name in (a, b):
-        if name not in panel.forecasters:
-            raise ForecastsError(
-                f"unknown forecaster {name!r}; known: {', '.join(panel.forecasters)}"
-            )
-    ia, ib = panel.forecasters.index(a), panel.forecasters.index(b)
     score = panel.log_score if options.h2h_score == "log" else panel.brier
-    ok = prep.scorable[panel.question]
-
-    def by_question(forecaster: int) -> NDArray[np.float64]:
-        values = np.full(len(prep.questions), np.nan)
-        mine = ok & (panel.forecaster == forecaster)
-        values[panel.question[mine]] = score[mine]
-        return values
-
-    score_a, score_b = by_question(ia), by_question(ib)
-    common = np.flatnonzero(~np.isnan(score_a) & ~np.isnan(score_b))
-    values = head_to_head_scores(score_a[common], score_b[common], options.h2h_score)
+    common, score_a, score_b = _common(prep, a, b, score)
+    values = head_to_head_scores(score_a, score_b, options.h2h_score)
     w, clusters = prep.weights[common], prep.clusters[common]
     t, boot, status, reason = _intervals(values, w, clusters, options)
     if status == OK and len(common) < options.min_common_questions:
