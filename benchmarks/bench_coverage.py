@@ -192,8 +192,11 @@ class Tally:
         n = sum(len(c) for c in self.covered)
         coverage = float(np.mean([x for c in self.covered for x in c]))
         mc_error = float(np.std(per, ddof=1) / np.sqrt(len(per)))
+        least = 10 if any(len(e) >= 10 for e in self.errors.values()) else 2
         oracle_width = float(
-            np.mean([2 * 1.959964 * np.std(e, ddof=1) for e in self.errors.values() if len(e) > 9])
+            np.mean(
+                [2 * 1.959964 * np.std(e, ddof=1) for e in self.errors.values() if len(e) >= least]
+            )
         )
         width = float(np.mean(self.widths))
         return (

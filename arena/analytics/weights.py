@@ -8,9 +8,9 @@ Two reasons to count a question as less than one independent question:
   A question alone in its group weighs 1 (the formula is for groups; at N = 1 it would give 0.5).
 * **Repeat.** The weekly panel can ask about the same event (market and outcome) again in later
   weeks. The k-th week in which it is asked weighs ``1 / k`` (1, 1/2, 1/3...). k counts the
-  distinct weeks of that event over the whole data set (every forecaster gets the same weight:
-  a weight is a property of the question, not of who answered it), so it depends on the time
-  range exported.
+  distinct weeks of that event in the data analysed (every forecaster gets the same weight: a
+  weight is a property of the question, not of who answered it); an analysis at T counts them
+  on the data known at T only (:func:`arena.analytics.options.prepare`).
 
 The combined weight is the product of the two.
 """
