@@ -190,7 +190,8 @@ def ranking_command(
     by: By = "family",
     with_bets: WithBets = False,
 ) -> None:
-    """Leaderboard by difficulty-adjusted Brier, with confidence intervals and provisional flags.
+    """Leaderboard by difficulty-adjusted Brier, with cluster-robust intervals and provisional
+    flags; forecasters with fewer than 5 clusters of scored questions are not ranked.
 
     Only resolved questions past their scheduled close count (early closers wait).
     """
@@ -232,7 +233,9 @@ def h2h_command(
 ) -> None:
     """Head-to-head of A against B on their common resolved questions (> 0: A better).
 
-    Prints the weighted mean with a weighted t interval and a weighted bootstrap interval.
+    Prints the weighted mean with cluster-robust t and cluster bootstrap intervals (repeats of
+    a market and members of an event group are one cluster), an exact sign test, and a verdict
+    ("insufficient" below 10 common questions or 5 clusters).
     """
     if score not in ("log", "brier"):
         raise UserError(f"--score must be log or brier, not {score!r}")
@@ -259,7 +262,8 @@ def proxy_command(
 ) -> None:
     """PROXY ranking before resolution: agreement with the other families' extremized pool.
 
-    Not an accuracy score: z-scored within each week, lower is better.
+    Not an accuracy score: standardised per question (3+ voting families), averaged per week
+    (5+ such questions), lower is better.
     """
     options = _options(
         ctx,
