@@ -86,3 +86,31 @@ def test_a_dataframe_is_accepted_like_forecasts() -> None:
     assert from_frame == from_rows
     with pytest.raises(TypeError, match="forecasts"):
         api.ranking(42)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [({"probability": 1.5}, "row 2: probability"), ({"probability": float("nan")}, "row 2")],
+)
+def test_every_analysis_refuses_a_probability_outside_the_unit_interval(
+    bad: dict, message: str
+) -> None:
+    rows = [row("a", "m1", 0.6, resolved=1.0), {**row("b", "m1", 0.4, resolved=1.0), **bad}]
+    for analysis in (api.ranking, api.proxy_ranking, api.calibration_report, api.full_analysis):
+        with pytest.raises(ValueError, match=message):
+            analysis(_Frame(rows))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"confidence": 1.5}, "confidence"),
+        ({"confidence": 0.0}, "confidence"),
+        ({"bootstrap_resamples": 0}, "resamples"),
+        ({"min_clusters": 1}, "min_clusters"),
+        ({"proxy_min_voters": 1}, "proxy_min_voters"),
+    ],
+)
+def test_analysis_options_are_checked(options: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        api.AnalysisOptions(**options)
