@@ -222,7 +222,7 @@ def _demo_lineup(
     simulated: list[OpenRouterFamily | BaselineFamily] = [
         OpenRouterFamily(
             id=f"sim-skill-{round(skill * 100):02d}",
-            display_name=f"Simulated model, skill {skill:.1f}",
+            display_name=f"Sim skill {skill:.1f}",
             provider="Simulated",
             openrouter_id=f"sim/skill-{round(skill * 100):02d}",
         )
