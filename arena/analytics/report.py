@@ -272,9 +272,9 @@ def head_to_head(
     values = head_to_head_scores(score_a, score_b, options.h2h_score)
     w, clusters = prep.weights[common], prep.clusters[common]
     t, boot, status, reason = _intervals(values, w, clusters, options)
-    if status == OK and len(common) < options.min_common_questions:
+    if len(common) < options.min_common_questions:
         status = INSUFFICIENT
-        reason = f"fewer than {options.min_common_questions} common questions"
+        reason = f"{len(common)} common scored questions, fewer than {options.min_common_questions}"
     sign = sign_test(values, w, clusters=clusters)
     return clean(
         {
