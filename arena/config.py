@@ -173,6 +173,13 @@ class V2(_Strict):
     difficulty_weight: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 1.0
 
 
+class Analysis(_Strict):
+    """Research statistics (``arena analyze``): one resample count and seed for every bootstrap."""
+
+    resamples: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+    seed: Annotated[int, Field(ge=0, le=2**32 - 1)] = 0
+
+
 class Logging(_Strict):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     json_logs: bool = False
@@ -238,6 +245,7 @@ class Settings(BaseSettings):
     openrouter: OpenRouter = OpenRouter()
     budget: Budget = Budget()
     v2: V2 = V2()
+    analysis: Analysis = Analysis()
     logging: Logging = Logging()
     families: list[Family] = Field(default_factory=list)
 

@@ -63,6 +63,9 @@ def test_arena_config_env_selects_file(tmp_path: Path, monkeypatch: pytest.Monke
         ({"families": [{"id": "x", "kind": "baseline", "strategy": "nope"}]}, "families.0"),
         ({"openrouter": {"api_key": "sk-or-v1-x"}}, "secrets come from the environment"),
         ({"methodology": "v9"}, "methodology"),
+        ({"analysis": {"resamples": 0}}, "analysis.resamples"),
+        ({"analysis": {"resamples": "many"}}, "analysis.resamples"),
+        ({"analysis": {"seed": -1}}, "analysis.seed"),
     ],
 )
 def test_invalid_config_names_the_key(tmp_path: Path, patch: dict, key: str) -> None:

@@ -208,7 +208,7 @@ def test_analyze_from_export_verifies_the_manifest(db: Database, tmp_path: Path)
     build_arena(db.factory)
     out = tmp_path / "export"
     export(db.factory, out, "jsonl", methodology="v2")
-    args = ("analyze", "ranking", "--from-export", str(out), "--bootstrap", "0")
+    args = ("analyze", "ranking", "--from-export", str(out), "--bootstrap", "10")
     args += ("--at", "2027-01-01T00:00:00Z")
     code, stderr = _cli(tmp_path, db, *args)
     assert code == 0, stderr

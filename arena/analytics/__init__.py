@@ -1,0 +1,98 @@
+"""Research statistics over forecasts: the Python API behind ``arena analyze``.
+
+A researcher's session::
+
+    from arena.analytics import AnalysisOptions, read_export, ranking, head_to_head
+
+    forecasts = read_export(Path("export"))          # or a pandas DataFrame of its columns
+    board = ranking(forecasts, at=datetime(2026, 11, 22, tzinfo=UTC))
+    duel = head_to_head(forecasts, "gpt-5.1", "grok-4", AnalysisOptions(bootstrap_resamples=2000))
+
+Every analysis function takes the forecasts (:class:`Forecasts` or a DataFrame), optional
+:class:`AnalysisOptions` and an ``at`` instant, sees only what was known at ``at``, and returns
+a plain JSON-serialisable dict. The interval functions check their input and raise
+:class:`ValueError` naming the argument and row. Names load lazily, so importing this package
+costs nothing until one is used (``arena.cli`` stays fast).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from arena.analytics.calibration import Calibration, calibrate
+    from arena.analytics.loading import read_export
+    from arena.analytics.options import AnalysisOptions
+    from arena.analytics.records import Forecasts, ForecastsError
+    from arena.analytics.report import (
+        calibration_report,
+        difference,
+        full_analysis,
+        head_to_head,
+        proxy_ranking,
+        ranking,
+    )
+    from arena.analytics.significance import (
+        BootstrapInterval,
+        SignTest,
+        TInterval,
+        sign_test,
+        weighted_bootstrap_interval,
+        weighted_t_interval,
+    )
+
+_HOMES = {
+    "AnalysisOptions": "arena.analytics.options",
+    "BootstrapInterval": "arena.analytics.significance",
+    "Calibration": "arena.analytics.calibration",
+    "Forecasts": "arena.analytics.records",
+    "ForecastsError": "arena.analytics.records",
+    "SignTest": "arena.analytics.significance",
+    "TInterval": "arena.analytics.significance",
+    "calibrate": "arena.analytics.calibration",
+    "calibration_report": "arena.analytics.report",
+    "difference": "arena.analytics.report",
+    "full_analysis": "arena.analytics.report",
+    "head_to_head": "arena.analytics.report",
+    "proxy_ranking": "arena.analytics.report",
+    "ranking": "arena.analytics.report",
+    "read_export": "arena.analytics.loading",
+    "sign_test": "arena.analytics.significance",
+    "weighted_bootstrap_interval": "arena.analytics.significance",
+    "weighted_t_interval": "arena.analytics.significance",
+}
+
+__all__ = [
+    "AnalysisOptions",
+    "BootstrapInterval",
+    "Calibration",
+    "Forecasts",
+    "ForecastsError",
+    "SignTest",
+    "TInterval",
+    "calibrate",
+    "calibration_report",
+    "difference",
+    "full_analysis",
+    "head_to_head",
+    "proxy_ranking",
+    "ranking",
+    "read_export",
+    "sign_test",
+    "weighted_bootstrap_interval",
+    "weighted_t_interval",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'arena.analytics' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
+
+from arena.analytics.significance import check_values
 
 
 @dataclass(frozen=True)
@@ -52,14 +54,29 @@ def bin_index(probability: NDArray[np.float64], n_bins: int) -> NDArray[np.int64
 
 
 def calibrate(
-    probability: NDArray[np.float64],
-    outcome: NDArray[np.float64],
+    probability: ArrayLike,
+    outcome: ArrayLike,
     n_bins: int = 10,
     forecaster: str = "",
 ) -> Calibration:
-    """Calibration statistics of forecasts ``probability`` against 0/1 ``outcome``."""
-    p = np.asarray(probability, dtype=np.float64)
-    o = np.asarray(outcome, dtype=np.float64)
+    """Calibration statistics of forecasts ``probability`` against 0/1 ``outcome``.
+
+    A probability outside [0, 1] or NaN, or an outcome other than 0 or 1, raises
+    :class:`ValueError` naming the argument and the row.
+    """
+    p = check_values("probability", probability)
+    o = check_values("outcome", outcome)
+    if len(o) != len(p):
+        raise ValueError(f"outcome: {len(o)} outcomes for {len(p)} probabilities")
+    outside = np.flatnonzero((p < 0.0) | (p > 1.0))
+    if len(outside):
+        raise ValueError(f"probability: row {int(outside[0])} is {p[outside[0]]!r} (not in [0, 1])")
+    not_binary = np.flatnonzero((o != 0.0) & (o != 1.0))
+    if len(not_binary):
+        row = int(not_binary[0])
+        raise ValueError(f"outcome: row {row} is {o[row]!r} (must be 0 or 1)")
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
+        raise ValueError(f"n_bins: {n_bins!r} must be a whole number of at least 1")
     n = len(p)
     if n == 0:
         nan = float("nan")

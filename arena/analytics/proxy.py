@@ -10,9 +10,15 @@ the *other* families, and it would penalise a forecaster who is right against th
   the mean clipped logit of its forecasts on the question.
 * The proxy score of a forecast is ``(x - yhat)^2`` on the raw (unclipped) probability, the
   quadratic proxy score; a family's score on a question is the mean over its forecasts.
-* Per week, a family's proxy is the mean over its questions; it is z-scored across the families
-  of that week (``(s - mean) / sd``, population sd; all 0 when sd is 0). The ranking is the mean
-  weekly z (lower is better). A question needs at least two voting families.
+* **Comparable questions.** Scores are standardised *per question*: on question j,
+  ``z_ij = (s_ij - mean_j) / sd_j`` over the families that voted on j (population sd; 0 when
+  they all scored the same). An easy question, where everyone agrees and every score is small,
+  then counts like a hard one, so a family gains nothing by answering only easy questions.
+* **Minimum samples.** A question is scored only with at least ``MIN_VOTERS`` (3) voting
+  families (with two, each z is +1 or -1 whatever the gap). A week counts only with at least
+  ``MIN_WEEK_QUESTIONS`` (5) such questions. A family's weekly z is the mean of its question z
+  in that week; the ranking is the mean over its counted weeks (lower is better). A family with
+  no counted week is reported as insufficient, not ranked.
 * Baseline families (``family_kind == "baseline"``) are left out of the pool and of the
   ranking by default, as the seed leaves out trivial baselines.
 """
@@ -28,6 +34,8 @@ from numpy.typing import NDArray
 from arena.analytics.questions import LOG_EPS, group_ids
 
 EXTREMIZE = float(np.sqrt(3.0))
+MIN_VOTERS = 3  # voting families a question needs: with 2, every z would be +1 or -1
+MIN_WEEK_QUESTIONS = 5  # comparable questions a week needs to count in the ranking
 
 
 def sigmoid(x: Any) -> Any:
@@ -64,15 +72,21 @@ def leave_one_out_pool(
 
 @dataclass(frozen=True, eq=False)
 class ProxyScores:
-    """Cell proxy scores, weekly family scores with z-scores, and the overall ranking inputs."""
+    """Cell proxy scores and per-question z, weekly family means, and the ranking inputs.
+
+    ``week_*`` arrays hold one entry per (family, week) pair; ``week_sufficient`` says whether
+    that week had enough comparable questions to count.
+    """
 
     cell_score: NDArray[np.float64]
     cell_aggregate: NDArray[np.float64]
+    cell_z: NDArray[np.float64]
     week_family: NDArray[np.int64]
     week_index: NDArray[np.int64]
     week_score: NDArray[np.float64]
     week_z: NDArray[np.float64]
     week_questions: NDArray[np.int64]
+    week_sufficient: NDArray[np.bool_]
     mean_z: NDArray[np.float64]
     n_weeks: NDArray[np.int64]
     n_questions: NDArray[np.int64]
@@ -87,19 +101,30 @@ def proxy_scores(
     question_week: NDArray[np.int64],
     n_forecasters: int,
     d: float = EXTREMIZE,
+    *,
+    min_voters: int = MIN_VOTERS,
+    min_week_questions: int = MIN_WEEK_QUESTIONS,
 ) -> ProxyScores:
     """Proxy scores of the given cells (already restricted to open questions and voters).
 
     ``row_cell`` maps the forecast rows of those cells to cell positions (0..n_cells-1);
-    ``question_week`` gives each question's week index.
+    ``question_week`` gives each question's week index. Only questions with at least
+    ``min_voters`` voting families are scored; a week counts when it has at least
+    ``min_week_questions`` such questions.
     """
     n_cells = len(cell_forecaster)
+    n_q = len(question_week)
+    voters = np.bincount(cell_question, minlength=n_q)
+    comparable = voters[cell_question] >= min_voters
     aggregate = leave_one_out_pool(cell_question, cell_logit, d)
     row_score = (row_probability - aggregate[row_cell]) ** 2
     counts = np.bincount(row_cell, minlength=n_cells)
     with np.errstate(invalid="ignore", divide="ignore"):
         cell_score = np.bincount(row_cell, weights=row_score, minlength=n_cells) / counts
+    cell_score[~comparable] = np.nan
     scored = ~np.isnan(cell_score)
+    cell_z = np.full(n_cells, np.nan)
+    cell_z[scored] = _z_within(cell_question[scored], cell_score[scored], n_q)
     weeks = question_week[cell_question[scored]]
     families = cell_forecaster[scored]
     pair, first = group_ids(families, weeks)
@@ -108,36 +133,42 @@ def proxy_scores(
     week_score = np.bincount(pair, weights=cell_score[scored], minlength=n_pairs) / np.maximum(
         week_questions, 1
     )
+    week_z = np.bincount(pair, weights=cell_z[scored], minlength=n_pairs) / np.maximum(
+        week_questions, 1
+    )
     week_family = families[first]
     week_index = weeks[first]
-    week_z = _z_within(week_index, week_score)
-    valid = ~np.isnan(week_z)
-    z_total = np.bincount(week_family[valid], weights=week_z[valid], minlength=n_forecasters)
-    n_weeks = np.bincount(week_family[valid], minlength=n_forecasters)
+    scored_questions = np.unique(cell_question[scored])
+    per_week = np.bincount(
+        question_week[scored_questions], minlength=int(question_week.max(initial=-1)) + 1
+    )
+    sufficient = per_week[week_index] >= min_week_questions
+    z_total = np.bincount(
+        week_family[sufficient], weights=week_z[sufficient], minlength=n_forecasters
+    )
+    n_weeks = np.bincount(week_family[sufficient], minlength=n_forecasters)
     mean_z = np.divide(z_total, n_weeks, out=np.full(n_forecasters, np.nan), where=n_weeks > 0)
-    n_questions = np.bincount(families, minlength=n_forecasters)
     return ProxyScores(
         cell_score=cell_score,
         cell_aggregate=aggregate,
+        cell_z=cell_z,
         week_family=week_family,
         week_index=week_index,
         week_score=week_score,
         week_z=week_z,
         week_questions=week_questions,
+        week_sufficient=sufficient,
         mean_z=mean_z,
         n_weeks=n_weeks.astype(np.int64),
-        n_questions=n_questions.astype(np.int64),
+        n_questions=np.bincount(families, minlength=n_forecasters).astype(np.int64),
     )
 
 
-def _z_within(group: NDArray[np.int64], values: NDArray[np.float64]) -> NDArray[np.float64]:
-    """z-score of values within each group (population sd); NaN for a group of one."""
-    n = int(group.max()) + 1 if len(group) else 0
+def _z_within(group: NDArray[np.int64], values: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    """z-score of values within each group (population sd); 0 where the group has no spread."""
     count = np.bincount(group, minlength=n)
     mean = np.bincount(group, weights=values, minlength=n) / np.maximum(count, 1)
     deviation = values - mean[group]
     sd = np.sqrt(np.bincount(group, weights=deviation**2, minlength=n) / np.maximum(count, 1))
     spread = sd[group]
-    z = np.divide(deviation, spread, out=np.zeros_like(values), where=spread > 1e-15)
-    z[count[group] < 2] = np.nan
-    return z
+    return np.divide(deviation, spread, out=np.zeros_like(values), where=spread > 1e-12)

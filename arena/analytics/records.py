@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -69,7 +69,7 @@ _WEEK_US = 7 * 24 * 3600 * 1_000_000
 _SUNDAY_OFFSET_US = 3 * 24 * 3600 * 1_000_000  # 1970-01-01 was a Thursday; Sunday is 3 days on
 
 
-class ForecastsError(UserError):
+class ForecastsError(UserError, ValueError):
     """The forecasts input is unusable (missing column, value out of range); names the row."""
 
 
@@ -173,6 +173,21 @@ class Forecasts:
     def select(self, mask: NDArray[np.bool_] | NDArray[np.int64]) -> Forecasts:
         """The rows picked by a boolean mask or an index array."""
         return Forecasts(**{f.name: getattr(self, f.name)[mask] for f in fields(self)})
+
+    def known_at(self, moment: np.datetime64) -> Forecasts:
+        """The data as it stood at ``moment``: forecasts made at or before it, and outcomes
+        (``resolved_value``, ``resolved_at``) only where known at or before it. Every analysis
+        at ``--at`` sees exactly this, so none can look ahead."""
+        instant = np.asarray(moment).astype("datetime64[us]")
+        cut = self.select(self.forecast_at <= instant)
+        later = ~np.isnat(cut.resolved_at) & (cut.resolved_at > instant)
+        if not later.any():
+            return cut
+        resolved_value = cut.resolved_value.copy()
+        resolved_at = cut.resolved_at.copy()
+        resolved_value[later] = np.nan
+        resolved_at[later] = np.datetime64("NaT")
+        return replace(cut, resolved_value=resolved_value, resolved_at=resolved_at)
 
     def from_sources(self, sources: tuple[str, ...]) -> Forecasts:
         """The rows whose ``source`` is one of ``sources`` (a missing source is ``panel``)."""

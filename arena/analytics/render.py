@@ -29,12 +29,16 @@ def _interval(low: Any, high: Any, digits: int = 4) -> str:
     return f"{low:.{digits}f}..{high:.{digits}f}"
 
 
+def _rank(rank: Any) -> str:
+    return "-" if rank is None else str(rank)
+
+
 def _name(row: dict[str, Any]) -> str:
     return str(row["forecaster"]) + (" *" if row.get("provisional") else "")
 
 
 RANKING_COLUMNS = [
-    Column("#", lambda r: str(r["rank"])),
+    Column("#", lambda r: _rank(r["rank"])),
     Column("forecaster", _name, numeric=False),
     Column("adj. Brier", lambda r: _num(r["adjusted_brier"])),
     Column("95% CI", lambda r: _interval(r["ci_low"], r["ci_high"], 3)),
@@ -56,7 +60,9 @@ def ranking_table(report: dict[str, Any], wide: bool = False) -> Group:
             f"as of {report['as_of']}; market weight {options['market_weight']}; "
             f"{report['n_scored_questions']} scored questions; always-0.5 scores 0.25; "
             f"* provisional (< {options['min_days']:g} days or < {options['min_questions']} "
-            "questions); 95% CI: weighted t; bootstrap intervals in --format json"
+            "questions); - not ranked: too few independent clusters; 95% CI: cluster-robust t; "
+            f"cluster bootstrap in --format json ({report['resampling']['resamples']} resamples, "
+            f"seed {report['resampling']['seed']})"
         ),
         row_style=lambda r: "dim" if r["reference"] else None,
     )
@@ -81,25 +87,30 @@ MEASURE_COLUMNS = [
 def head_to_head_table(report: dict[str, Any], wide: bool = False) -> Group:
     """Head-to-head summary: mean score per question with t and bootstrap intervals."""
     unit = "100 x log-score difference" if report["score"] == "log" else "100 x Brier difference"
-    t = report["t_test"]
+    t, boot = report["t_test"], report["bootstrap"]
     rows = [
         ("common questions", str(report["n_questions"])),
         ("weighted questions", _num(report["weight_sum"], 2)),
         ("mean score", _num(report["mean"], 2)),
         ("95% t interval", _interval(t["low"], t["high"], 2)),
         ("t statistic / p-value", f"{_num(t['t_stat'], 2)} / {_num(t['p_value'], 4)}"),
+        ("independent clusters", str(report["n_clusters"])),
+        (
+            "95% cluster bootstrap",
+            _interval(report["bootstrap"]["low"], report["bootstrap"]["high"], 2),
+        ),
+        ("bootstrap share > 0", _num(report["bootstrap"]["p_positive"], 3)),
+        ("sign test p-value", _num(report["sign_test"]["p_value"], 4)),
     ]
-    boot = report.get("bootstrap")
-    if boot:
-        rows.append(("95% bootstrap interval", _interval(boot["low"], boot["high"], 2)))
-        rows.append(("bootstrap share > 0", _num(boot["p_positive"], 3)))
+    resampling = report["resampling"]
+    caption = f"{resampling['resamples']} resamples, seed {resampling['seed']}"
     title = f"Head-to-head: {report['a']} vs {report['b']} ({unit}; > 0: A better)"
-    table = fitted_table(MEASURE_COLUMNS, rows, wide=wide, title=title)
+    table = fitted_table(MEASURE_COLUMNS, rows, wide=wide, title=title, caption=caption)
     return Group(table, Text(report["verdict"], style="bold"))
 
 
 PROXY_COLUMNS = [
-    Column("#", lambda r: str(r["rank"])),
+    Column("#", lambda r: _rank(r["rank"])),
     Column("forecaster", _name, numeric=False),
     Column("mean z", lambda r: _num(r["mean_z"], 3)),
     Column("weeks", lambda r: str(r["n_weeks"])),

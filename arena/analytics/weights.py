@@ -8,9 +8,9 @@ Two reasons to count a question as less than one independent question:
   A question alone in its group weighs 1 (the formula is for groups; at N = 1 it would give 0.5).
 * **Repeat.** The weekly panel can ask about the same event (market and outcome) again in later
   weeks. The k-th week in which it is asked weighs ``1 / k`` (1, 1/2, 1/3...). k counts the
-  distinct weeks of that event over the whole data set (every forecaster gets the same weight:
-  a weight is a property of the question, not of who answered it), so it depends on the time
-  range exported.
+  distinct weeks of that event in the data analysed (every forecaster gets the same weight: a
+  weight is a property of the question, not of who answered it); an analysis at T counts them
+  on the data known at T only (:func:`arena.analytics.options.prepare`).
 
 The combined weight is the product of the two.
 """
@@ -18,7 +18,9 @@ The combined weight is the product of the two.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
+from scipy.sparse.csgraph import connected_components
 
 from arena.analytics.questions import Questions, factorize, group_ids
 
@@ -80,3 +82,36 @@ def question_weights(
     if repeats:
         weights = weights * repeat_weight(repeat_index(questions))
     return weights
+
+
+def cluster_labels(questions: Questions) -> NDArray[np.object_]:
+    """Per question, its dependence cluster: every question linked to it by sharing a market
+    (the weekly repeats, whose outcome is one and the same) or an event group (the members of
+    one negRisk event, asked in any week), transitively. Labelled by the cluster's smallest
+    market id, so the labels do not depend on row order.
+
+    Intervals treat clusters as independent and questions within one as dependent in any way.
+    """
+    n = len(questions)
+    if n == 0:
+        return np.empty(0, dtype=object)
+    market_codes, markets = factorize(questions.market_id)
+    has_group = np.array([group is not None for group in questions.event_group], dtype=bool)
+    group_codes, _ = factorize(questions.event_group[has_group])
+    n_markets = len(markets)
+    n_groups = int(group_codes.max()) + 1 if len(group_codes) else 0
+    edges = sp.coo_matrix(
+        (
+            np.ones(int(has_group.sum())),
+            (market_codes[has_group], n_markets + group_codes),
+        ),
+        shape=(n_markets + n_groups, n_markets + n_groups),
+    )
+    _, component = connected_components(edges, directed=False)
+    market_component = component[:n_markets]
+    names = np.array(markets, dtype=object)
+    smallest: dict[int, str] = {}
+    for code in np.argsort(names, kind="stable"):
+        smallest.setdefault(int(market_component[code]), str(names[code]))
+    label = np.array([smallest[int(c)] for c in market_component], dtype=object)
+    return label[market_codes]

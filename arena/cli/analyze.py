@@ -92,9 +92,20 @@ Weights = Annotated[
     ),
 ]
 Bootstrap = Annotated[
-    int, typer.Option("--bootstrap", min=0, help="Bootstrap resamples (0: no bootstrap).")
+    int | None,
+    typer.Option(
+        "--bootstrap",
+        min=1,
+        help="Bootstrap resamples (default: the config's analysis.resamples, 10,000).",
+        show_default=False,
+    ),
 ]
-Seed = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")]
+Seed = Annotated[
+    int | None,
+    typer.Option(
+        "--seed", help="Seed of the bootstrap (default: analysis.seed, 0).", show_default=False
+    ),
+]
 By = Annotated[str, typer.Option("--by", help="Rank by family or by agent.")]
 WithBets = Annotated[
     bool,
@@ -107,17 +118,23 @@ WithBets = Annotated[
 
 
 def _options(
+    ctx: typer.Context,
     at: str | None,
     market_weight: float = 1.0,
     weights: bool = True,
-    bootstrap: int = 10_000,
-    seed: int = 0,
+    bootstrap: int | None = None,
+    seed: int | None = None,
     by: str = "family",
     with_bets: bool = False,
     **extra: Any,
 ) -> AnalysisOptions:
+    """Options of one command; the resample count and seed default to the config's
+    ``analysis`` section, so every entry point resamples alike."""
     if by not in ("family", "agent"):
         raise UserError(f"--by must be family or agent, not {by!r}")
+    analysis = state(ctx).settings.analysis
+    bootstrap = analysis.resamples if bootstrap is None else bootstrap
+    seed = analysis.seed if seed is None else seed
     return _report().AnalysisOptions(
         as_of=clock_for(at).now(),
         by=by,
@@ -169,17 +186,19 @@ def ranking_command(
     min_questions: Annotated[
         int, typer.Option("--min-questions", help="Provisional below this many scored questions.")
     ] = 30,
-    bootstrap: Bootstrap = 2_000,
-    seed: Seed = 0,
+    bootstrap: Bootstrap = None,
+    seed: Seed = None,
     by: By = "family",
     with_bets: WithBets = False,
     wide: WideOption = False,
 ) -> None:
-    """Leaderboard by difficulty-adjusted Brier, with confidence intervals and provisional flags.
+    """Leaderboard by difficulty-adjusted Brier, with cluster-robust intervals and provisional
+    flags; forecasters with fewer than 5 clusters of scored questions are not ranked.
 
     Only resolved questions past their scheduled close count (early closers wait).
     """
     options = _options(
+        ctx,
         at,
         market_weight,
         weights,
@@ -210,19 +229,21 @@ def h2h_command(
         str, typer.Option("--score", help="Per-question score: log (Metaculus) or brier.")
     ] = "log",
     weights: Weights = True,
-    bootstrap: Bootstrap = 10_000,
-    seed: Seed = 0,
+    bootstrap: Bootstrap = None,
+    seed: Seed = None,
     by: By = "family",
     with_bets: WithBets = False,
     wide: WideOption = False,
 ) -> None:
     """Head-to-head of A against B on their common resolved questions (> 0: A better).
 
-    Prints the weighted mean with a weighted t interval and a weighted bootstrap interval.
+    Prints the weighted mean with cluster-robust t and cluster bootstrap intervals (repeats of
+    a market and members of an event group are one cluster), an exact sign test, and a verdict
+    ("insufficient" below 10 common questions or 5 clusters).
     """
     if score not in ("log", "brier"):
         raise UserError(f"--score must be log or brier, not {score!r}")
-    options = _options(at, 1.0, weights, bootstrap, seed, by, with_bets, h2h_score=score)
+    options = _options(ctx, at, 1.0, weights, bootstrap, seed, by, with_bets, h2h_score=score)
     report = _report().head_to_head(load_forecasts(ctx, from_export), family_a, family_b, options)
     _emit(report, output_format, _render().head_to_head_table, wide)
 
@@ -246,13 +267,14 @@ def proxy_command(
 ) -> None:
     """PROXY ranking before resolution: agreement with the other families' extremized pool.
 
-    Not an accuracy score: z-scored within each week, lower is better.
+    Not an accuracy score: standardised per question (3+ voting families), averaged per week
+    (5+ such questions), lower is better.
     """
     options = _options(
+        ctx,
         at,
         by=by,
         with_bets=with_bets,
-        bootstrap=0,
         proxy_include_baselines=include_baselines,
         proxy_include_resolved=include_resolved,
     )
@@ -282,7 +304,7 @@ def calibration_command(
     wide: WideOption = False,
 ) -> None:
     """Reliability data, expected calibration error and Brier decomposition per forecaster."""
-    options = _options(at, by=by, with_bets=with_bets, bootstrap=0, n_bins=bins)
+    options = _options(ctx, at, by=by, with_bets=with_bets, n_bins=bins)
     forecasts = load_forecasts(ctx, from_export)
     prep = _report().prepare(forecasts, options)
     report = _report().calibration_report(forecasts, options, prep)
@@ -305,10 +327,11 @@ def report_command(
         typer.Option("--pair", help="Also compare these two forecasters head-to-head."),
     ] = None,
     market_weight: MarketWeight = 1.0,
-    bootstrap: Bootstrap = 2_000,
+    bootstrap: Bootstrap = None,
+    seed: Seed = None,
 ) -> None:
     """Everything at once (ranking, proxy, calibration, optional head-to-head) as JSON."""
-    options = _options(at, market_weight, True, bootstrap)
+    options = _options(ctx, at, market_weight, True, bootstrap, seed)
     typer.echo(
         json.dumps(
             _report().full_analysis(load_forecasts(ctx, from_export), options, pair), indent=2

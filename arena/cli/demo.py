@@ -2,9 +2,18 @@
 
 A fresh SQLite file, a simulated Polymarket (a few hundred synthetic markets whose prices move
 and which close, get proposed, disputed and resolve, including a 50-50 and an ambiguous one),
-the configured baseline families, and every configured OpenRouter family answered by simulated
-models through the real OpenAI SDK against an in-process fake OpenRouter. A simulated clock
-runs several weeks of the production jobs, then the leaderboard and an export are written.
+the configured baseline families, and simulated models answering through the real OpenAI SDK
+against an in-process fake OpenRouter. A simulated clock runs several weeks of the production
+jobs, then the leaderboard and an export are written.
+
+Honest by construction:
+
+* the simulated models are named by their simulated skill (``sim-skill-90`` knows 90% of the
+  hidden truth); they stand in for the configured OpenRouter families, so no real model's
+  name is ever shown beside a made-up skill;
+* the simulated weeks *end* before the real present: they start ``--weeks`` weeks before the
+  current week, and the last simulated instant is earlier than now, so every command that
+  defaults to the real clock sees the whole demo.
 """
 
 from __future__ import annotations
@@ -12,14 +21,15 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from arena.cli.common import console, state
+from arena.cli.common import clock_for, console, state
+from arena.clock import week_start
 from arena.errors import JobFailed, UserError
 
 if TYPE_CHECKING:
@@ -28,7 +38,8 @@ if TYPE_CHECKING:
     from arena.config import BaselineFamily, OpenRouterFamily
     from arena.jobs.guard import GuardedRun
 
-DEMO_START = datetime(2026, 11, 1, tzinfo=UTC)  # a Sunday
+DEMO_SKILLS = (0.9, 0.7, 0.5, 0.3, 0.1)  # one simulated model family per skill
+DEMO_RESAMPLES = 500  # fewer than analysis.resamples, to stay quick; stated in the output
 DEMO_MARKER = ".arena-demo"  # written into --out by the demo that created or adopted it
 DEMO_FILES = ("demo.db", "demo.db-wal", "demo.db-shm", "demo.db-journal", "export")
 
@@ -109,7 +120,7 @@ def demo(
     prepare_out(out)
     settings = base.model_copy(
         update={
-            "families": base.families or _demo_lineup(),
+            "families": _demo_lineup(base.families),
             "database_url": f"sqlite:///{out / 'demo.db'}",
             "methodology": version,
             "benchmark": base.benchmark.model_copy(update={"universe_size": min(500, markets)}),
@@ -122,11 +133,12 @@ def demo(
     engine = make_engine(settings.database_url)
     upgrade(engine)
     factory = session_factory(engine)
-    end = DEMO_START + timedelta(days=7 * weeks) - timedelta(minutes=step_minutes)
+    start, end = demo_window(clock_for(None).now(), weeks, step_minutes)
     step = timedelta(minutes=step_minutes)
     families = [f.id for f in settings.active_families]
     console.print(
-        f"[bold]arena demo[/bold]: {weeks} simulated weeks from {DEMO_START.date()}, "
+        f"[bold]arena demo[/bold]: {weeks} simulated weeks from {start.date()} to "
+        f"{end:%Y-%m-%d %H:%M} UTC (before now), "
         f"{markets} synthetic markets, {len(families)} families, methodology "
         f"{version}, database {out / 'demo.db'}"
     )
@@ -134,14 +146,14 @@ def demo(
     sim = Simulation(
         settings,
         factory,
-        start=DEMO_START,
+        start=start,
         days=7 * weeks,
         n_markets=markets,
         seed=seed,
-        skills=_skills(families),
+        skills=demo_skills(settings.families),
     )
     failures: list[str] = []
-    ticks = int((end - DEMO_START) / step) + 1
+    ticks = int((end - start) / step) + 1
     try:
         with Progress(
             TextColumn("{task.description}"),
@@ -187,26 +199,45 @@ def demo(
     )
 
 
-def _demo_lineup() -> list[OpenRouterFamily | BaselineFamily]:
-    """Families for a demo run outside the repository (no config.yaml with families)."""
+def demo_window(now: datetime, weeks: int, step_minutes: int) -> tuple[datetime, datetime]:
+    """First and last simulated instant: ``weeks`` whole weeks ending at the start of the
+    current week (a Sunday), so the last tick lies before ``now``."""
+    end_of_weeks = week_start(now)
+    start = end_of_weeks - timedelta(weeks=weeks)
+    return start, end_of_weeks - timedelta(minutes=step_minutes)
+
+
+def _demo_lineup(
+    configured: list[OpenRouterFamily | BaselineFamily],
+) -> list[OpenRouterFamily | BaselineFamily]:
+    """Simulated model families named by their skill, plus the configured baselines (or the
+    three built-in ones when the config has none)."""
     from arena.config import BaselineFamily, OpenRouterFamily
 
-    return [
+    simulated: list[OpenRouterFamily | BaselineFamily] = [
         OpenRouterFamily(
-            id="sim-sharp", display_name="Simulated sharp model", openrouter_id="sim/sharp"
-        ),
-        OpenRouterFamily(
-            id="sim-noisy", display_name="Simulated noisy model", openrouter_id="sim/noisy"
-        ),
+            id=f"sim-skill-{round(skill * 100):02d}",
+            display_name=f"Sim skill {skill:.1f}",
+            provider="Simulated",
+            openrouter_id=f"sim/skill-{round(skill * 100):02d}",
+        )
+        for skill in DEMO_SKILLS
+    ]
+    baselines = [f for f in configured if f.kind == "baseline"] or [
         BaselineFamily(kind="baseline", id="market-follower", strategy="market-follower"),
         BaselineFamily(kind="baseline", id="always-hold", strategy="always-hold"),
         BaselineFamily(kind="baseline", id="random-bettor", strategy="random", seed=42),
     ]
+    return simulated + baselines
 
 
-def _skills(families: list[str]) -> dict[str, float]:
-    """Spread simulated skill over the OpenRouter families so the ranking has something to find."""
-    return {family: round(0.1 + 0.6 * (i % 4) / 3, 2) for i, family in enumerate(families)}
+def demo_skills(families: list[OpenRouterFamily | BaselineFamily]) -> dict[str, float]:
+    """The simulated skill of each simulated family: the one its name states."""
+    return {
+        f.id: int(f.id.rsplit("-", 1)[1]) / 100
+        for f in families
+        if f.kind == "openrouter" and f.id.startswith("sim-skill-")
+    }
 
 
 def _summary(factory: sessionmaker[Session], seconds: float) -> None:
@@ -245,7 +276,9 @@ def _analytics(export_dir: Path, now: datetime) -> None:
     from arena.analytics.report import AnalysisOptions, proxy_ranking, ranking
 
     forecasts = read_export(export_dir)
-    options = AnalysisOptions(as_of=now, min_days=7, min_questions=10, bootstrap_resamples=500)
+    options = AnalysisOptions(
+        as_of=now, min_days=7, min_questions=10, bootstrap_resamples=DEMO_RESAMPLES
+    )
     console.print(ranking_table(ranking(forecasts, options)))
     console.print(proxy_table(proxy_ranking(forecasts, options)))
 

@@ -99,8 +99,10 @@ def test_h2h(tmp_path: Path) -> None:
 def test_proxy(tmp_path: Path) -> None:
     export = str(_write_export(tmp_path))
     report = _json(["analyze", "proxy", "--from-export", export, "--format", "json", *AT])
-    # alpha .3 vs pool(.6, .9) = .905; beta .6 vs pool(.3, .9) = .6; gamma .9 vs pool(.3, .6) = .405
-    assert [r["forecaster"] for r in report["rows"]] == ["beta", "gamma", "alpha"]
+    # one open question is not a ranking (issue 15, finding 5): every family is insufficient
+    assert {r["forecaster"] for r in report["rows"]} == {"alpha", "beta", "gamma"}
+    assert all(r["rank"] is None and r["status"] == "insufficient" for r in report["rows"])
+    assert report["minimums"] == {"voting_families_per_question": 3, "questions_per_week": 5}
     with_baselines = _json(
         ["analyze", "proxy", "--from-export", export, "-f", "json", "--include-baselines", *AT]
     )
@@ -121,7 +123,11 @@ def test_calibration_with_plot(tmp_path: Path) -> None:
 def test_report_everything(tmp_path: Path) -> None:
     export = str(_write_export(tmp_path))
     report = _json(["analyze", "report", "--from-export", export, "--pair", "alpha", "beta", *AT])
-    assert set(report) == {"ranking", "proxy", "calibration", "head_to_head"}
+    assert set(report) == {"resampling", "ranking", "proxy", "calibration", "head_to_head"}
+    # one resample count everywhere: the config's default (issue 15, finding 3)
+    assert report["resampling"] == {"resamples": 10_000, "seed": 0}
+    assert report["ranking"]["resampling"] == report["head_to_head"]["resampling"]
+    assert report["head_to_head"]["bootstrap"]["resamples"] == 10_000
 
 
 @pytest.mark.parametrize(

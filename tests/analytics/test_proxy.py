@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -58,8 +59,17 @@ EXAMPLE = [
 ]
 
 
+LENIENT = AnalysisOptions(proxy_min_voters=2, proxy_min_week_questions=1)
+
+
+def _z(scores: dict[str, float]) -> dict[str, float]:
+    mean = sum(scores.values()) / len(scores)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in scores.values()) / len(scores))
+    return {k: (v - mean) / sd for k, v in scores.items()}
+
+
 def test_proxy_ranking_by_hand() -> None:
-    report = proxy_ranking(forecasts(*EXAMPLE), AnalysisOptions())
+    report = proxy_ranking(forecasts(*EXAMPLE), LENIENT)
     # m1, A: others B, C -> yhat = sigmoid(sqrt3 * (.405465 - .847298) / 2) = .405491
     #        score (.8 - .405491)^2 = .155638
     # m1, B: others A, C -> mean logit (1.386294 - .847298)/2 = .269498 -> yhat .614622
@@ -72,11 +82,12 @@ def test_proxy_ranking_by_hand() -> None:
     a = (0.155638 + 0.249994) / 2  # .202816
     b = (0.000214 + 0.25) / 2  # .125107
     c = 0.275794
-    mean = (a + b + c) / 3
-    sd = math.sqrt(((a - mean) ** 2 + (b - mean) ** 2 + (c - mean) ** 2) / 3)
-    expected = {"A": (a - mean) / sd, "B": (b - mean) / sd, "C": (c - mean) / sd}
-    # z: A .0256, B -1.2372, C 1.2116; lower is better -> B, A, C
-    assert [r["forecaster"] for r in report["rows"]] == ["B", "A", "C"]
+    # z per question: m1 over A, B, C; m2 over A, B (+-1); a family's week is its mean z
+    m1 = _z({"A": 0.155638, "B": 0.000214, "C": 0.275794})
+    m2 = _z({"A": 0.249994, "B": 0.25})
+    expected = {"A": (m1["A"] + m2["A"]) / 2, "B": (m1["B"] + m2["B"]) / 2, "C": m1["C"]}
+    # A (.213 - 1) / 2, B (-1.263 + 1) / 2, C 1.050: lower is better -> A, B, C
+    assert [r["forecaster"] for r in report["rows"]] == ["A", "B", "C"]
     for r in report["rows"]:
         assert r["mean_z"] == pytest.approx(expected[r["forecaster"]], abs=1e-4)
         assert r["n_weeks"] == 1
@@ -87,7 +98,7 @@ def test_proxy_ranking_by_hand() -> None:
 
 
 def test_baselines_vote_when_asked() -> None:
-    report = proxy_ranking(forecasts(*EXAMPLE), AnalysisOptions(proxy_include_baselines=True))
+    report = proxy_ranking(forecasts(*EXAMPLE), replace(LENIENT, proxy_include_baselines=True))
     assert {r["forecaster"] for r in report["rows"]} == {"A", "B", "C", "mkt"}
     weekly = {w["forecaster"]: w["proxy_score"] for w in report["weeks"]}
     # C on m1 now pooled against A, B and mkt: logit(.99) = 4.59512
@@ -101,7 +112,7 @@ def test_agents_of_one_family_vote_once_and_are_scored_each() -> None:
         row("A", "m1", 0.6, agent="a2"),
         row("B", "m1", 0.3),
     ]
-    report = proxy_ranking(forecasts(*rows), AnalysisOptions())
+    report = proxy_ranking(forecasts(*rows), LENIENT)
     weekly = {w["forecaster"]: w["proxy_score"] for w in report["weeks"]}
     # A's vote is its mean logit (logit .8 + logit .6) / 2 = .895880
     yhat_b = _sigmoid(D * (_logit(0.8) + _logit(0.6)) / 2)
@@ -111,7 +122,7 @@ def test_agents_of_one_family_vote_once_and_are_scored_each() -> None:
     assert weekly["A"] == pytest.approx(((0.8 - yhat_a) ** 2 + (0.6 - yhat_a) ** 2) / 2)
 
 
-def test_z_scores_are_per_week() -> None:
+def test_z_scores_are_per_question_and_weeks_are_kept_apart() -> None:
     rows = [
         row("A", "m1", 0.8),
         row("B", "m1", 0.6),
@@ -120,7 +131,7 @@ def test_z_scores_are_per_week() -> None:
         row("B", "m1", 0.7, week=1),
         row("C", "m1", 0.75, week=1),
     ]
-    report = proxy_ranking(forecasts(*rows), AnalysisOptions())
+    report = proxy_ranking(forecasts(*rows), replace(LENIENT, proxy_min_voters=3))
     for week in {w["week_start"] for w in report["weeks"]}:
         zs = [w["z"] for w in report["weeks"] if w["week_start"] == week]
         assert sum(zs) == pytest.approx(0.0, abs=1e-9)

@@ -93,6 +93,10 @@ def test_ranking_rows() -> None:
     assert good["n_questions"] == 40
     assert good["provisional"] is True  # 3 weeks of forecasts < 50 days
     assert [r["rank"] for r in report["rows"]] == list(range(1, 6))
+    # always 0.5 against a market that is always 0.7/0.3 right: no spread, so no interval,
+    # but 35 clusters of questions are enough to rank it
+    assert rows["half"]["interval_status"] == "insufficient"
+    assert rows["half"]["ci_low"] is None and rows["half"]["bootstrap_low"] is None
     assert report["n_components"] == 1
     late = ranking(data, AnalysisOptions(as_of=WEEK0 + timedelta(days=80)))
     assert not any(r["provisional"] for r in late["rows"])
@@ -103,7 +107,7 @@ def test_ranking_by_agent() -> None:
         row("A", "m1", 0.8, agent="a-1", resolved=1.0),
         row("A", "m1", 0.6, agent="a-2", resolved=1.0),
     ]
-    report = ranking(forecasts(*rows), AnalysisOptions(by="agent", bootstrap_resamples=0))
+    report = ranking(forecasts(*rows), AnalysisOptions(by="agent", bootstrap_resamples=50))
     assert {r["forecaster"] for r in report["rows"]} == {"a-1", "a-2", MARKET_REFERENCE}
 
 
@@ -112,7 +116,7 @@ def test_agents_of_a_family_are_scored_each_then_averaged() -> None:
         row("A", "m1", 0.8, agent="a-1", resolved=1.0),
         row("A", "m1", 0.6, agent="a-2", resolved=1.0),
     ]
-    report = ranking(forecasts(*rows), AnalysisOptions(bootstrap_resamples=0))
+    report = ranking(forecasts(*rows), AnalysisOptions(bootstrap_resamples=50))
     a = next(r for r in report["rows"] if r["forecaster"] == "A")
     assert a["brier"] == pytest.approx((0.2**2 + 0.4**2) / 2)  # not (1 - 0.7)^2
     assert a["n_questions"] == 1
@@ -127,20 +131,25 @@ def test_head_to_head_on_common_questions() -> None:
         row("A", "m3", 0.9, resolved=1.0),  # B did not answer: not compared
         row("B", "m4", 0.5),  # open: not compared
     ]
-    report = head_to_head(forecasts(*rows), "A", "B", AnalysisOptions(bootstrap_resamples=1000))
+    options = AnalysisOptions(bootstrap_resamples=1000, min_clusters=2, min_common_questions=2)
+    report = head_to_head(forecasts(*rows), "A", "B", options)
     expected = [100 * math.log(0.8 / 0.6), 100 * math.log(0.7 / 0.6)]
     assert report["n_questions"] == 2
     assert report["mean"] == pytest.approx(np.mean(expected))
     t = report["t_test"]
-    # W = 2, df = 1: mean +/- 12.7062 * sd / sqrt(2)
+    # 2 clusters of one question each, unit weights: the ordinary t-test, df = 1:
+    # mean +/- 12.7062 * sd / sqrt(2)
     sd = np.std(expected, ddof=1)
     assert t["high"] == pytest.approx(np.mean(expected) + 12.706205 * sd / math.sqrt(2), rel=1e-6)
     assert report["verdict"].startswith("no significant difference")
+    # with the default minimums, two common questions are not enough to compare
+    default = head_to_head(forecasts(*rows), "A", "B", AnalysisOptions(bootstrap_resamples=10))
+    assert default["status"] == "insufficient"
+    assert default["verdict"].startswith("insufficient data")
     brier = head_to_head(
-        forecasts(*rows), "A", "B", AnalysisOptions(h2h_score="brier", bootstrap_resamples=0)
+        forecasts(*rows), "A", "B", AnalysisOptions(h2h_score="brier", bootstrap_resamples=50)
     )
     assert brier["mean"] == pytest.approx(100 * np.mean([0.16 - 0.04, 0.16 - 0.09]))
-    assert "bootstrap" not in brier
     with pytest.raises(ForecastsError, match="unknown forecaster 'C'"):
         head_to_head(forecasts(*rows), "A", "C", AnalysisOptions())
 
@@ -170,7 +179,7 @@ def test_full_analysis_is_json_and_renders() -> None:
     report = full_analysis(data, AnalysisOptions(bootstrap_resamples=200), pair=("good", "bad"))
     text = json.dumps(report)
     assert "NaN" not in text
-    assert set(report) == {"ranking", "proxy", "calibration", "head_to_head"}
+    assert set(report) == {"resampling", "ranking", "proxy", "calibration", "head_to_head"}
     console = Console(record=True, width=120)
     console.print(ranking_table(report["ranking"]))
     console.print(head_to_head_table(report["head_to_head"]))
@@ -200,9 +209,9 @@ def test_bets_are_left_out_unless_asked() -> None:
         row("A", "m1", 0.8, resolved=1.0),
         {**row("A", "m2", 0.9, resolved=0.0), "source": "bet"},
     ]
-    panel_only = ranking(forecasts(*rows), AnalysisOptions(bootstrap_resamples=0))
+    panel_only = ranking(forecasts(*rows), AnalysisOptions(bootstrap_resamples=50))
     with_bets = ranking(
-        forecasts(*rows), AnalysisOptions(bootstrap_resamples=0, sources=("panel", "bet"))
+        forecasts(*rows), AnalysisOptions(bootstrap_resamples=50, sources=("panel", "bet"))
     )
     assert panel_only["n_scored_questions"] == 1
     assert with_bets["n_scored_questions"] == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.analytics.recompute import assert_matches, recompute
@@ -23,6 +24,7 @@ def _close(a: object, b: object) -> bool:
 
 
 def test_demo_runs_offline_and_agrees_with_its_export(tmp_path: Path) -> None:
+    now = datetime.now(UTC)
     config = write_config(tmp_path / "config.yaml", "sqlite:///unused.db")
     out = tmp_path / "demo"
     env = cli_env(
@@ -62,7 +64,10 @@ def test_demo_runs_offline_and_agrees_with_its_export(tmp_path: Path) -> None:
     assert board.returncode == 0, board.stderr
     assert_matches(json.loads(board.stdout), recompute(out / "export", "jsonl"))
 
-    # the analytics read the same forecasts from the database as from the export
+    # the analytics read the same forecasts from the database as from the export; at the
+    # present (the real clock's default) they see the whole demo, which ended before it
+    after = datetime.now(UTC)
+
     def ranking(*source: str) -> object:
         result = run_arena(
             "--config",
@@ -72,7 +77,7 @@ def test_demo_runs_offline_and_agrees_with_its_export(tmp_path: Path) -> None:
             "--format",
             "json",
             "--at",
-            "2026-11-14T00:00:00Z",
+            after.isoformat(),
             "--bootstrap",
             "200",
             *source,
@@ -85,3 +90,39 @@ def test_demo_runs_offline_and_agrees_with_its_export(tmp_path: Path) -> None:
     from_db = ranking()
     assert _close(from_db, ranking("--from-export", str(out / "export")))
     assert from_db["n_scored_questions"] > 0  # type: ignore[index]
+
+    # issue 15, finding 7: the families are named by their simulated skill, and the ranking
+    # (at the real clock's default: the demo ended before now) orders them by that skill
+    rows = [r for r in from_db["rows"] if r["forecaster"].startswith("sim-skill-")]  # type: ignore[index]
+    assert len(rows) == 5
+    by_score = sorted(rows, key=lambda r: r["adjusted_brier"])
+    skills = [int(r["forecaster"].rsplit("-", 1)[1]) for r in by_score]
+    assert skills == sorted(skills, reverse=True)
+    assert all(r["rank"] is not None for r in rows)
+    assert_no_timestamp_after(out / "demo.db", now)
+
+
+SCHEDULED = {"end_date"}  # a market's scheduled end lies in the future by nature
+
+
+def assert_no_timestamp_after(database: Path, now: datetime) -> None:
+    """No event the demo stored (anything but a scheduled end date) is later than ``now``."""
+    from sqlalchemy import create_engine, select
+
+    from arena.store.models import Base
+    from arena.store.types import UTCDateTime
+
+    engine = create_engine(f"sqlite:///{database}")
+    checked = 0
+    with engine.connect() as connection:
+        for table in Base.metadata.sorted_tables:
+            for column in table.columns:
+                if not isinstance(column.type, UTCDateTime) or column.name in SCHEDULED:
+                    continue
+                latest = connection.execute(
+                    select(column).where(column.is_not(None)).order_by(column.desc()).limit(1)
+                ).scalar()
+                checked += 1
+                assert latest is None or latest <= now, f"{table.name}.{column.name}: {latest}"
+    engine.dispose()
+    assert checked > 20
