@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import timedelta
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -13,13 +13,15 @@ from sqlalchemy import func, select
 
 from arena.cli.common import AtOption, clock_for, console, parse_at, state
 from arena.clock import SystemClock
-from arena.errors import JobFailed
+from arena.config import Settings
+from arena.errors import JobFailed, UserError
 from arena.jobs.cohorts import decision_window, unfinished_cohorts
 from arena.jobs.guard import latest_runs
 from arena.runtime import JOBS, current_week_due, production_runtime
 from arena.scheduler import next_fire_times, run_forever
 from arena.store.db import upgrade
 from arena.store.models import Agent, Market, Position
+from arena.web.bind import parse_bind
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +36,22 @@ def run(
         ),
     ] = False,
     at: AtOption = None,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help="Also serve the read-only dashboard (as `arena serve`) from the daemon.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the daemon: every job on its UTC schedule until SIGTERM/SIGINT (graceful stop)."""
     app_state = state(ctx)
     settings = app_state.settings
+    if http is not None and (once or at is not None):
+        raise UserError("--http serves the dashboard beside the daemon; not with --once or --at")
+    bind = parse_bind(http) if http is not None else None
     upgrade(app_state.engine)
     log.info("configuration: %s", json.dumps(settings.masked(), default=str))
     runtime = production_runtime(settings, app_state.factory(migrate=False))
@@ -56,9 +70,21 @@ def run(
                     "unfinished: " + "; ".join(f"{r.job} {r.describe()}" for r in unfinished)
                 )
             return
-        run_forever(runtime)
+        web = _start_dashboard(settings, *bind) if bind is not None else None
+        try:
+            run_forever(runtime)
+        finally:
+            if web is not None:
+                web.stop()
     finally:
         runtime.close()
+
+
+def _start_dashboard(settings: Settings, host: str, port: int) -> Any:
+    """The dashboard on a thread of the daemon (the web stack loads only here)."""
+    from arena.web.server import serve_in_background
+
+    return serve_in_background(settings, host, port)
 
 
 def status(ctx: typer.Context, at: AtOption = None) -> None:
