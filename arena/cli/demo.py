@@ -10,6 +10,7 @@ runs several weeks of the production jobs, then the leaderboard and an export ar
 from __future__ import annotations
 
 import logging
+import shlex
 import shutil
 import time
 from datetime import UTC, datetime, timedelta
@@ -192,6 +193,13 @@ def demo(
     console.print(
         f"ledger invariant holds for every agent; done in {time.perf_counter() - started:.1f}s"
     )
+    console.print(serve_command(out / "demo.db"), markup=False, soft_wrap=True)
+
+
+def serve_command(database: Path) -> str:
+    """The line that tells how to browse the demo's database in the dashboard."""
+    url = f"sqlite:///{database.resolve()}"
+    return f"browse it: ARENA_DATABASE_URL={shlex.quote(url)} arena serve  (http://127.0.0.1:8000/)"
 
 
 def _demo_lineup() -> list[OpenRouterFamily | BaselineFamily]:
