@@ -49,6 +49,9 @@ LEADERBOARD_COLUMNS = (
     Column(
         "cost_usd", "Cost (USD)", "Model spend in OpenRouter credits over every attempt.", "cost"
     ),
+)
+
+RELIABILITY_COLUMNS = (
     Column("decisions", "Decisions", "Weekly decisions made by the family's agents.", "int"),
     Column(
         "malformed_share",
@@ -64,6 +67,10 @@ LEADERBOARD_COLUMNS = (
         "int",
     ),
     Column("failures", "Failed calls", "Model calls that ended in an error.", "int"),
+    Column("attempts", "Attempts", "Model calls and baseline answers.", "int"),
+    Column("retries", "Retries", "Attempts beyond the first of each decision.", "int"),
+    Column("prompt_tokens", "Prompt tokens", "Tokens sent to the model.", "int"),
+    Column("completion_tokens", "Completion tokens", "Tokens the model returned.", "int"),
 )
 
 RANKING_COLUMNS = (

@@ -13,6 +13,10 @@
       { minimumFractionDigits: 2, maximumFractionDigits: 2 });
   }
 
+  function whole(v) {
+    return (v < 0 ? "-$" : "$") + Math.abs(Math.round(v)).toLocaleString("en-US");
+  }
+
   function pct(v) {
     return v == null ? "-" : (v > 0 ? "+" : "") + v.toFixed(2) + "%";
   }
@@ -92,8 +96,8 @@
       height: 320,
       series: series,
       scales: { x: { time: true } },
-      axes: [{}, { size: 80, values: function (u, vals) {
-        return vals.map(function (v) { return unit === "pct" ? pct(v) : money(v); });
+      axes: [{}, { size: 90, values: function (u, vals) {
+        return vals.map(function (v) { return unit === "pct" ? pct(v) : whole(v); });
       } }],
       hooks: { draw: [overlay(box, payload, unit)] }
     };
