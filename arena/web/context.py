@@ -3,6 +3,7 @@ conversions from stored values to JSON-ready ones (money as exact decimal string
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from arena.config import Settings
 from arena.web.cache import ResultCache, data_version
 
 PER_PAGE = 50
+VERSION_TTL_S = 2.0
 MAX_PER_PAGE = 200
 
 
@@ -40,8 +42,18 @@ class WebContext:
             finally:
                 session.rollback()
 
+    _version: tuple[float, tuple[Any, ...]] | None = field(default=None, repr=False)
+
     def version(self, session: Session) -> tuple[Any, ...]:
-        return data_version(session)
+        """The data version, read at most once per :data:`VERSION_TTL_S` (the daemon writes
+        every few minutes; a page may lag a write by that long, never more)."""
+        now = time.monotonic()
+        cached = self._version
+        if cached is not None and now - cached[0] < VERSION_TTL_S:
+            return cached[1]
+        version = data_version(session)
+        self._version = (now, version)
+        return version
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,10 @@ def serve_forever(settings: Settings, host: str, port: int) -> None:
     """Serve until SIGINT/SIGTERM (uvicorn handles both gracefully)."""
     server = uvicorn.Server(_config(settings, host, port))
     log.info("dashboard on http://%s:%d/", host, port)
-    server.run()
+    try:
+        server.run()
+    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it has already handled gracefully
+        log.info("dashboard stopped")
 
 
 @dataclass

@@ -221,21 +221,20 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
         raise NotFound(f"family {family_id} does not exist")
     board = {row.family_id: row for row in standings(ctx, session, None)}
     standing = board[family_id].to_json() if family_id in board else None
+    # the newest snapshot of each agent: one index lookup per agent (agent_id, taken_at)
     latest = (
-        select(PortfolioSnapshot.agent_id, func.max(PortfolioSnapshot.taken_at).label("at"))
-        .join(Agent, Agent.id == PortfolioSnapshot.agent_id)
-        .where(Agent.family_id == family_id)
-        .group_by(PortfolioSnapshot.agent_id)
-        .subquery()
+        select(func.max(PortfolioSnapshot.taken_at))
+        .where(PortfolioSnapshot.agent_id == Agent.id)
+        .correlate(Agent)
+        .scalar_subquery()
     )
     per_cohort = []
     for agent, week_start, snap in session.execute(
         select(Agent, Cohort.week_start, PortfolioSnapshot)
         .join(Cohort, Cohort.id == Agent.cohort_id)
-        .outerjoin(latest, latest.c.agent_id == Agent.id)
         .outerjoin(
             PortfolioSnapshot,
-            (PortfolioSnapshot.agent_id == Agent.id) & (PortfolioSnapshot.taken_at == latest.c.at),
+            (PortfolioSnapshot.agent_id == Agent.id) & (PortfolioSnapshot.taken_at == latest),
         )
         .where(Agent.family_id == family_id)
         .order_by(Cohort.week_start.desc())
@@ -306,6 +305,10 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
     if found is None:
         raise NotFound(f"no agent of family {family_id} in cohort {cohort_id}")
     open_first = case((Position.status == "OPEN", 0), else_=1)
+    mine = select(Position.id).where(Position.agent_id == found.id)
+    open_count = count(session, mine.where(Position.status == "OPEN"))
+    closed_count = count(session, mine.where(Position.status != "OPEN"))
+    # every open position (bounded by the universe), then the newest page of closed ones
     positions = [
         {**row_dict(p, *columns(Position)), "question": question}
         for p, question in session.execute(
@@ -313,6 +316,7 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
             .join(Market, Market.id == Position.market_id)
             .where(Position.agent_id == found.id)
             .order_by(open_first, Position.opened_at.desc(), Position.id.desc())
+            .limit(open_count + page.per_page)
         )
     ]
     trades = [
@@ -333,7 +337,9 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
     return {
         "agent": row_dict(found, *columns(Agent)),
         "open_positions": [p for p in positions if p["status"] == "OPEN"],
-        "closed_positions": [p for p in positions if p["status"] != "OPEN"],
+        "closed_positions": page.wrap(
+            [p for p in positions if p["status"] != "OPEN"][: page.per_page], closed_count
+        ),
         "trades": page.wrap(trades, trade_total),
         "decisions": decisions(session, Page(1, 100), cohort_id=cohort_id, family_id=family_id),
     }
