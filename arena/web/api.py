@@ -155,9 +155,8 @@ def decision(request: Request, decision_id: int) -> dict[str, Any]:
 def status(request: Request) -> dict[str, Any]:
     """What ``arena status`` shows: jobs, unfinished cohorts, warnings."""
     ctx = _ctx(request)
-    moment = now()
     with ctx.session() as session:
-        return records.status(ctx, session, moment, moment)
+        return records.cached_status(ctx, session, now())
 
 
 @router.get("/methodology")

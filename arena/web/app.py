@@ -19,8 +19,10 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.exc import DBAPIError
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena import __version__
 from arena.config import Settings
@@ -28,7 +30,7 @@ from arena.store.db import head_revision, session_factory
 from arena.web import filters
 from arena.web.context import NotFound, WebContext
 from arena.web.db import read_only_engine, readiness
-from arena.web.metrics import make_registry
+from arena.web.metrics import HttpMetrics, make_registry
 
 log = logging.getLogger(__name__)
 access = logging.getLogger("arena.web.access")
@@ -80,28 +82,7 @@ def create_app(settings: Settings, *, database_url: str | None = None) -> FastAP
     app.include_router(api.router)
     app.include_router(pages.router)
 
-    @app.middleware("http")
-    async def headers_and_log(request: Request, call_next: Any) -> Response:
-        started = time.perf_counter()
-        request.state.request_id = uuid.uuid4().hex[:12]
-        response: Response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
-        seconds = time.perf_counter() - started
-        route = request.scope.get("route")
-        template = getattr(route, "path", None) or "unmatched"
-        http_metrics.requests.labels(template, str(response.status_code)).inc()
-        http_metrics.latency.labels(template).observe(seconds)
-        access.info(
-            "request id=%s method=%s path=%s route=%s status=%d duration_ms=%.1f",
-            request.state.request_id,
-            request.method,
-            request.url.path,
-            template,
-            response.status_code,
-            seconds * 1000,
-        )
-        return response
+    app.add_middleware(FrontDoor, http_metrics=http_metrics)
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> PlainTextResponse:
@@ -120,6 +101,51 @@ def create_app(settings: Settings, *, database_url: str | None = None) -> FastAP
 
     _error_handlers(app)
     return app
+
+
+class FrontDoor:
+    """Pure ASGI middleware: security headers on every response (error pages included), the
+    request counter and latency histogram, and one structured log line per request."""
+
+    def __init__(self, app: ASGIApp, http_metrics: HttpMetrics) -> None:
+        self.app = app
+        self.metrics = http_metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request_id = uuid.uuid4().hex[:12]
+        scope.setdefault("state", {})["request_id"] = request_id
+        status = 500
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    if name not in headers:
+                        headers.append(name, value)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        finally:
+            seconds = time.perf_counter() - started
+            template = getattr(scope.get("route"), "path", None) or "unmatched"
+            self.metrics.requests.labels(template, str(status)).inc()
+            self.metrics.latency.labels(template).observe(seconds)
+            access.info(
+                "request id=%s method=%s path=%s route=%s status=%d duration_ms=%.1f",
+                request_id,
+                scope["method"],
+                scope["path"],
+                template,
+                status,
+                seconds * 1000,
+            )
 
 
 def _wants_json(request: Request) -> bool:

@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.store.models import (
+    Agent,
     BrierScore,
     Decision,
     DecisionAttempt,
@@ -31,21 +32,31 @@ MAX_ENTRIES = 256
 
 
 def data_version(session: Session) -> tuple[Any, ...]:
-    """One round trip: the newest row of every append-only table plus the latest update time of
-    the mutable ones (positions, decisions, markets, forecasts, job runs)."""
+    """One round trip of index-only or tiny reads that change with every write the cached
+    results depend on: the newest id of each append-only table (trades, attempts, decisions,
+    positions, snapshots, scores, forecasts, job runs), the agents' cash and realized P/L
+    (settlements, refunds and sells move them), how many markets have settled (forecasts are
+    scored then), the newest price sync, and the newest job run's finish time."""
+    newest_run = select(JobRun.finished_at).order_by(JobRun.id.desc()).limit(1)
     parts = [
-        select(func.max(PortfolioSnapshot.id)).scalar_subquery(),
-        select(func.max(Trade.id)).scalar_subquery(),
-        select(func.max(DecisionAttempt.id)).scalar_subquery(),
-        select(func.max(BrierScore.id)).scalar_subquery(),
-        select(func.max(Forecast.id)).scalar_subquery(),
-        select(func.count(Forecast.scored_at)).scalar_subquery(),
-        select(func.max(Position.updated_at)).scalar_subquery(),
-        select(func.max(Decision.updated_at)).scalar_subquery(),
-        select(func.max(Market.updated_at)).scalar_subquery(),
+        select(func.max(model.id)).scalar_subquery()
+        for model in (
+            PortfolioSnapshot,
+            Trade,
+            DecisionAttempt,
+            Decision,
+            Position,
+            BrierScore,
+            Forecast,
+            JobRun,
+        )
+    ]
+    parts += [
+        select(func.sum(Agent.cash)).scalar_subquery(),
+        select(func.sum(Agent.realized_pnl)).scalar_subquery(),
+        select(func.count()).select_from(Market).where(Market.status != "open").scalar_subquery(),
         select(func.max(Market.prices_updated_at)).scalar_subquery(),
-        select(func.max(JobRun.id)).scalar_subquery(),
-        select(func.max(JobRun.finished_at)).scalar_subquery(),
+        newest_run.scalar_subquery(),
     ]
     return tuple(session.execute(select(*parts)).one())
 

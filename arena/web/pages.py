@@ -140,9 +140,8 @@ def decision(request: Request, decision_id: int) -> HTMLResponse:
 @router.get("/status", response_class=HTMLResponse)
 def status(request: Request) -> HTMLResponse:
     ctx = api._ctx(request)
-    moment = now()
     with ctx.session() as session:
-        data = records.status(ctx, session, moment, moment)
+        data = records.cached_status(ctx, session, now())
     return html(request, "status.html", {"data": data})
 
 

@@ -76,7 +76,8 @@ def markets(
     if category:
         statement = statement.where(Market.category == category)
     if held:
-        holders = select(Position.market_id).where(Position.status == "OPEN").distinct()
+        # IN without DISTINCT: SQLite plans a correlated EXISTS on the status index (seconds)
+        holders = select(Position.market_id).where(Position.status == "OPEN")
         statement = statement.where(Market.id.in_(holders))
     total = count(session, statement.with_only_columns(Market.id))
     if sort is MarketSort.CLOSE:
@@ -216,6 +217,18 @@ def decision(session: Session, decision_id: int) -> dict[str, Any]:
             "claims": list(claims.values()),
         },
     }
+
+
+STATUS_REFRESH_S = 15
+
+
+def cached_status(ctx: WebContext, session: Session, now: datetime) -> dict[str, Any]:
+    """:func:`status`, recomputed when the data change or every :data:`STATUS_REFRESH_S`
+    seconds (next run times and leases move with the clock, not only with the data)."""
+    tick = int(now.timestamp()) // STATUS_REFRESH_S
+    return ctx.cache.get(
+        ("status", tick), ctx.version(session), lambda: status(ctx, session, now, now)
+    )
 
 
 def status(ctx: WebContext, session: Session, now: datetime, real_now: datetime) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Float, case, cast, func, select
 from sqlalchemy.orm import Session
 
 from arena.analytics.leaderboard import FamilyStanding, compute_leaderboard, money_text, to_json
@@ -272,29 +272,33 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
 
 
 def calibration(session: Session, family_id: str) -> list[dict[str, Any]]:
-    """Scored bets binned by stated confidence: mean confidence vs. share won, per bin."""
-    bins = [{"bin": i, "n": 0, "confidence_sum": 0.0, "won": 0} for i in range(CALIBRATION_BINS)]
-    rows = session.execute(
-        select(BrierScore.implied_confidence, BrierScore.won).where(
-            BrierScore.family_id == family_id
+    """Scored bets binned by stated confidence (tenths): mean confidence vs. share won, per
+    bin, aggregated in SQL (one row per bin, whatever the number of bets)."""
+    confidence = cast(BrierScore.implied_confidence, Float)
+    edges = [(confidence < (i + 1) / CALIBRATION_BINS, i) for i in range(CALIBRATION_BINS - 1)]
+    bin_of = case(*edges, else_=CALIBRATION_BINS - 1).label("bin")
+    won = func.sum(case((BrierScore.won.is_(True), 1), else_=0))
+    rows = {
+        int(b): (int(n), float(mean), int(wins or 0))
+        for b, n, mean, wins in session.execute(
+            select(bin_of, func.count(), func.avg(confidence), won)
+            .where(BrierScore.family_id == family_id)
+            .group_by(bin_of)
         )
-    )
-    for confidence, won in rows:
-        c = float(confidence)
-        b = bins[min(int(c * CALIBRATION_BINS), CALIBRATION_BINS - 1)]
-        b["n"] += 1
-        b["confidence_sum"] += c
-        b["won"] += bool(won)
-    return [
-        {
-            "low": b["bin"] / CALIBRATION_BINS,
-            "high": (b["bin"] + 1) / CALIBRATION_BINS,
-            "n": b["n"],
-            "mean_confidence": round(b["confidence_sum"] / b["n"], 4) if b["n"] else None,
-            "observed": round(b["won"] / b["n"], 4) if b["n"] else None,
-        }
-        for b in bins
-    ]
+    }
+    out = []
+    for i in range(CALIBRATION_BINS):
+        n, mean, wins = rows.get(i, (0, 0.0, 0))
+        out.append(
+            {
+                "low": i / CALIBRATION_BINS,
+                "high": (i + 1) / CALIBRATION_BINS,
+                "n": n,
+                "mean_confidence": round(mean, 4) if n else None,
+                "observed": round(wins / n, 4) if n else None,
+            }
+        )
+    return out
 
 
 def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[str, Any]:

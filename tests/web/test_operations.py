@@ -60,20 +60,15 @@ def test_metrics_parse_as_prometheus_text(client: TestClient) -> None:
     assert families["arena_newest_snapshot_age_seconds"].samples
 
 
-def _unreachable_postgres(site: Site) -> str:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    base = make_url(site.url) if site.backend == "postgresql" else None
-    if base is None:
-        return f"postgresql+psycopg://postgres@127.0.0.1:{port}/arena"
-    return base.set(port=port).render_as_string(hide_password=False)
+def _unreachable_postgres() -> str:
+    """A PostgreSQL URL on a local port nobody listens on."""
+    return f"postgresql+psycopg://postgres@127.0.0.1:{_free_port()}/arena"
 
 
 @pytest.mark.parametrize("kind", ["bad-port", "missing-file", "not-migrated"])
 def test_readyz_is_503_when_the_database_is_not_ready(tmp_path: Path, kind: str) -> None:
     if kind == "bad-port":
-        url = _unreachable_postgres(Site("x", "", tmp_path, None))  # type: ignore[arg-type]
+        url = _unreachable_postgres()
     elif kind == "missing-file":
         url = f"sqlite:///{tmp_path / 'absent.db'}"
     else:
