@@ -137,6 +137,8 @@ def test_lists_are_paginated(client: TestClient) -> None:
     assert first["per_page"] == 3 and len(first["items"]) == 3
     assert first["total"] == second["total"] > 6
     assert {m["id"] for m in first["items"]}.isdisjoint(m["id"] for m in second["items"])
+    beyond = client.get("/api/v1/markets?per_page=3&page=100000").json()
+    assert beyond["items"] == [] and beyond["total"] == first["total"]
     assert client.get("/api/v1/markets?per_page=1000").status_code == 422
 
 
