@@ -111,3 +111,16 @@ def row_dict(obj: Any, *names: str) -> dict[str, Any]:
 def columns(model: Any, *exclude: str) -> tuple[str, ...]:
     """Every mapped column name of ``model`` except ``exclude``."""
     return tuple(c.key for c in model.__table__.columns if c.key not in exclude)
+
+
+def fields(model: Any, *exclude: str) -> list[Any]:
+    """The table columns of ``model`` (list queries read plain rows, not ORM objects)."""
+    return [c for c in model.__table__.c if c.key not in exclude]
+
+
+def rows_of(session: Session, statement: Select) -> list[dict[str, Any]]:
+    """Every row of ``statement`` as a JSON-ready dict keyed by column name."""
+    return [
+        {key: jsonable(value) for key, value in row.items()}
+        for row in session.execute(statement).mappings()
+    ]

@@ -24,7 +24,18 @@ from arena.store.models import (
     Position,
     Trade,
 )
-from arena.web.context import NotFound, Page, WebContext, columns, count, iso, row_dict
+from arena.web.context import (
+    NotFound,
+    Page,
+    WebContext,
+    columns,
+    count,
+    fields,
+    iso,
+    jsonable,
+    row_dict,
+    rows_of,
+)
 
 POLYMARKET = "https://polymarket.com"
 PRICE_HISTORY = 200
@@ -65,7 +76,7 @@ def markets(
     held: bool = False,
 ) -> dict[str, Any]:
     """Markets matching the search and filters; ``held`` keeps those with an open position."""
-    statement = select(Market)
+    statement = select(*(Market.__table__.c[name] for name in MARKET_LIST_COLUMNS))
     if q:
         pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         statement = statement.where(
@@ -86,11 +97,11 @@ def markets(
         order = [Market.volume.is_(None), func.cast(Market.volume, _real()).desc(), Market.id]
     # the total rides along as a window count: the filter runs once, not twice
     rows = session.execute(
-        page.apply(statement.add_columns(func.count().over()).order_by(*order))
+        page.apply(statement.add_columns(func.count().over().label("total")).order_by(*order))
     ).all()
-    items = [row_dict(m, *MARKET_LIST_COLUMNS) for m, _ in rows]
+    items = [{k: jsonable(v) for k, v in row._mapping.items() if k != "total"} for row in rows]
     # past the last page (or when nothing matches) the count is read separately
-    total = int(rows[0][1]) if rows else count(session, statement.with_only_columns(Market.id))
+    total = int(rows[0].total) if rows else count(session, statement.with_only_columns(Market.id))
     result = page.wrap(items, total)
     result["categories"] = list(
         session.scalars(
@@ -135,16 +146,13 @@ def market(session: Session, market_id: str) -> dict[str, Any]:
     ]
 
     def with_agent(model: Any, order: Any) -> list[dict[str, Any]]:
-        rows = session.execute(
-            select(model, Agent.family_id, Agent.display_name)
+        return rows_of(
+            session,
+            select(*fields(model, "family_id"), Agent.family_id, Agent.display_name)
             .join(Agent, Agent.id == model.agent_id)
             .where(model.market_id == market_id)
-            .order_by(order, model.id)
+            .order_by(order, model.id),
         )
-        return [
-            {**row_dict(r, *columns(model)), "family_id": fid, "display_name": name}
-            for r, fid, name in rows
-        ]
 
     return {
         "market": {**row_dict(found, *columns(Market)), "polymarket_url": polymarket_url(found)},
@@ -169,32 +177,26 @@ def decision(session: Session, decision_id: int) -> dict[str, Any]:
     if row is None:
         raise NotFound(f"decision {decision_id} does not exist")
     found, agent, cohort = row
-    attempts = [
-        row_dict(a, *columns(DecisionAttempt, "raw_body"))
-        for a in session.scalars(
-            select(DecisionAttempt)
-            .where(DecisionAttempt.decision_id == decision_id)
-            .order_by(DecisionAttempt.attempt_no, DecisionAttempt.id)
-        )
-    ]
-    trades = [
-        {**row_dict(t, *columns(Trade)), "question": question}
-        for t, question in session.execute(
-            select(Trade, Market.question)
-            .join(Market, Market.id == Trade.market_id)
-            .where(Trade.decision_id == decision_id)
-            .order_by(Trade.executed_at, Trade.id)
-        )
-    ]
-    forecasts = [
-        {**row_dict(f, *columns(Forecast)), "question": question}
-        for f, question in session.execute(
-            select(Forecast, Market.question)
-            .join(Market, Market.id == Forecast.market_id)
-            .where(Forecast.decision_id == decision_id)
-            .order_by(Forecast.id)
-        )
-    ]
+    attempts = rows_of(
+        session,
+        select(*fields(DecisionAttempt, "raw_body"))
+        .where(DecisionAttempt.decision_id == decision_id)
+        .order_by(DecisionAttempt.attempt_no, DecisionAttempt.id),
+    )
+    trades = rows_of(
+        session,
+        select(*fields(Trade), Market.question)
+        .join(Market, Market.id == Trade.market_id)
+        .where(Trade.decision_id == decision_id)
+        .order_by(Trade.executed_at, Trade.id),
+    )
+    forecasts = rows_of(
+        session,
+        select(*fields(Forecast), Market.question)
+        .join(Market, Market.id == Forecast.market_id)
+        .where(Forecast.decision_id == decision_id)
+        .order_by(Forecast.id),
+    )
     claims: dict[str, dict[str, Any]] = {}
     for attempt in attempts:
         claim = claims.setdefault(

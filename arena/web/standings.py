@@ -26,7 +26,17 @@ from arena.store.models import (
     Position,
     Trade,
 )
-from arena.web.context import NotFound, Page, WebContext, columns, count, jsonable, row_dict
+from arena.web.context import (
+    NotFound,
+    Page,
+    WebContext,
+    columns,
+    count,
+    fields,
+    jsonable,
+    row_dict,
+    rows_of,
+)
 
 log = logging.getLogger(__name__)
 CALIBRATION_BINS = 10
@@ -197,7 +207,8 @@ def decisions(
     family_id: str | None = None,
 ) -> dict[str, Any]:
     """Decisions, newest first, with their agent's family."""
-    statement = select(Decision, Agent.family_id, Agent.display_name).join(
+    wanted = [Decision.__table__.c[name] for name in DECISION_COLUMNS]
+    statement = select(*wanted, Agent.family_id, Agent.display_name).join(
         Agent, Agent.id == Decision.agent_id
     )
     if cohort_id is not None:
@@ -206,11 +217,7 @@ def decisions(
         statement = statement.where(Agent.family_id == family_id)
     total = count(session, statement.with_only_columns(Decision.id))
     ordered = statement.order_by(Decision.created_at.desc(), Decision.id.desc())
-    items = [
-        {**row_dict(d, *DECISION_COLUMNS), "family_id": fid, "display_name": name}
-        for d, fid, name in session.execute(page.apply(ordered))
-    ]
-    return page.wrap(items, total)
+    return page.wrap(rows_of(session, page.apply(ordered)), total)
 
 
 def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
@@ -228,40 +235,40 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
         .correlate(Agent)
         .scalar_subquery()
     )
+    lineage = [
+        Agent.__table__.c[name]
+        for name in (
+            "id",
+            "cohort_id",
+            "display_name",
+            "openrouter_id",
+            "strategy",
+            "prompt_version",
+            "methodology_version",
+            "starting_balance",
+            "cash",
+            "realized_pnl",
+        )
+    ]
+    snapshot = [
+        PortfolioSnapshot.__table__.c[name].label(f"snapshot_{name}")
+        for name in ("taken_at", "total_value", "pnl", "pnl_pct", "brier", "resolved_bets")
+    ]
     per_cohort = []
-    for agent, week_start, snap in session.execute(
-        select(Agent, Cohort.week_start, PortfolioSnapshot)
+    for row in rows_of(
+        session,
+        select(*lineage, Cohort.week_start, *snapshot)
         .join(Cohort, Cohort.id == Agent.cohort_id)
         .outerjoin(
             PortfolioSnapshot,
             (PortfolioSnapshot.agent_id == Agent.id) & (PortfolioSnapshot.taken_at == latest),
         )
         .where(Agent.family_id == family_id)
-        .order_by(Cohort.week_start.desc())
+        .order_by(Cohort.week_start.desc()),
     ):
-        per_cohort.append(
-            {
-                **row_dict(
-                    agent,
-                    "id",
-                    "cohort_id",
-                    "display_name",
-                    "openrouter_id",
-                    "strategy",
-                    "prompt_version",
-                    "methodology_version",
-                    "starting_balance",
-                    "cash",
-                    "realized_pnl",
-                ),
-                "week_start": jsonable(week_start),
-                "snapshot": row_dict(
-                    snap, "taken_at", "total_value", "pnl", "pnl_pct", "brier", "resolved_bets"
-                )
-                if snap is not None
-                else None,
-            }
-        )
+        snap = {k.removeprefix("snapshot_"): row.pop(k) for k in list(row) if k[:9] == "snapshot_"}
+        row["snapshot"] = snap if snap["taken_at"] is not None else None
+        per_cohort.append(row)
     return {
         "family": row_dict(found, *columns(Family)),
         "standing": standing,
@@ -313,27 +320,23 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
     open_count = count(session, mine.where(Position.status == "OPEN"))
     closed_count = count(session, mine.where(Position.status != "OPEN"))
     # every open position (bounded by the universe), then the newest page of closed ones
-    positions = [
-        {**row_dict(p, *columns(Position)), "question": question}
-        for p, question in session.execute(
-            select(Position, Market.question)
-            .join(Market, Market.id == Position.market_id)
-            .where(Position.agent_id == found.id)
-            .order_by(open_first, Position.opened_at.desc(), Position.id.desc())
-            .limit(open_count + page.per_page)
-        )
-    ]
-    trades = [
-        {**row_dict(t, *columns(Trade)), "question": question}
-        for t, question in session.execute(
-            page.apply(
-                select(Trade, Market.question)
-                .join(Market, Market.id == Trade.market_id)
-                .where(Trade.agent_id == found.id)
-                .order_by(Trade.executed_at.desc(), Trade.id.desc())
-            )
-        )
-    ]
+    positions = rows_of(
+        session,
+        select(*fields(Position), Market.question)
+        .join(Market, Market.id == Position.market_id)
+        .where(Position.agent_id == found.id)
+        .order_by(open_first, Position.opened_at.desc(), Position.id.desc())
+        .limit(open_count + page.per_page),
+    )
+    trades = rows_of(
+        session,
+        page.apply(
+            select(*fields(Trade), Market.question)
+            .join(Market, Market.id == Trade.market_id)
+            .where(Trade.agent_id == found.id)
+            .order_by(Trade.executed_at.desc(), Trade.id.desc())
+        ),
+    )
     trade_total = int(
         session.scalar(select(func.count()).select_from(Trade).where(Trade.agent_id == found.id))
         or 0
