@@ -7,7 +7,7 @@
 FROM python:3.11-slim AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md METHODOLOGY.md ./
 COPY arena ./arena
 RUN python3 -m pip wheel --no-deps -w /dist .
 
@@ -30,11 +30,12 @@ ENV PATH=/opt/arena/bin:$PATH \
 USER arena
 WORKDIR /data
 VOLUME ["/data"]
-# Healthy while the database answers and the schema is at head (arena status exits non-zero
-# otherwise).
-HEALTHCHECK --interval=60s --timeout=20s --start-period=60s --retries=3 \
-    CMD ["arena", "status", "--format", "json"]
+# The dashboard, its JSON API and /healthz, /readyz and /metrics, served by the daemon.
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+    CMD ["python3", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8000/healthz', timeout=5)"]
 # `arena run` migrates the database on start, then runs every job on its schedule until
-# SIGTERM (docker stop), finishing or safely abandoning the job in flight.
+# SIGTERM (docker stop), finishing or safely abandoning the job in flight; --http serves the
+# read-only dashboard beside it.
 STOPSIGNAL SIGTERM
-CMD ["arena", "run"]
+CMD ["arena", "run", "--http", "0.0.0.0:8000"]

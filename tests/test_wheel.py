@@ -65,6 +65,9 @@ def test_the_wheel_ships_prompts_and_migrations(installed: Path, tmp_path: Path)
     for path in (package, prompts, migrations):
         assert path.is_relative_to(venv), path  # not the checkout
     assert (prompts / "v1" / "system.txt").is_file()
+    methodology = package.parent / "resources" / "METHODOLOGY.md"  # served at /methodology
+    assert not methodology.is_symlink()
+    assert methodology.read_text().startswith("# ")
     assert (migrations / "env.py").is_file()
     assert sorted(p.name for p in (migrations / "versions").glob("0*.py"))
 

@@ -95,11 +95,8 @@ def head_to_head_table(report: dict[str, Any], wide: bool = False) -> Group:
         ("95% t interval", _interval(t["low"], t["high"], 2)),
         ("t statistic / p-value", f"{_num(t['t_stat'], 2)} / {_num(t['p_value'], 4)}"),
         ("independent clusters", str(report["n_clusters"])),
-        (
-            "95% cluster bootstrap",
-            _interval(report["bootstrap"]["low"], report["bootstrap"]["high"], 2),
-        ),
-        ("bootstrap share > 0", _num(report["bootstrap"]["p_positive"], 3)),
+        ("95% cluster bootstrap", _interval(boot["low"], boot["high"], 2)),
+        ("bootstrap share > 0", _num(boot["p_positive"], 3)),
         ("sign test p-value", _num(report["sign_test"]["p_value"], 4)),
     ]
     resampling = report["resampling"]

@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "arena.cli.analyze",
     "arena.cli.results",
     "arena.cli.demo",
+    "arena.cli.serve",
 ]
 
 app = typer.Typer(

@@ -19,6 +19,7 @@ Honest by construction:
 from __future__ import annotations
 
 import logging
+import shlex
 import shutil
 import time
 from datetime import datetime, timedelta
@@ -197,6 +198,13 @@ def demo(
     console.print(
         f"ledger invariant holds for every agent; done in {time.perf_counter() - started:.1f}s"
     )
+    console.print(serve_command(out / "demo.db"), markup=False, soft_wrap=True)
+
+
+def serve_command(database: Path) -> str:
+    """The line that tells how to browse the demo's database in the dashboard."""
+    url = f"sqlite:///{database.resolve()}"
+    return f"browse it: ARENA_DATABASE_URL={shlex.quote(url)} arena serve  (http://127.0.0.1:8000/)"
 
 
 def demo_window(now: datetime, weeks: int, step_minutes: int) -> tuple[datetime, datetime]:

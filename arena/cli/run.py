@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,6 +21,10 @@ from arena.cli.common import (
 from arena.clock import SystemClock
 from arena.errors import JobFailed, UserError
 from arena.terminal import Column, fitted_table, instant, show
+from arena.web.bind import parse_bind
+
+if TYPE_CHECKING:
+    from arena.config import Settings
 
 log = logging.getLogger(__name__)
 STATUS_FORMATS = ("table", "json")
@@ -36,10 +40,22 @@ def run(
         ),
     ] = False,
     at: AtOption = None,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help="Also serve the read-only dashboard (as `arena serve`) from the daemon.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the daemon: every job on its UTC schedule until SIGTERM/SIGINT (graceful stop)."""
     from arena.scheduler import run_forever
 
+    if http is not None and (once or at is not None):
+        raise UserError("--http serves the dashboard beside the daemon; not with --once or --at")
+    bind = parse_bind(http) if http is not None else None
     with runtime(ctx) as jobs:  # migrates the database first
         log.info("configuration: %s", json.dumps(state(ctx).settings.masked(), default=str))
         if once or at is not None:
@@ -56,7 +72,19 @@ def run(
                     "unfinished: " + "; ".join(f"{r.job} {r.describe()}" for r in unfinished)
                 )
             return
-        run_forever(jobs)
+        web = _start_dashboard(state(ctx).settings, *bind) if bind is not None else None
+        try:
+            run_forever(jobs)
+        finally:
+            if web is not None:
+                web.stop()
+
+
+def _start_dashboard(settings: Settings, host: str, port: int) -> Any:
+    """The dashboard on a thread of the daemon (the web stack loads only here)."""
+    from arena.web.server import serve_in_background
+
+    return serve_in_background(settings, host, port)
 
 
 JOB_COLUMNS = [

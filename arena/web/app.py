@@ -1,0 +1,210 @@
+"""The app factory: security headers, request log lines, error pages, operations endpoints.
+
+:func:`create_app` builds the whole dashboard over a database URL; ``arena serve`` and
+``arena run --http`` both serve what it returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy.exc import DBAPIError
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from arena import __version__
+from arena.config import Settings
+from arena.store.db import head_revision, session_factory
+from arena.web import filters
+from arena.web.context import NotFound, WebContext
+from arena.web.db import read_only_engine, readiness
+from arena.web.metrics import HttpMetrics, make_registry
+
+log = logging.getLogger(__name__)
+access = logging.getLogger("arena.web.access")
+HERE = Path(__file__).resolve().parent
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
+
+
+def templates() -> Jinja2Templates:
+    """Jinja2 with autoescaping on for every template: market text is untrusted."""
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    filters.register(env)
+    return Jinja2Templates(env=env)
+
+
+def create_app(settings: Settings, *, database_url: str | None = None) -> FastAPI:
+    """The dashboard and JSON API over ``database_url`` (default: the settings'), read-only."""
+    from arena.web import api, pages
+
+    engine = read_only_engine(database_url or settings.database_url)
+    ctx = WebContext(settings, engine, session_factory(engine), head_revision())
+    registry, http_metrics = make_registry(ctx)
+    app = FastAPI(
+        title="arena",
+        version=__version__,
+        description="Read-only JSON API of the arena: every dashboard page has a twin here.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+    )
+    app.state.ctx = ctx
+    app.state.templates = templates()
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.include_router(api.router)
+    app.include_router(pages.router)
+
+    app.add_middleware(FrontDoor, http_metrics=http_metrics)
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> PlainTextResponse:
+        return PlainTextResponse("ok\n")
+
+    @app.get("/readyz", include_in_schema=False)
+    def readyz() -> PlainTextResponse:
+        ready, detail = readiness(ctx.engine, ctx.head)
+        return PlainTextResponse(
+            f"{'ready' if ready else 'not ready'}: {detail}\n", status_code=200 if ready else 503
+        )
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    _error_handlers(app)
+    return app
+
+
+class FrontDoor:
+    """Pure ASGI middleware: security headers on every response (error pages included), the
+    request counter and latency histogram, and one structured log line per request."""
+
+    def __init__(self, app: ASGIApp, http_metrics: HttpMetrics) -> None:
+        self.app = app
+        self.metrics = http_metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request_id = uuid.uuid4().hex[:12]
+        scope.setdefault("state", {})["request_id"] = request_id
+        status = 500
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    if name not in headers:
+                        headers.append(name, value)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        finally:
+            seconds = time.perf_counter() - started
+            template = getattr(scope.get("route"), "path", None) or "unmatched"
+            self.metrics.requests.labels(template, str(status)).inc()
+            self.metrics.latency.labels(template).observe(seconds)
+            access.info(
+                "request id=%s method=%s path=%s route=%s status=%d duration_ms=%.1f",
+                request_id,
+                scope["method"],
+                scope["path"],
+                template,
+                status,
+                seconds * 1000,
+            )
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def error_response(request: Request, status: int, title: str, detail: Any) -> Response:
+    """A JSON error under ``/api/``, an HTML page elsewhere; never a traceback."""
+    response: Response
+    if _wants_json(request):
+        response = JSONResponse({"error": title, "detail": detail}, status_code=status)
+    else:
+        response = request.app.state.templates.TemplateResponse(
+            request,
+            "error.html",
+            {"status": status, "title": title, "detail": detail, "ctx": None},
+            status_code=status,
+        )
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
+
+
+def _error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> Response:
+        return error_response(request, 404, "not found", str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        title = "not found" if exc.status_code == 404 else "error"
+        detail = exc.detail if exc.status_code != 404 else f"no page at {request.url.path}"
+        return error_response(request, exc.status_code, title, detail)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> Response:
+        problems = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        if _wants_json(request):
+            return JSONResponse({"error": "invalid request", "detail": problems}, 422)
+        text = "; ".join(f"{'.'.join(map(str, p['loc'][1:]))}: {p['msg']}" for p in problems)
+        return error_response(request, 400, "bad request", text)
+
+    @app.exception_handler(DBAPIError)
+    async def database_error(request: Request, exc: DBAPIError) -> Response:
+        log.error("database error on %s: %s", request.url.path, type(exc.orig).__name__)
+        return error_response(request, 503, "database unavailable", "try again shortly")
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        request_id = getattr(request.state, "request_id", "-")
+        log.exception("unhandled error on %s (request %s)", request.url.path, request_id)
+        return error_response(request, 500, "internal error", f"request {request_id}")
+
+
+def html(request: Request, template: str, context: dict[str, Any]) -> HTMLResponse:
+    """Render a page template with the shared context."""
+    ctx: WebContext = request.app.state.ctx
+    body = {"ctx": ctx, "request": request, **context}
+    return request.app.state.templates.TemplateResponse(request, template, body)

@@ -1,0 +1,126 @@
+"""What every route shares: settings, the read-only database, the result cache, and the
+conversions from stored values to JSON-ready ones (money as exact decimal strings)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Engine, Select, func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.config import Settings
+from arena.web.cache import ResultCache, data_version
+
+PER_PAGE = 50
+VERSION_TTL_S = 2.0
+MAX_PER_PAGE = 200
+
+
+class NotFound(Exception):
+    """An unknown id: a 404 page, or a 404 JSON body under ``/api/``."""
+
+
+@dataclass
+class WebContext:
+    settings: Settings
+    engine: Engine
+    factory: sessionmaker[Session]
+    head: str | None
+    cache: ResultCache = field(default_factory=ResultCache)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with self.factory() as session:
+            try:
+                yield session
+            finally:
+                session.rollback()
+
+    _version: tuple[float, tuple[Any, ...]] | None = field(default=None, repr=False)
+
+    def version(self, session: Session) -> tuple[Any, ...]:
+        """The data version, read at most once per :data:`VERSION_TTL_S` (the daemon writes
+        every few minutes; a page may lag a write by that long, never more)."""
+        now = time.monotonic()
+        cached = self._version
+        if cached is not None and now - cached[0] < VERSION_TTL_S:
+            return cached[1]
+        version = data_version(session)
+        self._version = (now, version)
+        return version
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page of a list: 1-based ``page``, ``per_page`` rows."""
+
+    page: int = 1
+    per_page: int = PER_PAGE
+
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.per_page
+
+    def apply(self, statement: Select) -> Select:
+        return statement.limit(self.per_page).offset(self.offset)
+
+    def wrap(self, items: list[Any], total: int) -> dict[str, Any]:
+        pages = max(1, -(-total // self.per_page))
+        return {
+            "items": items,
+            "page": self.page,
+            "per_page": self.per_page,
+            "total": total,
+            "pages": pages,
+        }
+
+
+def count(session: Session, statement: Select) -> int:
+    return int(session.scalar(select(func.count()).select_from(statement.subquery())) or 0)
+
+
+def iso(moment: datetime | None) -> str | None:
+    """ISO 8601 UTC with a ``Z`` (how the CLI prints instants)."""
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+
+
+def jsonable(value: Any) -> Any:
+    """Stored values as JSON: Decimal as its exact text, datetimes as ISO 8601 UTC."""
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def row_dict(obj: Any, *names: str) -> dict[str, Any]:
+    """Selected attributes of an ORM row, JSON-ready."""
+    return {name: jsonable(getattr(obj, name)) for name in names}
+
+
+def columns(model: Any, *exclude: str) -> tuple[str, ...]:
+    """Every mapped column name of ``model`` except ``exclude``."""
+    return tuple(c.key for c in model.__table__.columns if c.key not in exclude)
+
+
+def fields(model: Any, *exclude: str) -> list[Any]:
+    """The table columns of ``model`` (list queries read plain rows, not ORM objects)."""
+    return [c for c in model.__table__.c if c.key not in exclude]
+
+
+def rows_of(session: Session, statement: Select) -> list[dict[str, Any]]:
+    """Every row of ``statement`` as a JSON-ready dict keyed by column name."""
+    return [
+        {key: jsonable(value) for key, value in row.items()}
+        for row in session.execute(statement).mappings()
+    ]

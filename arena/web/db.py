@@ -1,0 +1,51 @@
+"""The dashboard's database access: read-only engines and the readiness check.
+
+The app never writes. SQLite files are opened with ``mode=ro`` (and ``query_only``), PostgreSQL
+sessions are ``READ ONLY`` (:func:`arena.store.db.make_engine` with ``read_only=True``).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from urllib.parse import quote
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+
+from arena.store.db import current_revision, make_engine
+
+log = logging.getLogger(__name__)
+
+
+def read_only_url(url: str) -> str:
+    """``url`` with a SQLite file turned into a read-only URI (``mode=ro``); others unchanged."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return url
+    database = parsed.database or ""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return url
+    path = Path(database).expanduser().resolve()
+    return f"sqlite:///file:{quote(str(path))}?mode=ro&uri=true"
+
+
+def read_only_engine(url: str) -> Engine:
+    """An engine that cannot write, for the web app (pool sized for a few concurrent pages)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return make_engine(read_only_url(url), read_only=True)
+    return make_engine(url, read_only=True, pool_size=8, max_overflow=8, pool_timeout=10)
+
+
+def readiness(engine: Engine, head: str | None) -> tuple[bool, str]:
+    """``(True, revision)`` when the database answers and its schema is at ``head``; otherwise
+    ``(False, reason)`` with a one-line reason that never holds a password."""
+    try:
+        revision = current_revision(engine)
+    except Exception as exc:  # any failure to reach or read the database means "not ready"
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        return False, f"database unreachable: {reason[0][:200] if reason else type(exc).__name__}"
+    if revision != head:
+        return False, f"schema at revision {revision}, expected {head}"
+    return True, str(revision)

@@ -1,0 +1,170 @@
+"""``/metrics``: Prometheus text format (prometheus-client), every name prefixed ``arena_``.
+
+The arena's state is read from the database at each scrape (one collector, a fixed number of
+queries, cached per data version), so any replica serving the dashboard reports the same
+numbers; HTTP request counts are this process's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from arena.store.models import (
+    Agent,
+    Decision,
+    DecisionAttempt,
+    JobRun,
+    PortfolioSnapshot,
+    Position,
+)
+from arena.web.context import WebContext
+
+
+class ArenaCollector(Collector):
+    """Job runs, decisions, attempts, cost, open positions and snapshot age, from the database."""
+
+    def __init__(self, ctx: WebContext) -> None:
+        self.ctx = ctx
+
+    def collect(self) -> Iterator[Metric]:
+        with self.ctx.session() as session:
+            values = self.ctx.cache.get(
+                ("metrics", None), self.ctx.version(session), lambda: _read(session)
+            )
+            newest = session.scalar(select(func.max(PortfolioSnapshot.taken_at)))
+        runs = CounterMetricFamily(
+            "arena_job_runs", "Job runs recorded, by job and outcome.", labels=["job", "outcome"]
+        )
+        for (job, outcome), n in values["runs"]:
+            runs.add_metric([job, outcome], n)
+        yield runs
+        success = GaugeMetricFamily(
+            "arena_job_last_success_timestamp_seconds",
+            "Unix time at which each job's latest successful run finished.",
+            labels=["job"],
+        )
+        for job, finished in values["last_success"]:
+            success.add_metric([job], finished)
+        yield success
+        duration = GaugeMetricFamily(
+            "arena_job_last_duration_seconds",
+            "Duration of each job's latest finished run.",
+            labels=["job"],
+        )
+        for job, seconds in values["duration"]:
+            duration.add_metric([job], seconds)
+        yield duration
+        decisions = GaugeMetricFamily(
+            "arena_decisions", "Decisions stored, by status.", labels=["status"]
+        )
+        for status, n in values["decisions"]:
+            decisions.add_metric([status], n)
+        yield decisions
+        attempts = CounterMetricFamily(
+            "arena_model_call_attempts",
+            "Model-call attempts (and baseline answers), by outcome.",
+            labels=["outcome"],
+        )
+        for outcome, n in values["attempts"]:
+            attempts.add_metric([outcome], n)
+        yield attempts
+        cost = CounterMetricFamily(
+            "arena_cost_usd", "Model cost in USD credits, by family.", labels=["family"]
+        )
+        for family, usd in values["cost"]:
+            cost.add_metric([family], usd)
+        yield cost
+        yield GaugeMetricFamily(
+            "arena_open_positions", "Open positions across all agents.", value=values["open"]
+        )
+        age = GaugeMetricFamily(
+            "arena_newest_snapshot_age_seconds",
+            "Seconds since the newest portfolio snapshot (absent when there is none).",
+        )
+        if newest is not None:
+            age.add_metric([], (datetime.now(UTC) - newest).total_seconds())
+        yield age
+
+
+def _read(session: Session) -> dict[str, Any]:
+    latest = select(func.max(JobRun.id)).where(JobRun.finished_at.is_not(None)).group_by(JobRun.job)
+    durations = [
+        (run.job, (run.finished_at - run.started_at).total_seconds())
+        for run in session.scalars(select(JobRun).where(JobRun.id.in_(latest)))
+        if run.finished_at is not None
+    ]
+    cost = session.execute(
+        select(Agent.family_id, func.sum(DecisionAttempt.cost_usd))
+        .join(Decision, Decision.id == DecisionAttempt.decision_id)
+        .join(Agent, Agent.id == Decision.agent_id)
+        .group_by(Agent.family_id)
+    )
+    return {
+        "runs": [
+            ((job, status), int(n))
+            for job, status, n in session.execute(
+                select(JobRun.job, JobRun.status, func.count()).group_by(JobRun.job, JobRun.status)
+            )
+        ],
+        "last_success": [
+            (job, finished.timestamp())
+            for job, finished in session.execute(
+                select(JobRun.job, func.max(JobRun.finished_at))
+                .where(JobRun.status == "succeeded")
+                .group_by(JobRun.job)
+            )
+            if finished is not None
+        ],
+        "duration": durations,
+        "decisions": [
+            (status, int(n))
+            for status, n in session.execute(
+                select(Decision.status, func.count()).group_by(Decision.status)
+            )
+        ],
+        "attempts": [
+            (outcome, int(n))
+            for outcome, n in session.execute(
+                select(DecisionAttempt.outcome, func.count()).group_by(DecisionAttempt.outcome)
+            )
+        ],
+        "cost": [(family, float(usd or 0)) for family, usd in cost],
+        "open": int(
+            session.scalar(
+                select(func.count()).select_from(Position).where(Position.status == "OPEN")
+            )
+            or 0
+        ),
+    }
+
+
+class HttpMetrics:
+    """This process's request counter and latency histogram, on the app's own registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "arena_http_requests",
+            "HTTP requests served, by route and status code.",
+            ["route", "status"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "arena_http_request_duration_seconds",
+            "HTTP request latency, by route.",
+            ["route"],
+            registry=registry,
+        )
+
+
+def make_registry(ctx: WebContext) -> tuple[CollectorRegistry, HttpMetrics]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ArenaCollector(ctx))
+    return registry, HttpMetrics(registry)

@@ -1,0 +1,352 @@
+"""Read queries of the leaderboard, family, cohort and agent pages (JSON-ready dicts).
+
+Each page calls a fixed number of queries whatever the data size; the expensive aggregates
+(the leaderboard, which :func:`arena.analytics.leaderboard.compute_leaderboard` computes for
+``arena leaderboard`` too, and the v2 ranking) are cached per data version.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import Float, case, cast, func, select
+from sqlalchemy.orm import Session
+
+from arena.analytics.leaderboard import FamilyStanding, compute_leaderboard, money_text, to_json
+from arena.store.models import (
+    Agent,
+    BrierScore,
+    Cohort,
+    Decision,
+    Family,
+    Forecast,
+    Market,
+    PortfolioSnapshot,
+    Position,
+    Trade,
+)
+from arena.web.context import (
+    NotFound,
+    Page,
+    WebContext,
+    columns,
+    count,
+    fields,
+    jsonable,
+    row_dict,
+    rows_of,
+)
+
+log = logging.getLogger(__name__)
+CALIBRATION_BINS = 10
+RECENT_DECISIONS = 20
+DECISION_COLUMNS = (
+    "id",
+    "cohort_id",
+    "decision_week",
+    "status",
+    "action",
+    "system_hold",
+    "claim_count",
+    "error",
+    "prompt_version",
+    "methodology_version",
+    "created_at",
+    "completed_at",
+)
+
+
+def standings(ctx: WebContext, session: Session, cohort_id: int | None) -> list[FamilyStanding]:
+    """The leaderboard rows, exactly as ``arena leaderboard`` computes them (cached)."""
+    if cohort_id is not None and session.get(Cohort, cohort_id) is None:
+        raise NotFound(f"cohort {cohort_id} does not exist")
+    minimum = ctx.settings.benchmark.min_scored_bets
+    return ctx.cache.get(
+        ("leaderboard", cohort_id),
+        ctx.version(session),
+        lambda: compute_leaderboard(ctx.factory, cohort_id=cohort_id, min_scored_bets=minimum),
+    )
+
+
+def leaderboard(ctx: WebContext, session: Session, cohort_id: int | None) -> list[dict[str, Any]]:
+    """The ``arena leaderboard --format json`` array."""
+    return to_json(standings(ctx, session, cohort_id))
+
+
+def methodology_in_use(ctx: WebContext, session: Session, cohort_id: int | None) -> str:
+    """The cohorts' methodology (the newest cohort in scope), else the configured one."""
+    statement = select(Cohort.methodology_version).order_by(Cohort.week_start.desc()).limit(1)
+    if cohort_id is not None:
+        statement = statement.where(Cohort.id == cohort_id)
+    return session.scalar(statement) or ctx.settings.methodology
+
+
+def v2_ranking(ctx: WebContext, session: Session) -> dict[str, Any] | None:
+    """The difficulty-adjusted Brier ranking with 95% intervals (methodology v2), from the
+    stored forecasts; None when no forecast is resolved yet."""
+    if session.scalar(select(func.count(Forecast.scored_at))) == 0:
+        return None
+    return ctx.cache.get(("v2", None), ctx.version(session), lambda: _compute_v2(session))
+
+
+def _compute_v2(session: Session) -> dict[str, Any] | None:
+    from arena.analytics.records import Forecasts
+    from arena.analytics.report import AnalysisOptions, ranking
+
+    names = [
+        "forecast_id",
+        "cohort_id",
+        "agent_id",
+        "family_id",
+        "family_kind",
+        "decision_id",
+        "market_id",
+        "outcome",
+        "source",
+        "probability",
+        "market_probability",
+        "forecast_at",
+        "event_group",
+        "scheduled_close_at",
+        "resolved_at",
+        "resolved_value",
+    ]
+    statement = (
+        select(
+            Forecast.id,
+            Forecast.cohort_id,
+            Forecast.agent_id,
+            Forecast.family_id,
+            Agent.kind,
+            Forecast.decision_id,
+            Forecast.market_id,
+            Forecast.outcome,
+            Forecast.source,
+            Forecast.probability,
+            Forecast.market_probability,
+            Forecast.forecast_at,
+            func.coalesce(Market.neg_risk_market_id, Market.event_id),
+            Market.end_date,
+            Market.resolved_at,
+            Forecast.resolved_value,
+        )
+        .join(Agent, Agent.id == Forecast.agent_id)
+        .join(Market, Market.id == Forecast.market_id)
+    )
+    data: dict[str, list[Any]] = {name: [] for name in names}
+    for row in session.execute(statement):
+        for name, value in zip(names, row, strict=True):
+            data[name].append(str(value) if name.endswith("_id") and value is not None else value)
+    try:
+        report = ranking(
+            Forecasts.from_columns(data), AnalysisOptions(min_days=7, bootstrap_resamples=0)
+        )
+    except Exception:  # the analytics refuse some inputs (one question, one forecaster)
+        log.warning("v2 ranking unavailable", exc_info=True)
+        return None
+    return jsonable(report)
+
+
+def cohort_rows(session: Session, cohort_ids: list[int] | None = None) -> list[dict[str, Any]]:
+    """Cohorts with their agent count (newest first)."""
+    agents = (
+        select(Agent.cohort_id, func.count().label("agents")).group_by(Agent.cohort_id).subquery()
+    )
+    statement = (
+        select(Cohort, func.coalesce(agents.c.agents, 0))
+        .outerjoin(agents, agents.c.cohort_id == Cohort.id)
+        .order_by(Cohort.week_start.desc())
+    )
+    if cohort_ids is not None:
+        statement = statement.where(Cohort.id.in_(cohort_ids))
+    return [
+        {**row_dict(cohort, *columns(Cohort)), "agents": int(n)}
+        for cohort, n in session.execute(statement)
+    ]
+
+
+def cohorts(session: Session, page: Page) -> dict[str, Any]:
+    total = int(session.scalar(select(func.count()).select_from(Cohort)) or 0)
+    ids = list(session.scalars(page.apply(select(Cohort.id).order_by(Cohort.week_start.desc()))))
+    return page.wrap(cohort_rows(session, ids), total)
+
+
+def cohort(ctx: WebContext, session: Session, cohort_id: int, page: Page) -> dict[str, Any]:
+    rows = cohort_rows(session, [cohort_id])
+    if not rows:
+        raise NotFound(f"cohort {cohort_id} does not exist")
+    trades = dict(
+        session.execute(
+            select(Agent.family_id, func.count())
+            .join(Trade, Trade.agent_id == Agent.id)
+            .where(Agent.cohort_id == cohort_id)
+            .group_by(Agent.family_id)
+        ).all()
+    )
+    table = []
+    for standing in standings(ctx, session, cohort_id):
+        row = standing.to_json()
+        row["cash"] = money_text(standing.cash)
+        row["invested"] = money_text(standing.open_cost_basis)
+        row["positions_value"] = money_text(standing.positions_value)
+        row["trades"] = int(trades.get(standing.family_id, 0))
+        table.append(row)
+    return {
+        "cohort": rows[0],
+        "standings": table,
+        "decisions": decisions(session, page, cohort_id=cohort_id),
+    }
+
+
+def decisions(
+    session: Session,
+    page: Page,
+    *,
+    cohort_id: int | None = None,
+    family_id: str | None = None,
+) -> dict[str, Any]:
+    """Decisions, newest first, with their agent's family."""
+    wanted = [Decision.__table__.c[name] for name in DECISION_COLUMNS]
+    statement = select(*wanted, Agent.family_id, Agent.display_name).join(
+        Agent, Agent.id == Decision.agent_id
+    )
+    if cohort_id is not None:
+        statement = statement.where(Decision.cohort_id == cohort_id)
+    if family_id is not None:
+        statement = statement.where(Agent.family_id == family_id)
+    total = count(session, statement.with_only_columns(Decision.id))
+    ordered = statement.order_by(Decision.created_at.desc(), Decision.id.desc())
+    return page.wrap(rows_of(session, page.apply(ordered)), total)
+
+
+def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
+    """One family across cohorts: standing, per-cohort rows with the frozen lineage, recent
+    decisions, calibration, cost and reliability."""
+    found = session.get(Family, family_id)
+    if found is None:
+        raise NotFound(f"family {family_id} does not exist")
+    board = {row.family_id: row for row in standings(ctx, session, None)}
+    standing = board[family_id].to_json() if family_id in board else None
+    # the newest snapshot of each agent: one index lookup per agent (agent_id, taken_at)
+    latest = (
+        select(func.max(PortfolioSnapshot.taken_at))
+        .where(PortfolioSnapshot.agent_id == Agent.id)
+        .correlate(Agent)
+        .scalar_subquery()
+    )
+    lineage = [
+        Agent.__table__.c[name]
+        for name in (
+            "id",
+            "cohort_id",
+            "display_name",
+            "openrouter_id",
+            "strategy",
+            "prompt_version",
+            "methodology_version",
+            "starting_balance",
+            "cash",
+            "realized_pnl",
+        )
+    ]
+    snapshot = [
+        PortfolioSnapshot.__table__.c[name].label(f"snapshot_{name}")
+        for name in ("taken_at", "total_value", "pnl", "pnl_pct", "brier", "resolved_bets")
+    ]
+    per_cohort = []
+    for row in rows_of(
+        session,
+        select(*lineage, Cohort.week_start, *snapshot)
+        .join(Cohort, Cohort.id == Agent.cohort_id)
+        .outerjoin(
+            PortfolioSnapshot,
+            (PortfolioSnapshot.agent_id == Agent.id) & (PortfolioSnapshot.taken_at == latest),
+        )
+        .where(Agent.family_id == family_id)
+        .order_by(Cohort.week_start.desc()),
+    ):
+        snap = {k.removeprefix("snapshot_"): row.pop(k) for k in list(row) if k[:9] == "snapshot_"}
+        row["snapshot"] = snap if snap["taken_at"] is not None else None
+        per_cohort.append(row)
+    return {
+        "family": row_dict(found, *columns(Family)),
+        "standing": standing,
+        "cohorts": per_cohort,
+        "recent_decisions": decisions(session, Page(1, RECENT_DECISIONS), family_id=family_id),
+        "calibration": calibration(session, family_id),
+    }
+
+
+def calibration(session: Session, family_id: str) -> list[dict[str, Any]]:
+    """Scored bets binned by stated confidence (tenths): mean confidence vs. share won, per
+    bin, aggregated in SQL (one row per bin, whatever the number of bets)."""
+    confidence = cast(BrierScore.implied_confidence, Float)
+    edges = [(confidence < (i + 1) / CALIBRATION_BINS, i) for i in range(CALIBRATION_BINS - 1)]
+    bin_of = case(*edges, else_=CALIBRATION_BINS - 1).label("bin")
+    won = func.sum(case((BrierScore.won.is_(True), 1), else_=0))
+    rows = {
+        int(b): (int(n), float(mean), int(wins or 0))
+        for b, n, mean, wins in session.execute(
+            select(bin_of, func.count(), func.avg(confidence), won)
+            .where(BrierScore.family_id == family_id)
+            .group_by(bin_of)
+        )
+    }
+    out = []
+    for i in range(CALIBRATION_BINS):
+        n, mean, wins = rows.get(i, (0, 0.0, 0))
+        out.append(
+            {
+                "low": i / CALIBRATION_BINS,
+                "high": (i + 1) / CALIBRATION_BINS,
+                "n": n,
+                "mean_confidence": round(mean, 4) if n else None,
+                "observed": round(wins / n, 4) if n else None,
+            }
+        )
+    return out
+
+
+def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[str, Any]:
+    """One agent: open and closed positions with their markets, trades, decisions."""
+    found = session.scalar(
+        select(Agent).where(Agent.cohort_id == cohort_id, Agent.family_id == family_id)
+    )
+    if found is None:
+        raise NotFound(f"no agent of family {family_id} in cohort {cohort_id}")
+    open_first = case((Position.status == "OPEN", 0), else_=1)
+    mine = select(Position.id).where(Position.agent_id == found.id)
+    open_count = count(session, mine.where(Position.status == "OPEN"))
+    closed_count = count(session, mine.where(Position.status != "OPEN"))
+    # every open position (bounded by the universe), then the newest page of closed ones
+    positions = rows_of(
+        session,
+        select(*fields(Position), Market.question)
+        .join(Market, Market.id == Position.market_id)
+        .where(Position.agent_id == found.id)
+        .order_by(open_first, Position.opened_at.desc(), Position.id.desc())
+        .limit(open_count + page.per_page),
+    )
+    trades = rows_of(
+        session,
+        page.apply(
+            select(*fields(Trade), Market.question)
+            .join(Market, Market.id == Trade.market_id)
+            .where(Trade.agent_id == found.id)
+            .order_by(Trade.executed_at.desc(), Trade.id.desc())
+        ),
+    )
+    trade_total = int(
+        session.scalar(select(func.count()).select_from(Trade).where(Trade.agent_id == found.id))
+        or 0
+    )
+    return {
+        "agent": row_dict(found, *columns(Agent)),
+        "open_positions": [p for p in positions if p["status"] == "OPEN"],
+        "closed_positions": page.wrap(
+            [p for p in positions if p["status"] != "OPEN"][: page.per_page], closed_count
+        ),
+        "trades": page.wrap(trades, trade_total),
+        "decisions": decisions(session, Page(1, 100), cohort_id=cohort_id, family_id=family_id),
+    }
