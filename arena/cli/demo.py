@@ -24,7 +24,7 @@ import shutil
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -249,33 +249,17 @@ def demo_skills(families: list[OpenRouterFamily | BaselineFamily]) -> dict[str, 
 
 
 def _summary(factory: sessionmaker[Session], seconds: float) -> None:
-    from sqlalchemy import func, select
-
-    from arena.store.models import (
-        Agent,
-        Base,
-        BrierScore,
-        Cohort,
-        Decision,
-        DecisionAttempt,
-        PortfolioSnapshot,
-        Position,
-        Trade,
-    )
+    from arena.jobs.audit import row_counts
 
     with factory() as session:
-
-        def count(model: type[Base], *where: Any) -> int:
-            return int(session.scalar(select(func.count()).select_from(model).where(*where)) or 0)
-
-        console.print(
-            f"simulated in {seconds:.1f}s: {count(Cohort)} cohorts, {count(Agent)} agents, "
-            f"{count(Decision)} decisions ({count(DecisionAttempt)} model attempts, "
-            f"{count(Decision, Decision.system_hold.is_(True))} system HOLDs), "
-            f"{count(Trade)} trades, {count(Position, Position.status != 'OPEN')} positions "
-            f"closed or settled, {count(BrierScore)} Brier scores, "
-            f"{count(PortfolioSnapshot)} snapshots"
-        )
+        n = row_counts(session)
+    console.print(
+        f"simulated in {seconds:.1f}s: {n['cohorts']} cohorts, {n['agents']} agents, "
+        f"{n['decisions']} decisions ({n['attempts']} model attempts, "
+        f"{n['system_holds']} system HOLDs), {n['trades']} trades, "
+        f"{n['closed_positions']} positions closed or settled, {n['brier_scores']} Brier "
+        f"scores, {n['snapshots']} snapshots"
+    )
 
 
 def _analytics(export_dir: Path, now: datetime) -> None:

@@ -17,10 +17,19 @@ from __future__ import annotations
 from collections import defaultdict
 from decimal import Decimal
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.store.models import Agent, Position, Trade
+from arena.store.models import (
+    Agent,
+    BrierScore,
+    Cohort,
+    Decision,
+    DecisionAttempt,
+    PortfolioSnapshot,
+    Position,
+    Trade,
+)
 
 SETTLED = ("SETTLED", "CANCELLED")
 
@@ -82,3 +91,20 @@ def check_ledger(session: Session) -> list[str]:
         if cash < 0:
             violations.append(f"agent {agent_id}: cash {cash} is negative")
     return violations
+
+
+def row_counts(session: Session) -> dict[str, int]:
+    """How much an arena holds (the demo's summary), in one query."""
+    counts = {
+        "cohorts": select(func.count()).select_from(Cohort),
+        "agents": select(func.count()).select_from(Agent),
+        "decisions": select(func.count()).select_from(Decision),
+        "attempts": select(func.count()).select_from(DecisionAttempt),
+        "system_holds": select(func.count()).where(Decision.system_hold.is_(True)),
+        "trades": select(func.count()).select_from(Trade),
+        "closed_positions": select(func.count()).where(Position.status != "OPEN"),
+        "brier_scores": select(func.count()).select_from(BrierScore),
+        "snapshots": select(func.count()).select_from(PortfolioSnapshot),
+    }
+    row = session.execute(select(*(q.scalar_subquery().label(k) for k, q in counts.items()))).one()
+    return {key: int(value) for key, value in row._mapping.items()}

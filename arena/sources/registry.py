@@ -7,7 +7,7 @@ a call; a run of baselines alone never asks for it.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 from pydantic import SecretStr
@@ -16,10 +16,17 @@ from arena.config import BaselineFamily, Settings, openrouter_api_key
 from arena.errors import ConfigError
 from arena.sources.baselines import BaselineProvider
 from arena.sources.providers import ModelProvider
-from arena.store.models import Agent
 
 if TYPE_CHECKING:
     from arena.sources.openrouter import OpenRouterProvider
+
+
+class AgentLike(Protocol):
+    """What choosing a provider needs to know of an agent (a stored agent row has it)."""
+
+    kind: str
+    family_id: str
+    strategy: str | None
 
 
 class ProviderRegistry:
@@ -50,7 +57,7 @@ class ProviderRegistry:
             self._openrouter = OpenRouterProvider(self.settings, key, self._http_client)
         return self._openrouter
 
-    def for_agent(self, agent: Agent) -> ModelProvider:
+    def for_agent(self, agent: AgentLike) -> ModelProvider:
         if agent.kind == "baseline":
             seed = 0
             family = next((f for f in self.settings.families if f.id == agent.family_id), None)

@@ -1,0 +1,83 @@
+"""The layers, pinned by reading the imports of every module in arena/.
+
+* ``domain`` (pure rules) imports no ``store``, ``sources``, ``jobs``, ``cli``, ``web``, nor
+  SQLAlchemy or an HTTP client;
+* ``sources`` (the outside APIs) never imports ``store``, ``jobs`` or ``cli``;
+* ``cli`` reaches the database only through jobs and queries: it may set up the engine
+  (``arena.store.db``), but never imports the table models or builds SQL itself;
+* nothing below the CLI and the web app imports them.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ARENA = Path(__file__).resolve().parents[1] / "arena"
+
+
+def imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth (lazy imports inside functions count)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def modules(package: str) -> list[Path]:
+    return sorted((ARENA / package).rglob("*.py"))
+
+
+def offending(package: str, forbidden: tuple[str, ...]) -> list[str]:
+    return [
+        f"{path.relative_to(ARENA)} imports {name}"
+        for path in modules(package)
+        for name in sorted(imports(path))
+        if name.startswith(forbidden)
+    ]
+
+
+RULES = {
+    "domain": (
+        "arena.store", "arena.sources", "arena.jobs", "arena.cli", "arena.web",
+        "arena.runtime", "sqlalchemy", "httpx", "openai",
+    ),
+    "sources": ("arena.store", "arena.jobs", "arena.cli", "arena.web", "arena.runtime"),
+    "cli": ("arena.store.models", "arena.store.queries", "arena.store.upsert"),
+    "jobs": ("arena.cli", "arena.web"),
+    "analytics": ("arena.cli", "arena.web", "arena.jobs"),
+    "store": ("arena.cli", "arena.web", "arena.jobs", "arena.sources"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("package", sorted(RULES))
+def test_layer_imports(package: str) -> None:
+    assert modules(package), package
+    assert offending(package, RULES[package]) == []
+
+
+SQL_BUILDERS = {"select", "insert", "update", "delete", "func", "text", "and_", "or_", "exists"}
+
+
+def test_the_cli_builds_no_sql() -> None:
+    """The CLI may hold an engine and a session type; queries are the jobs' business."""
+    built = [
+        f"{path.relative_to(ARENA)} imports {alias.name} from {node.module}"
+        for path in modules("cli")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sqlalchemy")
+        for alias in node.names
+        if alias.name in SQL_BUILDERS
+    ]
+    assert built == []
+
+
+def test_the_rule_reader_sees_lazy_imports(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from arena.store.models import Agent\n    import httpx\n")
+    assert imports(module) == {"arena.store.models", "httpx"}
