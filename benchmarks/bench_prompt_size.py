@@ -20,6 +20,7 @@ from bpe_openai import get_encoding
 
 from arena.domain.markets import Market
 from arena.domain.prompting import PositionView, PromptContext, ordered_markets, render_messages
+from arena.prompts import templates_for
 
 PEOPLE = [
     "Gavin Newsom",
@@ -184,13 +185,14 @@ def main() -> None:
     for methodology in ("v1", "v2"):
         ctx = context(markets, args.positions, methodology, args.panel)
         total_chars = total_tokens = 0
-        for message in render_messages(ctx):
+        for message in render_messages(ctx, templates_for(ctx.methodology)):
             chars, tokens = len(message["content"]), len(encoding.encode(message["content"]))
             total_chars, total_tokens = total_chars + chars, total_tokens + tokens
             print(f"{methodology:8} {message['role']:7} {chars:8,} {tokens:8,}")
         print(f"{methodology:8} {'total':7} {total_chars:8,} {total_tokens:8,}")
-    rows = [render_messages(context(markets, 0, "v1", 0))[1]["content"]]
-    rows.append(render_messages(context(markets[:0], 0, "v1", 0))[1]["content"])
+    v1 = templates_for("v1")
+    rows = [render_messages(context(markets, 0, "v1", 0), v1)[1]["content"]]
+    rows.append(render_messages(context(markets[:0], 0, "v1", 0), v1)[1]["content"])
     per_market = (len(encoding.encode(rows[0])) - len(encoding.encode(rows[1]))) / args.markets
     print(f"one market row: {per_market:.1f} tokens on average")
 

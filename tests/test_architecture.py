@@ -1,7 +1,8 @@
 """The layers, pinned by reading the imports of every module in arena/.
 
 * ``domain`` (pure rules) imports no ``store``, ``sources``, ``jobs``, ``cli``, ``web``, nor
-  SQLAlchemy or an HTTP client;
+  SQLAlchemy, an HTTP client, or what reads files and the environment (``os``, ``pathlib``,
+  ``importlib``): templates are handed to the prompt renderer;
 * ``sources`` (the outside APIs) never imports ``store``, ``jobs`` or ``cli``;
 * ``cli`` reaches the database only through jobs and queries: it may set up the engine
   (``arena.store.db``), but never imports the table models or builds SQL itself;
@@ -45,7 +46,8 @@ def offending(package: str, forbidden: tuple[str, ...]) -> list[str]:
 RULES = {
     "domain": (
         "arena.store", "arena.sources", "arena.jobs", "arena.cli", "arena.web",
-        "arena.runtime", "sqlalchemy", "httpx", "openai",
+        "arena.runtime", "arena.prompts", "sqlalchemy", "httpx", "openai", "os",
+        "importlib", "pathlib",
     ),
     "sources": ("arena.store", "arena.jobs", "arena.cli", "arena.web", "arena.runtime"),
     "cli": ("arena.store.models", "arena.store.queries", "arena.store.upsert"),

@@ -55,7 +55,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_ships_prompts_and_migrations(installed: Path, tmp_path: Path) -> None:
     check = (
         "import arena, pathlib\n"
-        "from arena.domain.prompting import prompts_dir\n"
+        "from arena.prompts import prompts_dir\n"
         "from arena.store.db import migrations_dir\n"
         "print(arena.__file__); print(prompts_dir()); print(migrations_dir())"
     )

@@ -1,7 +1,8 @@
-"""Render the decision prompts from versioned template files (methodology: What the model sees).
+"""Render the decision prompts from versioned templates (methodology: What the model sees).
 
-The templates (``prompts/<version>/{system,user,repair}.txt``, jinja2) own the wording and the
-layout; this module owns the *values*: it orders markets and positions deterministically,
+The templates (``arena/resources/prompts/<version>/{system,user,repair}.txt``, jinja2, read by
+:mod:`arena.prompts` and handed in as :class:`PromptTemplates`) own the wording and the layout;
+this module reads no file and owns the *values*: it orders markets and positions deterministically,
 formats numbers, and sanitises every piece of market text before it reaches a template.
 
 Market text (questions, categories, outcome names) comes from a public website and is untrusted:
@@ -17,15 +18,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
-from importlib import resources
-from pathlib import Path
 from typing import Any, Literal
 
 import jinja2
@@ -41,7 +39,6 @@ PROMPT_VERSION = "v1"
 PROMPT_VERSIONS: dict[str, str] = {"v1": "v1", "v2": "v2"}
 """The current prompt version for each methodology version."""
 
-PROMPTS_DIR_ENV = "ARENA_PROMPTS_DIR"
 TEMPLATE_NAMES = ("system.txt", "user.txt", "repair.txt")
 QUESTION_LIMIT = 300
 CATEGORY_LIMIT = 60
@@ -51,7 +48,6 @@ REPAIR_ECHO_LIMIT = 20_000
 """The previous answer is echoed back to the model at most this long (characters)."""
 
 Methodology = Literal["v1", "v2"]
-_VERSION_PATTERN = re.compile(r"^v[0-9][0-9a-z._-]{0,30}$")
 _DROPPED_CATEGORIES = {"Cf", "Cs", "Co"}  # format (zero-width, bidi), surrogate, private use
 _WHITESPACE = re.compile(r"\s+")
 _ANGLES = re.compile(r"<{2,}|>{2,}")
@@ -295,60 +291,50 @@ def template_values(ctx: PromptContext) -> dict[str, Any]:
 # --- templates --------------------------------------------------------------------------------
 
 
-def prompts_dir() -> Path:
-    """``$ARENA_PROMPTS_DIR``, else the templates shipped in the package (``arena/resources``)."""
-    configured = os.environ.get(PROMPTS_DIR_ENV, "").strip()
-    if configured:
-        return Path(configured)
-    return Path(str(resources.files("arena") / "resources" / "prompts"))
+@dataclass(frozen=True)
+class PromptTemplates:
+    """One prompt version's template sources (jinja2), handed in by the caller
+    (:func:`arena.prompts.load_templates` reads them); rendering reads no file."""
+
+    version: str
+    system: str
+    user: str
+    repair: str
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of the templates, to detect an edit made without a new version."""
+        digest = hashlib.sha256()
+        for name, source in zip(TEMPLATE_NAMES, (self.system, self.user, self.repair), strict=True):
+            digest.update(name.encode())
+            digest.update(source.encode("utf-8"))
+        return digest.hexdigest()
 
 
-@functools.lru_cache(maxsize=16)
-def _environment(directory: str) -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(directory),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-    )
+_ENVIRONMENT = jinja2.Environment(
+    undefined=jinja2.StrictUndefined,
+    autoescape=False,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=False,
+)
 
 
-def _template(version: str, name: str) -> jinja2.Template:
-    if not _VERSION_PATTERN.match(version):
-        raise ConfigError(f"prompt version {version!r} is not a valid version name")
-    base = prompts_dir()
-    path = base / version / name
-    if not path.is_file():
-        raise ConfigError(
-            f"prompt template {path} is missing (prompt version {version}; "
-            f"set {PROMPTS_DIR_ENV} to the prompts directory)"
-        )
-    return _environment(str(base)).get_template(f"{version}/{name}")
+@functools.lru_cache(maxsize=64)
+def _compiled(source: str) -> jinja2.Template:
+    return _ENVIRONMENT.from_string(source)
 
 
-def prompt_fingerprint(version: str) -> str:
-    """sha256 of a version's template files, to detect an edit made without a new version."""
-    digest = hashlib.sha256()
-    for name in TEMPLATE_NAMES:
-        _template(version, name)  # raises ConfigError when missing
-        digest.update(name.encode())
-        digest.update((prompts_dir() / version / name).read_bytes())
-    return digest.hexdigest()
-
-
-def render_messages(ctx: PromptContext, prompt_version: str | None = None) -> list[dict[str, str]]:
+def render_messages(ctx: PromptContext, templates: PromptTemplates) -> list[dict[str, str]]:
     """The system and user chat messages of one decision (OpenAI message format)."""
-    version = prompt_version or prompt_version_for(ctx.methodology)
     values = template_values(ctx)
-    system = _template(version, "system.txt").render(values).strip()
-    user = _template(version, "user.txt").render(values).strip()
+    system = _compiled(templates.system).render(values).strip()
+    user = _compiled(templates.user).render(values).strip()
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def render_repair(
-    error: str, previous_content: str | None, prompt_version: str = PROMPT_VERSION
+    error: str, previous_content: str | None, templates: PromptTemplates
 ) -> list[dict[str, str]]:
     """Messages to append for a repair retry: the previous answer, then the exact error.
 
@@ -357,10 +343,6 @@ def render_repair(
     previous = (previous_content or "").strip()
     if len(previous) > REPAIR_ECHO_LIMIT:
         previous = previous[:REPAIR_ECHO_LIMIT] + "\n[... answer cut here ...]"
-    text = (
-        _template(prompt_version, "repair.txt")
-        .render(error=error.strip(), empty=not previous)
-        .strip()
-    )
+    text = _compiled(templates.repair).render(error=error.strip(), empty=not previous).strip()
     messages = [{"role": "assistant", "content": previous}] if previous else []
     return [*messages, {"role": "user", "content": text}]

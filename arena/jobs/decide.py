@@ -74,6 +74,7 @@ from arena.jobs.claims import (
 from arena.jobs.cohorts import decision_window
 from arena.jobs.execute import execute_decision, store_forecasts
 from arena.jobs.universe import FrozenUniverse, load_universe
+from arena.prompts import load_templates
 from arena.sources.providers import (
     ModelProvider,
     ModelReply,
@@ -431,7 +432,8 @@ class DecisionRun:
     ) -> None:
         ctx, cash_shown = self._prompt_context(agent, week, universe)
         validation = ValidationContext.from_prompt(ctx)
-        messages = render_messages(ctx, agent.prompt_version)
+        templates = load_templates(agent.prompt_version)
+        messages = render_messages(ctx, templates)
         attempts = _Attempts(self.factory, claim, agent.prompt_version, self.clock)
         provider = self.provider_for(agent)
         model = agent.openrouter_id or f"baseline/{agent.strategy}"
@@ -473,7 +475,7 @@ class DecisionRun:
                 )
                 messages = [
                     *messages,
-                    *render_repair(last_error, reply.content, agent.prompt_version),
+                    *render_repair(last_error, reply.content, templates),
                 ]
                 kind, parsed = "repair", None
                 continue

@@ -12,20 +12,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from arena.domain import prompting
 from arena.domain.prompting import (
     CATEGORY_LIMIT,
-    PROMPTS_DIR_ENV,
     QUESTION_LIMIT,
     clean_text,
     display_outcome,
     fmt_volume,
     ordered_markets,
-    prompt_fingerprint,
-    prompts_dir,
-    render_messages,
-    render_repair,
 )
 from arena.errors import ConfigError
+from arena.prompts import PROMPTS_DIR_ENV, load_templates, prompts_dir
 from tests.domain.prompt_builders import binary, context, named, position
 
 REPO_PROMPTS = Path(__file__).resolve().parents[2] / "arena" / "resources" / "prompts"
@@ -36,6 +33,22 @@ def block(text: str, name: str) -> list[str]:
     start = text.index(f"<<<BEGIN {name}>>>\n") + len(f"<<<BEGIN {name}>>>\n")
     end = text.index(f"\n<<<END {name}>>>")
     return text[start:end].split("\n")
+
+
+def render_messages(ctx, version=None):
+    """The renderer with the templates of ``version`` (default: the methodology's), read from
+    disk by arena.prompts as the decision run does."""
+    return prompting.render_messages(
+        ctx, load_templates(version or prompting.prompt_version_for(ctx.methodology))
+    )
+
+
+def render_repair(error, previous, version="v1"):
+    return prompting.render_repair(error, previous, load_templates(version))
+
+
+def prompt_fingerprint(version):
+    return load_templates(version).fingerprint
 
 
 def sample_context(methodology: str = "v1"):
@@ -258,7 +271,15 @@ def test_repair_bounds_a_huge_answer():
     assert len(messages[0]["content"]) < 21_000
 
 
-def test_prompts_dir_defaults_to_the_repository(monkeypatch):
+def test_the_renderer_reads_no_file():
+    templates = prompting.PromptTemplates("v0", "S {{ cash }}", "U week {{ decision_week }}", "R")
+    messages = prompting.render_messages(sample_context(), templates)
+    assert messages[0]["content"].startswith("S ")
+    assert messages[1]["content"] == "U week 2"
+    assert prompting.render_repair("e", "", templates) == [{"role": "user", "content": "R"}]
+
+
+def test_prompts_dir_defaults_to_the_package(monkeypatch):
     monkeypatch.delenv(PROMPTS_DIR_ENV, raising=False)
     assert prompts_dir() == REPO_PROMPTS
 
