@@ -31,7 +31,7 @@ import numpy as np
 
 from arena.analytics.difficulty import difficulty_adjusted
 from arena.analytics.report import AnalysisOptions, ranking
-from arena.analytics.simulation import simulate_tournament
+from arena.analytics.synthetic_tournament import simulate_tournament
 
 
 def measure(label: str, work: Callable[[], Any], repeat: int) -> Any:

@@ -16,8 +16,8 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 from arena.config import load_settings
+from arena.demo_world import Simulation
 from arena.jobs.holders import Holder, this_process
-from arena.simulation import Simulation
 from arena.store.db import make_engine, session_factory, transaction
 from arena.store.models import Cohort, Decision, JobRun, SystemLog
 from tests.conftest import Database

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import func, select
 
 from arena.config import load_settings
+from arena.demo_world import Simulation
 from arena.jobs.audit import check_ledger
-from arena.simulation import Simulation
 from arena.store.models import (
     Agent,
     BrierScore,

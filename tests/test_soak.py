@@ -18,9 +18,9 @@ from sqlalchemy.orm import sessionmaker
 
 from arena.clock import week_start
 from arena.config import load_settings
+from arena.demo_world import Simulation
 from arena.jobs.audit import check_ledger
 from arena.jobs.holders import Holder, this_process
-from arena.simulation import Simulation
 from arena.store.db import make_engine, session_factory, transaction
 from arena.store.models import Agent, Cohort, Decision, JobRun, Market, Trade
 from tests.conftest import Database

@@ -32,7 +32,6 @@ from typing import IO, Any, TypeVar
 from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.analytics.consistent_read import consistent_read
 from arena.csv_safe import safe_cell
 from arena.domain.ledger import ZERO, to_money
 from arena.domain.markets import stored_prices
@@ -45,6 +44,7 @@ from arena.domain.scores import (
 )
 from arena.domain.valuation import position_value, side_mark
 from arena.errors import UserError
+from arena.store.consistent_read import consistent_read
 from arena.store.models import (
     Agent,
     BrierScore,

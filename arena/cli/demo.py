@@ -109,9 +109,9 @@ def demo(
     # The simulation, the analytics and the export load only when the demo runs.
     from arena.analytics.leaderboard import compute_leaderboard
     from arena.cli.results import print_leaderboard
+    from arena.demo_world import Simulation
     from arena.export import export
     from arena.jobs.audit import check_ledger
-    from arena.simulation import Simulation
     from arena.store.db import make_engine, session_factory, upgrade
 
     base = state(ctx).settings

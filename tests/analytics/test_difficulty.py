@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from arena.analytics.difficulty import difficulty_adjusted, fit_two_way, provisional
-from arena.analytics.simulation import simulate_tournament
+from arena.analytics.synthetic_tournament import simulate_tournament
 
 
 def _random_panel(

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from arena.config import Settings, load_settings
-from arena.simulation import Simulation
+from arena.demo_world import Simulation
 from arena.store.db import make_engine, session_factory, upgrade
 from arena.web.app import create_app
 from tests.conftest import PG_ENV
