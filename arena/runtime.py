@@ -34,7 +34,7 @@ from arena.jobs.guard import ALREADY_FINAL as ALREADY_DONE
 from arena.jobs.guard import GuardedRun, log_event, run_guarded
 from arena.jobs.markets import SyncReport, sync_markets
 from arena.jobs.prices import refresh_markets
-from arena.jobs.settle import ResolveReport, resolve_markets
+from arena.jobs.settle import SettleReport, settle_markets
 from arena.jobs.snapshots import SnapshotReport, take_snapshots
 from arena.jobs.universe import freeze_universe
 from arena.slots import JOBS, job_slot
@@ -100,10 +100,10 @@ class Runtime:
         """The Gamma universe and every market the store needs fresh (``arena markets sync``)."""
         return sync_markets(self.factory, self.gamma, self.settings, clock)
 
-    def settle(self, clock: Clock) -> ResolveReport:
+    def settle(self, clock: Clock) -> SettleReport:
         """Settle what Gamma reports over, then complete the cohorts that have nothing left to
         decide or settle (``arena resolve``)."""
-        report = resolve_markets(self.factory, self.settings, clock, self.gamma)
+        report = settle_markets(self.factory, self.settings, clock, self.gamma)
         report.cohorts_completed = complete_cohorts(
             self.factory, self.settings.benchmark.decision_cohort_limit, clock
         )

@@ -83,7 +83,7 @@ class MarketSettlement:
 
 
 @dataclass
-class ResolveReport:
+class SettleReport:
     checked: int = 0  # locally open traded markets looked at
     resolved: int = 0  # settled with a winner
     voided: int = 0  # settled 50-50
@@ -134,16 +134,16 @@ class ResolveReport:
         return text
 
 
-def resolve_markets(
+def settle_markets(
     factory: sessionmaker[Session], settings: Settings, clock: Clock, source: MarketSource
-) -> ResolveReport:
+) -> SettleReport:
     """Settle every traded market that Gamma says is over; see the module docstring.
 
     Raises :class:`JobFailed` when Gamma cannot be read at all. A market whose settlement fails
     is rolled back, listed in ``report.failures`` and retried at the next run.
     """
     now = clock.now()
-    report = ResolveReport()
+    report = SettleReport()
     with transaction(factory) as session:
         stored = {row.id: market_from_row(row) for row in _candidates(session)}
     report.checked = len(stored)

@@ -7,7 +7,7 @@ from sqlalchemy import update
 from arena.clock import FixedClock
 from arena.config import Settings
 from arena.jobs.audit import check_ledger
-from arena.jobs.settle import resolve_markets
+from arena.jobs.settle import settle_markets
 from arena.store.models import Agent, Position
 from tests.conftest import Database
 from tests.jobs.ledger_world import NOW, FakeSource, World, gamma_market
@@ -39,7 +39,7 @@ def _scenario(db: Database) -> tuple[int, int, int]:
     source.put(gamma_market("m2", ("0", "1"), closed=True, uma="resolved"))
     source.put(gamma_market("m3", ("0.5", "0.5"), closed=True, uma="resolved"))
     source.put(gamma_market("m4", ("0", "0"), closed=True, uma="resolved"))
-    resolve_markets(db.factory, Settings(), FixedClock(NOW), source)
+    settle_markets(db.factory, Settings(), FixedClock(NOW), source)
     return a, b, p1
 
 

@@ -13,7 +13,7 @@ from arena.domain.resolution import Verdict
 from arena.errors import JobFailed
 from arena.jobs import settle as settle_module
 from arena.jobs.audit import check_ledger
-from arena.jobs.settle import ResolveReport, resolve_markets
+from arena.jobs.settle import SettleReport, settle_markets
 from arena.store.models import Agent, BrierScore, Decision, Forecast, Position
 from arena.store.models import Market as MarketRow
 from tests.conftest import Database
@@ -23,8 +23,8 @@ D = Decimal
 SETTINGS = Settings()
 
 
-def _resolve(db: Database, source: FakeSource, at=NOW) -> ResolveReport:  # type: ignore[no-untyped-def]
-    return resolve_markets(db.factory, SETTINGS, FixedClock(at), source)
+def _resolve(db: Database, source: FakeSource, at=NOW) -> SettleReport:  # type: ignore[no-untyped-def]
+    return settle_markets(db.factory, SETTINGS, FixedClock(at), source)
 
 
 def _agent(db: Database, agent_id: int) -> Agent:
@@ -352,7 +352,7 @@ def test_concurrent_resolves_settle_each_market_once(db: Database, world: World)
         for agent in agents:
             world.buy(agent, market_id, "YES" if index % 2 else "NO", "40", "0.5")
         source.put(gamma_market(market_id, ("1", "0"), closed=True, uma="resolved"))
-    reports: list[ResolveReport] = []
+    reports: list[SettleReport] = []
     errors: list[BaseException] = []
 
     def run() -> None:

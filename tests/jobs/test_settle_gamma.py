@@ -15,7 +15,7 @@ from arena.config import Benchmark, Polymarket, Settings
 from arena.fakes.gamma import FakeGammaWorld
 from arena.jobs.audit import check_ledger
 from arena.jobs.markets import sync_markets
-from arena.jobs.settle import resolve_markets
+from arena.jobs.settle import settle_markets
 from arena.jobs.snapshots import take_snapshots
 from arena.sources.gamma import GammaClient
 from arena.store.models import BrierScore, PortfolioSnapshot, Position
@@ -74,7 +74,7 @@ def test_a_week_of_resolutions_through_the_gamma_client(
     later = START + timedelta(days=1)
     snapshot = take_snapshots(db.factory, SETTINGS, FixedClock(later), client)
     assert snapshot.refreshed_markets == 5  # the removed market is missing
-    report = resolve_markets(db.factory, SETTINGS, FixedClock(later), client)
+    report = settle_markets(db.factory, SETTINGS, FixedClock(later), client)
 
     assert (report.resolved, report.voided, report.cancelled, report.waiting) == (2, 1, 1, 2)
     assert report.gone == [gone]
@@ -101,5 +101,5 @@ def test_a_week_of_resolutions_through_the_gamma_client(
     # settlement): resolved, 50-50, proposed and gone markets keep their last open mark
     assert snap.positions_value == Decimal("600.00")
 
-    again = resolve_markets(db.factory, SETTINGS, FixedClock(later), client)
+    again = settle_markets(db.factory, SETTINGS, FixedClock(later), client)
     assert (again.checked, again.positions_settled) == (2, 0)

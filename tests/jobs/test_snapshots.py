@@ -12,7 +12,7 @@ from sqlalchemy import event, func, select
 from arena.clock import FixedClock
 from arena.config import Settings
 from arena.jobs.prices import refresh_held_markets
-from arena.jobs.settle import resolve_markets
+from arena.jobs.settle import settle_markets
 from arena.jobs.snapshots import SnapshotReport, take_snapshots
 from arena.store.models import Agent, MarketPrice, PortfolioSnapshot, Position
 from arena.store.models import Market as MarketRow
@@ -184,7 +184,7 @@ def test_brier_mean_and_resolved_bets(db: Database) -> None:
     source.put(gamma_market("w", ("1", "0"), closed=True, uma="resolved"))
     source.put(gamma_market("l", ("0", "1"), closed=True, uma="resolved"))
     source.put(gamma_market("v", ("0.5", "0.5"), closed=True, uma="resolved"))
-    resolve_markets(db.factory, SETTINGS, FixedClock(NOW), source)
+    settle_markets(db.factory, SETTINGS, FixedClock(NOW), source)
 
     _snap(db)
 
