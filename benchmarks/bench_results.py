@@ -433,7 +433,7 @@ def _decision(
 
 def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     from arena.analytics.leaderboard import compute_leaderboard
-    from arena.export import export
+    from arena.export.writer import export
 
     engine = make_engine(url)
     factory = session_factory(engine)

@@ -21,7 +21,7 @@ from arena import __version__
 from arena.analytics.loading import read_export
 from arena.clock import FixedClock
 from arena.errors import UserError
-from arena.export import EXPORT_SCHEMA_VERSION, export
+from arena.export.writer import EXPORT_SCHEMA_VERSION, export
 from arena.store.models import UniverseMarket
 from tests.analytics.export_files import (
     FORMATS,
@@ -358,8 +358,8 @@ def test_small_batches_give_the_same_files(
 ) -> None:
     db, _ = arena
     reference = _export(db, tmp_path / "one", "parquet")
-    monkeypatch.setattr("arena.export.BATCH_ROWS", 3)
-    monkeypatch.setattr("arena.export.BATCH_BYTES", 1)
+    monkeypatch.setattr("arena.export.writer.BATCH_ROWS", 3)
+    monkeypatch.setattr("arena.export.writer.BATCH_BYTES", 1)
     batched = _export(db, tmp_path / "many", "parquet")
     assert pq.ParquetFile(tmp_path / "many" / "trades.parquet").num_row_groups > 1
     assert pq.ParquetFile(tmp_path / "many" / "attempts.parquet").num_row_groups > 1

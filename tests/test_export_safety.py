@@ -24,8 +24,8 @@ from sqlalchemy import insert, select, update
 from arena.analytics.leaderboard import FIELDS, write_csv
 from arena.csv_safe import safe_cell
 from arena.errors import UserError
-from arena.export import export
-from arena.export_dir import verify_export
+from arena.export.directory import verify_export
+from arena.export.writer import export
 from arena.store.models import Decision, Family, Market, MarketPrice
 from tests.analytics.export_files import read_rows
 from tests.analytics.results_arena import build_arena

@@ -49,7 +49,7 @@ def _read_export(directory: Path) -> Forecasts:
 def _read_verified_export(path: Path) -> Forecasts:
     """An export's forecasts, after checking its files against ``manifest.json``."""
     from arena.analytics.loading import find_forecasts_file
-    from arena.export_dir import verify_export
+    from arena.export.directory import verify_export
 
     forecasts = find_forecasts_file(path)
     manifest = verify_export(forecasts.parent)
@@ -154,7 +154,7 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
         return _read_verified_export(from_export)
     import tempfile
 
-    from arena.export import export_table
+    from arena.export.writer import export_table
 
     with tempfile.TemporaryDirectory(prefix="arena-analyze-") as tmp:
         rows = export_table(state(ctx).reader(), "forecasts", Path(tmp) / "forecasts.parquet")

@@ -110,7 +110,7 @@ def demo(
     from arena.analytics.leaderboard import compute_leaderboard
     from arena.cli.results import print_leaderboard
     from arena.demo_world import Simulation
-    from arena.export import export
+    from arena.export.writer import export
     from arena.jobs.audit import check_ledger
     from arena.store.db import make_engine, session_factory, upgrade
 

@@ -142,7 +142,7 @@ def export_command(
     """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md)."""
     if fmt not in EXPORT_FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
-    from arena.export import export  # pyarrow loads only for this command
+    from arena.export.writer import export  # pyarrow loads only for this command
 
     app_state = state(ctx)
     manifest = export(

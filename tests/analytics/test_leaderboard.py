@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from arena.analytics.leaderboard import FIELDS, compute_leaderboard, to_json, write_csv
-from arena.export import export
+from arena.export.writer import export
 from arena.store.models import Agent, Family
 from tests.analytics.export_files import FORMATS
 from tests.analytics.recompute import INTERFACE_FIELDS, assert_matches, recompute

@@ -14,7 +14,7 @@ from arena.analytics.leaderboard import compute_leaderboard, to_json
 from arena.analytics.loading import read_export
 from arena.config import load_settings
 from arena.demo_world import Simulation
-from arena.export import export
+from arena.export.writer import export
 from arena.store.db import make_engine, session_factory, upgrade
 from tests.analytics.export_files import FORMATS, read_rows
 from tests.analytics.recompute import assert_matches, recompute

@@ -1,0 +1,9 @@
+"""The research export: every table as JSON lines, CSV or Parquet, plus ``manifest.json``.
+
+* :mod:`arena.export.tables`: what each exported table holds (columns, joins, slices);
+* :mod:`arena.export.writer`: streams the tables into files;
+* :mod:`arena.export.directory`: the export directory (atomic publishing, the manifest and
+  its checksums).
+
+Nothing is imported here: pyarrow loads only with the writer, when an export is written.
+"""
