@@ -2,6 +2,9 @@
 (or ``logging.json_logs: true``). Every module logs through ``logging.getLogger(__name__)``;
 structlog renders the records. Secrets never reach a log record: settings are masked before
 they are logged and the API key is never put into a message.
+
+structlog loads with the first record that is written, so a command that logs nothing
+(``arena status``, ``arena --help``) never pays for it.
 """
 
 from __future__ import annotations
@@ -9,14 +12,6 @@ from __future__ import annotations
 import logging
 import sys
 from typing import Any
-
-import structlog
-
-_SHARED: list[structlog.types.Processor] = [
-    structlog.stdlib.add_log_level,
-    structlog.stdlib.add_logger_name,
-    structlog.processors.TimeStamper(fmt="iso", utc=True),
-]
 
 
 class StderrHandler(logging.StreamHandler):
@@ -36,22 +31,45 @@ class StderrHandler(logging.StreamHandler):
         pass
 
 
-def configure_logging(level: str = "INFO", json_logs: bool = False) -> None:
+class StructlogFormatter(logging.Formatter):
+    """structlog's rendering (console lines or JSON), built when the first record comes."""
+
+    def __init__(self, json_logs: bool) -> None:
+        super().__init__()
+        self.json_logs = json_logs
+        self._formatter: logging.Formatter | None = None
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self._formatter is None:
+            self._formatter = _structlog_formatter(self.json_logs)
+        return self._formatter.format(record)
+
+
+def _structlog_formatter(json_logs: bool) -> logging.Formatter:
+    import structlog
+
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer()
         if json_logs
         else structlog.dev.ConsoleRenderer(colors=False)
     )
-    formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=_SHARED,
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+        ],
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info,
             renderer,
         ],
     )
+
+
+def configure_logging(level: str = "INFO", json_logs: bool = False) -> None:
     handler = StderrHandler()
-    handler.setFormatter(formatter)
+    handler.setFormatter(StructlogFormatter(json_logs))
     root = logging.getLogger()
     for existing in list(root.handlers):
         if getattr(existing, "_arena", False):

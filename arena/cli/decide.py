@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import typer
-from rich.progress import Progress
 
 from arena.cli.common import AtOption, WideOption, clock_for, console, runtime
 from arena.errors import JobFailed
@@ -23,6 +22,8 @@ if TYPE_CHECKING:
 
 def decide(ctx: typer.Context, at: AtOption = None, wide: WideOption = False) -> None:
     """Run this week's decisions for every agent of the cohorts in the decision window."""
+    from rich.progress import Progress
+
     with runtime(ctx) as jobs, Progress(console=console, transient=True) as progress:
         task = progress.add_task("deciding", total=None)
 

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from arena.cli.common import clock_for, console, state
 from arena.clock import week_start
@@ -107,6 +106,8 @@ def demo(
     """Run an offline, self-contained simulation of several weeks; print the leaderboard and
     write an export."""
     # The simulation, the analytics and the export load only when the demo runs.
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     from arena.analytics.leaderboard import compute_leaderboard
     from arena.cli.results import print_leaderboard
     from arena.demo_world import Simulation

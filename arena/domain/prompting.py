@@ -24,9 +24,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import jinja2
+if TYPE_CHECKING:
+    import jinja2
 
 from arena.domain.ledger import MONEY, ONE, ZERO, to_money
 from arena.domain.markets import Market
@@ -311,18 +312,18 @@ class PromptTemplates:
         return digest.hexdigest()
 
 
-_ENVIRONMENT = jinja2.Environment(
-    undefined=jinja2.StrictUndefined,
-    autoescape=False,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=False,
-)
-
-
 @functools.lru_cache(maxsize=64)
 def _compiled(source: str) -> jinja2.Template:
-    return _ENVIRONMENT.from_string(source)
+    import jinja2  # loads when a prompt is rendered, not with every job that names a version
+
+    environment = jinja2.Environment(
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    return environment.from_string(source)
 
 
 def render_messages(ctx: PromptContext, templates: PromptTemplates) -> list[dict[str, str]]:
