@@ -31,7 +31,6 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from sqlalchemy import Connection, Table, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
@@ -47,6 +46,7 @@ from arena.store.db import transaction
 from arena.store.models import Agent, BrierScore, Cohort, PortfolioSnapshot, Position
 from arena.store.models import Market as MarketRow
 from arena.store.queries import held_market_ids
+from arena.store.upsert import dialect_insert
 
 log = logging.getLogger(__name__)
 
@@ -260,8 +260,7 @@ def insert_snapshots(session: Session, rows: list[dict[str, Any]]) -> int:
     the RETURNING), instead of compiling a fresh multi-row VALUES per chunk.
     """
     table: Table = PortfolioSnapshot.__table__  # type: ignore[assignment]
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert(table) if dialect == "postgresql" else sqlite.insert(table)
+    insert = dialect_insert(session, table)
     statement = insert.on_conflict_do_nothing(index_elements=["agent_id", "taken_at"]).returning(
         table.c.id
     )

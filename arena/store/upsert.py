@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Table
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Insert
 
@@ -19,8 +18,12 @@ def dialect_insert(session: Session, table: Any) -> Any:
     """``INSERT`` with ``ON CONFLICT`` support for the session's database."""
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql  # loads with the first insert, not before
+
         return postgresql.insert(table)
     if dialect == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
         return sqlite.insert(table)
     raise NotImplementedError(f"unsupported database dialect {dialect!r}")
 
