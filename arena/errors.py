@@ -6,9 +6,15 @@ ArenaError                      base of everything arena raises on purpose
 │   └── DatabaseUnavailable     missing database directory, unreachable PostgreSQL
 ├── LedgerError                 a trade that the ledger rules refuse (no state change)
 │   └── ExecutionError          a price outside (0, 1), an unknown side, too little cash
+│       ├── NoLiquidity         mode book: nothing (or less than the minimum order) fills
+│       │                       within the limit price
+│       └── NoBook              mode book: no order book for the token (404), or the CLOB
+│                               is unreachable
 ├── SourceError                 the outside world failed (after retries)
 │   ├── GammaError              Polymarket Gamma
 │   │   └── MarketParseError    one Gamma market row that cannot be parsed (skip it)
+│   ├── ClobError               Polymarket CLOB (order books, fees)
+│   │   └── BookMissing         a 404: no order book for a token (not proof the market closed)
 │   └── ProviderError           an LLM provider
 │       └── ProviderFatal       401/402: stop the whole run at once
 ├── MalformedResponse           a model's answer failed extraction or validation (repairable)
@@ -46,6 +52,15 @@ class ExecutionError(LedgerError):
     """A trade could not execute (bad price, unknown side, insufficient cash...)."""
 
 
+class NoLiquidity(ExecutionError):
+    """Mode book: the book holds nothing to take within the limit price, or less than its
+    minimum order size; counted as an execution refused for liquidity."""
+
+
+class NoBook(ExecutionError):
+    """Mode book: the token has no order book (404) or the CLOB could not be reached."""
+
+
 class SourceError(ArenaError):
     """An outside service failed after retries."""
 
@@ -61,6 +76,19 @@ class MarketParseError(GammaError):
         super().__init__(f"market {market_id or '<no id>'}: {reason}")
         self.market_id = market_id
         self.reason = reason
+
+
+class ClobError(SourceError):
+    """The Polymarket CLOB failed (after retries) or answered something unreadable."""
+
+
+class BookMissing(ClobError):
+    """``GET /book`` answered 404: the token has no book (unknown, never booked, closed or
+    resolved: the 404 alone does not say which)."""
+
+    def __init__(self, token_id: str) -> None:
+        super().__init__(f"no order book for token {token_id}")
+        self.token_id = token_id
 
 
 class ProviderError(SourceError):

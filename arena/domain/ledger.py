@@ -97,41 +97,83 @@ class Settlement:
 
 
 def buy(cash: Decimal, holding: Holding | None, amount: Decimal, price: Decimal) -> Buy:
-    """BUY ``amount`` dollars of a side at ``price``: ``shares = amount / price``."""
+    """BUY ``amount`` dollars of a side at ``price``: ``shares = amount / price`` (mode gamma)."""
     check_price(price)
     amount = money_floor(amount)
     if amount <= ZERO:
         raise ExecutionError(f"amount {amount} must be positive")
-    if amount > cash:
-        raise ExecutionError(f"amount {amount} exceeds cash {cash}")
     shares = (amount / price).quantize(SHARES, rounding=ROUND_DOWN)
     if shares <= ZERO:
         raise ExecutionError(f"amount {amount} buys no shares at {price}")
+    return buy_filled(cash, holding, amount, shares, price)
+
+
+def buy_filled(
+    cash: Decimal, holding: Holding | None, cost: Decimal, shares: Decimal, price: Decimal
+) -> Buy:
+    """Book ``shares`` bought for ``cost`` dollars (fees included: they are part of the cost
+    basis). The one rule every BUY ends in, whatever priced it."""
+    if cost <= ZERO or cost != cost.quantize(MONEY):
+        raise ExecutionError(f"cost {cost} must be a positive amount in cents")
+    if cost > cash:
+        raise ExecutionError(f"amount {cost} exceeds cash {cash}")
+    if shares <= ZERO:
+        raise ExecutionError("a buy must add shares")
     before = holding or Holding(ZERO, ZERO)
-    after = Holding(before.shares + shares, before.cost_basis + amount)
-    return Buy(amount, price, shares, cash - amount, after)
+    after = Holding(before.shares + shares, before.cost_basis + cost)
+    return Buy(cost, price, shares, cash - cost, after)
 
 
 def sell(cash: Decimal, holding: Holding, percentage: Decimal, price: Decimal) -> Sell:
     """SELL ``percentage`` (0, 100] of a holding at ``price``; 100 closes the position."""
     check_price(price)
+    sold = shares_to_sell(holding, percentage)
+    basis_out = (
+        None if percentage == HUNDRED else to_money(holding.cost_basis * percentage / HUNDRED)
+    )
+    return sell_filled(cash, holding, percentage, sold, to_money(sold * price), price, basis_out)
+
+
+def shares_to_sell(holding: Holding, percentage: Decimal) -> Decimal:
+    """The shares a SELL of ``percentage`` asks for: all of them at 100, else the fraction
+    rounded down to 1e-6."""
     if not percentage.is_finite() or not (ZERO < percentage <= HUNDRED):
         raise ExecutionError(f"percentage {percentage} is outside (0, 100]")
     if holding.shares <= ZERO:
         raise ExecutionError("position holds no shares")
     if percentage == HUNDRED:
-        sold, basis_out = holding.shares, holding.cost_basis
-    else:
-        fraction = percentage / HUNDRED
-        sold = (holding.shares * fraction).quantize(SHARES, rounding=ROUND_DOWN)
-        basis_out = to_money(holding.cost_basis * fraction)
-        if sold <= ZERO:
-            raise ExecutionError(f"selling {percentage}% sells no shares")
-    proceeds = to_money(sold * price)
+        return holding.shares
+    sold = (holding.shares * percentage / HUNDRED).quantize(SHARES, rounding=ROUND_DOWN)
+    if sold <= ZERO:
+        raise ExecutionError(f"selling {percentage}% sells no shares")
+    return sold
+
+
+def sell_filled(
+    cash: Decimal,
+    holding: Holding,
+    percentage: Decimal,
+    sold: Decimal,
+    proceeds: Decimal,
+    price: Decimal,
+    basis_out: Decimal | None = None,
+) -> Sell:
+    """Book ``sold`` shares of a holding sold for ``proceeds`` (net of fees). The basis taken
+    out is the sold fraction of the cost basis (mode gamma passes ``percentage`` of it, its
+    rule since the first cohort); selling every share closes the position, and whatever basis
+    is left goes out with the last share. The one rule every SELL ends in (a partial fill of
+    the book sells fewer shares than asked)."""
+    if not (ZERO < sold <= holding.shares):
+        raise ExecutionError(f"cannot sell {sold} of {holding.shares} shares")
+    if proceeds < ZERO or proceeds != proceeds.quantize(MONEY):
+        raise ExecutionError(f"proceeds {proceeds} must be a non-negative amount in cents")
+    if sold == holding.shares:
+        basis_out = holding.cost_basis
+    elif basis_out is None:
+        basis_out = to_money(holding.cost_basis * sold / holding.shares)
     remaining = Holding(holding.shares - sold, holding.cost_basis - basis_out)
     closed = remaining.shares <= ZERO
     if closed:
-        # Whatever basis is left on a position with no shares goes out with the last share.
         basis_out += remaining.cost_basis
     return Sell(
         percentage=percentage,
