@@ -82,6 +82,10 @@ class Benchmark(_Strict):
     max_price_age_minutes: Annotated[int, Field(ge=1, le=10080)] = 360
     # A decision run refuses a universe with fewer tradable markets (default: universe_size / 2).
     min_universe_markets: Annotated[int | None, Field(ge=1, le=5000)] = None
+    # Pricing mode of new cohorts (methodology: "Executable prices"); each cohort keeps its own.
+    pricing: Literal["book", "gamma"] = "book"
+    # Limit price of a book execution: the price shown + this (BUY), - this (SELL).
+    max_slippage: Annotated[Decimal, Field(ge=0, lt=1, allow_inf_nan=False)] = Decimal("0.05")
 
     @property
     def universe_floor(self) -> int:
@@ -139,6 +143,7 @@ def parse_weekly(value: str) -> tuple[str, int, int]:
 
 class Polymarket(_Strict):
     gamma_url: AnyHttpUrl = AnyHttpUrl("https://gamma-api.polymarket.com")
+    clob_url: AnyHttpUrl = AnyHttpUrl("https://clob.polymarket.com")
     timeout_seconds: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] = 30.0
     max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
     page_size: Annotated[int, Field(ge=1, le=100)] = 100

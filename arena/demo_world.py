@@ -28,10 +28,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import FixedClock
 from arena.config import Settings
+from arena.fakes.book_world import BookWorld
 from arena.fakes.gamma import FakeGammaWorld, FakeMarket
 from arena.fakes.openrouter import FakeOpenRouter, answer
 from arena.jobs.guard import GuardedRun
 from arena.runtime import Runtime
+from arena.sources.clob import ClobClient
 from arena.sources.gamma import GammaClient
 from arena.sources.registry import ProviderRegistry
 
@@ -51,17 +53,19 @@ class _Fate:
 
 @dataclass
 class SimulatedWorld:
-    """The fake Gamma world plus each market's hidden truth and end-of-life script."""
+    """The fake Gamma world plus each market's hidden truth and end-of-life script, and the
+    order books of the fake CLOB kept around its prices (mode book)."""
 
     gamma: FakeGammaWorld
     rng: random.Random
+    books: BookWorld
     fates: dict[str, _Fate] = field(default_factory=dict)
     truth: dict[str, int] = field(default_factory=dict)  # winning outcome index
 
     @classmethod
     def build(cls, n_markets: int, seed: int, start: datetime, days: int) -> SimulatedWorld:
         gamma = FakeGammaWorld(n_markets=n_markets, seed=seed, start=start)
-        world = cls(gamma, random.Random(seed + 1))
+        world = cls(gamma, random.Random(seed + 1), BookWorld(gamma, seed=seed + 2))
         special = iter(["fifty", "ambiguous", "disputed", "never"])
         candidates = sorted(
             (
@@ -100,6 +104,7 @@ class SimulatedWorld:
                 self._drift(market, winner)
         for market_id, fate in self.fates.items():
             self._advance(gamma.markets[market_id], fate, now)
+        self.books.sync()
 
     def _drift(self, market: FakeMarket, winner: int) -> None:
         assert market.prices is not None
@@ -140,6 +145,25 @@ def _dollars(prompt: str, label: str) -> Decimal:
     return Decimal(match.group(1).replace(",", "")) if match else Decimal(0)
 
 
+def _quotes(prices: str, *, mid: bool) -> list[float]:
+    """Each side's price in a prompt's prices column: ``YES=0.62`` (mode gamma), or
+    ``YES=0.61/0.62`` (bid/ask, mode book; ``-`` for an empty side) read as the mid or the ask."""
+    out = []
+    for part in prices.split("; "):
+        quote = part.split("=")[1]
+        if "/" not in quote:
+            out.append(float(quote))
+            continue
+        bid, ask = (None if q == "-" else float(q) for q in quote.split("/"))
+        if ask is None:
+            out.append(bid if bid is not None else 0.5)
+        elif mid and bid is not None:
+            out.append((bid + ask) / 2)
+        else:
+            out.append(ask)
+    return out
+
+
 class SimulatedForecaster:
     """A fake LLM behind the fake OpenRouter: reads the market list from the prompt and answers
     with a JSON decision. ``skill`` in [0, 1] is how much it knows the hidden truth; now and
@@ -173,7 +197,7 @@ class SimulatedForecaster:
         """Market prices moved towards the hidden truth by ``skill``, plus noise that shrinks
         as skill grows (a poor forecaster sees edges that are not there)."""
         names = [part.split("=")[0] for part in prices.split("; ")]
-        market = [float(part.split("=")[1]) for part in prices.split("; ")]
+        market = _quotes(prices, mid=True)
         truth = self.world.truth.get(market_id)
         known = (
             [1.0 if i == truth else 0.0 for i in range(len(market))]
@@ -196,7 +220,7 @@ class SimulatedForecaster:
         budget = cash
         for market_id, prices in self.rng.sample(rows, min(len(rows), 25)):
             names, belief = self._belief(market_id, prices)
-            market = [float(part.split("=")[1]) for part in prices.split("; ")]
+            market = _quotes(prices, mid=False)  # what a share costs: the ask in mode book
             edges = [b - m for b, m in zip(belief, market, strict=True)]
             best = max(range(len(edges)), key=lambda i: edges[i])
             if edges[best] < 0.08 or len(bets) >= 3:
@@ -288,6 +312,11 @@ class Simulation:
             httpx.Client(transport=self.openrouter.transport(), timeout=30)
         )
         gamma = GammaClient(settings.polymarket, sleep=lambda _s: None, http=gamma_http)
+        self.world.books.sync()
+        clob_http = self._resources.enter_context(
+            httpx.Client(transport=self.world.books.clob.mock_transport())
+        )
+        clob = ClobClient(settings.polymarket, http=clob_http, sleep=lambda _s: None)
         providers = self._resources.enter_context(
             contextlib.closing(
                 ProviderRegistry(
@@ -298,7 +327,13 @@ class Simulation:
             )
         )
         self.runtime = Runtime(
-            settings, factory, gamma, providers, sleep=lambda _s: None, wall_clock=self.clock
+            settings,
+            factory,
+            gamma,
+            providers,
+            sleep=lambda _s: None,
+            wall_clock=self.clock,
+            clob=clob,
         )
 
     def step(self, at: datetime) -> list[GuardedRun]:

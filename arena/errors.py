@@ -58,7 +58,12 @@ class NoLiquidity(ExecutionError):
 
 
 class NoBook(ExecutionError):
-    """Mode book: the token has no order book (404) or the CLOB could not be reached."""
+    """Mode book: the token has no order book (404) or the CLOB could not be reached
+    (``unavailable``)."""
+
+    def __init__(self, message: str, *, unavailable: bool = False) -> None:
+        super().__init__(message)
+        self.unavailable = unavailable
 
 
 class SourceError(ArenaError):

@@ -46,6 +46,6 @@ def load_templates(version: str) -> PromptTemplates:
     return PromptTemplates(version, system, user, repair)
 
 
-def templates_for(methodology: str) -> PromptTemplates:
-    """The current templates of a methodology version."""
-    return load_templates(prompt_version_for(methodology))
+def templates_for(methodology: str, pricing: str = "gamma") -> PromptTemplates:
+    """The current templates of a methodology version and pricing mode."""
+    return load_templates(prompt_version_for(methodology, pricing))

@@ -25,10 +25,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, FixedClock, SystemClock, week_start
 from arena.config import Settings
+from arena.domain.book import Pricing
 from arena.errors import JobFailed, UniverseUnavailable
 from arena.jobs.budget import Budget
 from arena.jobs.cohorts import CohortReport, complete_cohorts, start_cohort
-from arena.jobs.decide import ALREADY_FINAL, AgentResult, DecideReport, DecisionRun
+from arena.jobs.decide import DecisionRun
+from arena.jobs.decide_report import ALREADY_FINAL, AgentResult, DecideReport
 from arena.jobs.due import WeekDue, current_week_due, retry_pause
 from arena.jobs.guard import ALREADY_FINAL as ALREADY_DONE
 from arena.jobs.guard import GuardedRun, log_event, run_guarded
@@ -38,9 +40,10 @@ from arena.jobs.settle import SettleReport, settle_markets
 from arena.jobs.snapshots import SnapshotReport, take_snapshots
 from arena.jobs.universe import freeze_universe
 from arena.slots import JOBS, job_slot
+from arena.sources.clob import BookSource, ClobClient
 from arena.sources.gamma import GammaClient
 from arena.sources.registry import ProviderRegistry
-from arena.store.models import JobRun
+from arena.store.models import Cohort, JobRun
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +78,15 @@ class Runtime:
         wall_clock: Clock | None = None,
         wait: Callable[[float], None] = time.sleep,
         owned: Sequence[SupportsClose] = (),
+        clob: BookSource | None = None,
     ) -> None:
         """``owned``: what this runtime made and so closes (:func:`production_runtime`); the
-        clients handed in stay open for whoever made them."""
+        clients handed in stay open for whoever made them. ``clob``: the order books that
+        mode-book cohorts freeze, trade against and are marked at."""
         self.settings = settings
         self.factory = factory
         self.gamma = gamma
+        self.clob = clob
         self.providers = providers
         self.sleep = sleep
         self.wall_clock = wall_clock
@@ -112,7 +118,13 @@ class Runtime:
     def take_snapshots(self, clock: Clock, refresh: bool = True) -> SnapshotReport:
         """Value every agent at this slot, after refreshing held markets' prices from Gamma
         unless ``refresh`` is off (``arena snapshot``)."""
-        return take_snapshots(self.factory, self.settings, clock, self.gamma if refresh else None)
+        return take_snapshots(
+            self.factory,
+            self.settings,
+            clock,
+            self.gamma if refresh else None,
+            books=self.clob if refresh else None,
+        )
 
     def decide(
         self, clock: Clock, on_progress: Callable[[AgentResult], None] | None = None
@@ -126,7 +138,12 @@ class Runtime:
             except Exception as exc:
                 raise UniverseUnavailable(f"market sync failed, no decision stored: {exc}") from exc
             return freeze_universe(
-                self.factory, self.settings, clock.now(), cohort_ids, sync.top_ids
+                self.factory,
+                self.settings,
+                clock.now(),
+                cohort_ids,
+                sync.top_ids,
+                books=self._books_for(cohort_ids),
             )
 
         budget = Budget(
@@ -147,10 +164,22 @@ class Runtime:
             on_progress=on_progress,
             refresh_markets=lambda ids: refresh_markets(self.factory, self.gamma, ids, clock),
             wait=self.wait,
+            books=self.clob,
         )
         report = run.run()
         self.last_decide = report
         return report
+
+    def _books_for(self, cohort_ids: Sequence[int]) -> BookSource | None:
+        """The CLOB when a cohort being decided trades in mode book (its universe then
+        freezes books), else None; mode book without a CLOB decides nothing."""
+        with self.factory() as session:
+            modes = set(session.scalars(select(Cohort.pricing).where(Cohort.id.in_(cohort_ids))))
+        if Pricing.BOOK not in modes:
+            return None
+        if self.clob is None:
+            raise UniverseUnavailable("mode book needs the CLOB (polymarket.clob_url)")
+        return self.clob
 
     def decision_run(self, clock: Clock) -> dict[str, Any]:
         """The scheduled decision run; fails (retryably) unless every decision is final."""
@@ -298,4 +327,5 @@ def production_runtime(settings: Settings, factory: sessionmaker[Session]) -> Ru
     """The runtime with the real Gamma client and OpenRouter (key read when first needed); it
     owns both and closes them."""
     gamma, providers = GammaClient(settings.polymarket), ProviderRegistry(settings)
-    return Runtime(settings, factory, gamma, providers, owned=(gamma, providers))
+    clob = ClobClient(settings.polymarket, base_url=str(settings.polymarket.clob_url))
+    return Runtime(settings, factory, gamma, providers, owned=(gamma, providers, clob), clob=clob)

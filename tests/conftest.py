@@ -100,3 +100,15 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
 def sqlite_db(tmp_path: Path) -> Iterator[Database]:
     """A migrated empty SQLite database (for tests that are not about the backend)."""
     yield from _sqlite_database(tmp_path)
+
+
+PRICING_ENV = "ARENA_BENCHMARK__PRICING"
+
+
+@pytest.fixture(autouse=True)
+def _gamma_pricing_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """New cohorts default to mode book (config ``benchmark.pricing``); the suite's worlds
+    were built on mode gamma's display prices and keep it, so every test (and every
+    ``arena`` process it starts) runs mode gamma unless it asks for book: by passing
+    ``pricing="book"`` in its settings, or by removing this variable (``monkeypatch``)."""
+    monkeypatch.setenv(PRICING_ENV, "gamma")

@@ -50,7 +50,13 @@ def write_config(path: Path, database_url: str, **extra: Any) -> Path:
 
 
 def cli_env(**overrides: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
+    # ARENA_BENCHMARK__PRICING stays: the suite runs mode gamma unless a test asks for book
+    # (tests/conftest.py), in the processes it starts too.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("ARENA_") or k == "ARENA_BENCHMARK__PRICING"
+    }
     env.pop("OPENROUTER_API_KEY", None)
     env.update(overrides)
     return env

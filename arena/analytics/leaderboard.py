@@ -11,6 +11,12 @@ agrees with an export of the same database:
 * ``pnl = total_value - sum of the agents' starting balances``, ``return_pct = pnl / that sum *
   100``; ``realized_pnl`` is the agents' realized P/L (sells and settlements),
   ``unrealized_pnl`` the open positions' marked value minus their cost basis;
+* mode book (executable prices): ``exit_pnl`` is the latest ``exit_value`` of each mode-book
+  agent's snapshots (cash plus selling every open position into the bids, fees included)
+  minus its starting balance, summed over those agents (null when none has one);
+  ``slippage_mid_bps`` and ``fill_ratio`` are means over the family's mode-book trades,
+  ``fees_usd`` their sum, and ``liquidity_refusals`` the executions refused because the book
+  held too little within the limit price;
 * scores come from ``brier_scores`` (one row per scored BUY; family Brier across cohorts is the
   mean over all of its scored trades), cost and tokens from ``decision_attempts``, reliability
   from ``decisions`` and ``decision_attempts``.
@@ -32,7 +38,14 @@ from typing import IO, Any, TypeVar
 from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from arena.analytics.execution_quality import (
+    Execution,
+    add_executions,
+    book_mark,
+    held_book_marks,
+)
 from arena.csv_safe import safe_cell
+from arena.domain.book import Pricing
 from arena.domain.ledger import ZERO, to_money
 from arena.domain.markets import stored_prices
 from arena.domain.scores import (
@@ -103,6 +116,7 @@ class FamilyStanding:
     completion_tokens: int = 0
     tally: ScoreTally = field(default_factory=ScoreTally)
     reliability: Reliability = field(default_factory=Reliability)
+    execution: Execution = field(default_factory=Execution)
     min_scored_bets: int = 0
 
     @property
@@ -135,6 +149,7 @@ class FamilyStanding:
         scores and rates as numbers (rounded), counts as integers, None as null."""
         s = self.scores
         r = self.reliability
+        x = self.execution
         ret = self.return_pct
         return {
             "family_id": self.family_id,
@@ -170,6 +185,11 @@ class FamilyStanding:
             "failures": r.failures,
             "failed_decisions": r.failed_decisions,
             "retries": r.retries,
+            "exit_pnl": None if x.exit_pnl is None else money_text(x.exit_pnl),
+            "slippage_mid_bps": _number(x.slippage_mid_bps, 2),
+            "fees_usd": plain_text(x.fees),
+            "fill_ratio": _number(x.fill_ratio),
+            "liquidity_refusals": x.liquidity_refusals,
             "provisional": self.provisional,
             "brier_band": brier_band(s.brier) if s.brier is not None else None,
             "return_band": return_band(ret) if ret is not None else None,
@@ -210,6 +230,11 @@ FIELDS = (
     "failures",
     "failed_decisions",
     "retries",
+    "exit_pnl",
+    "slippage_mid_bps",
+    "fees_usd",
+    "fill_ratio",
+    "liquidity_refusals",
     "provisional",
     "brier_band",
     "return_band",
@@ -270,11 +295,14 @@ def _standings(session: Session, cohort_id: int | None, min_scored: int) -> list
         standing.cash += cash
         standing.realized_pnl += realized
 
-    for family_id, side, shares, basis, outcomes, prices in _stream(
+    marks = held_book_marks(session)
+    for family_id, side, shares, basis, outcomes, prices, tokens, pricing in _stream(
         session, _in_cohort(_open_positions(), Position.cohort_id, cohort_id)
     ):
         standing = row(family_id)
-        mark = side_mark(outcomes, stored_prices(prices), side)
+        mark = book_mark(marks, outcomes, tokens, side) if pricing == Pricing.BOOK else None
+        if mark is None:
+            mark = side_mark(outcomes, stored_prices(prices), side)
         standing.positions_value += position_value(shares, basis, mark)
         standing.open_cost_basis += basis
 
@@ -286,6 +314,7 @@ def _standings(session: Session, cohort_id: int | None, min_scored: int) -> list
 
     _add_attempts(session, cohort_id, row)
     _add_decisions(session, cohort_id, row)
+    add_executions(session, cohort_id, row, _stream, _in_cohort)
     return [standing for standing in table.values() if standing.agents > 0]
 
 
@@ -298,9 +327,12 @@ def _open_positions() -> Select:
             Position.cost_basis,
             Market.outcomes,
             Market.prices,
+            Market.clob_token_ids,
+            Cohort.pricing,
         )
         .join(Agent, Agent.id == Position.agent_id)
         .join(Market, Market.id == Position.market_id)
+        .join(Cohort, Cohort.id == Position.cohort_id)
         .where(Position.status == "OPEN")
     )
 

@@ -17,7 +17,7 @@ from arena.errors import JobFailed
 from arena.terminal import Column, fitted_table, show
 
 if TYPE_CHECKING:
-    from arena.jobs.decide import AgentResult, DecideReport
+    from arena.jobs.decide_report import AgentResult, DecideReport
 
 
 def decide(ctx: typer.Context, at: AtOption = None, wide: WideOption = False) -> None:

@@ -102,6 +102,13 @@ def demo(
         ),
     ] = 300,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated world.")] = 7,
+    pricing: Annotated[
+        str,
+        typer.Option(
+            "--pricing",
+            help="book (walk the fake CLOB's order books) or gamma (display prices).",
+        ),
+    ] = "book",
 ) -> None:
     """Run an offline, self-contained simulation of several weeks; print the leaderboard and
     write an export."""
@@ -119,13 +126,17 @@ def demo(
     version = methodology or base.methodology
     if version not in ("v1", "v2"):
         raise UserError(f"--methodology: {version!r} is not v1 or v2")
+    if pricing not in ("book", "gamma"):
+        raise UserError(f"--pricing: {pricing!r} is not book or gamma")
     prepare_out(out)
     settings = base.model_copy(
         update={
             "families": _demo_lineup(base.families),
             "database_url": f"sqlite:///{out / 'demo.db'}",
             "methodology": version,
-            "benchmark": base.benchmark.model_copy(update={"universe_size": min(500, markets)}),
+            "benchmark": base.benchmark.model_copy(
+                update={"universe_size": min(500, markets), "pricing": pricing}
+            ),
             # Simulated time runs ~10,000x faster than real time: sync the whole universe twice
             # a simulated day (held markets are still refreshed at every snapshot and settlement).
             "schedule": base.schedule.model_copy(update={"market_sync_minutes": 720}),
@@ -142,7 +153,7 @@ def demo(
         f"[bold]arena demo[/bold]: {weeks} simulated weeks from {start.date()} to "
         f"{end:%Y-%m-%d %H:%M} UTC (before now), "
         f"{markets} synthetic markets, {len(families)} families, methodology "
-        f"{version}, database {out / 'demo.db'}"
+        f"{version}, pricing {pricing}, database {out / 'demo.db'}"
     )
     started = time.perf_counter()
     sim = Simulation(

@@ -84,6 +84,15 @@ COST_COLUMNS = [
     Column("failed dec.", lambda r: str(r["failed_decisions"]), essential=False),
 ]
 
+EXECUTION_COLUMNS = [
+    Column("family", lambda r: r["family_id"], numeric=False),
+    Column("P/L at exit", lambda r: "-" if r["exit_pnl"] is None else dollars(r["exit_pnl"], True)),
+    Column("slip bps", lambda r: fixed(r["slippage_mid_bps"], 1)),
+    Column("fees USD", lambda r: f"{float(r['fees_usd']):,.2f}"),
+    Column("fill", lambda r: percent(_scaled(r["fill_ratio"]), signed=False, digits=0)),
+    Column("refused", lambda r: str(r["liquidity_refusals"])),
+]
+
 
 def print_leaderboard(
     standings: list[FamilyStanding], cohort: int | None, minimum: int, wide: bool = False
@@ -96,6 +105,10 @@ def print_leaderboard(
     title = f"Leaderboard ({scope})"
     show(console, fitted_table(STANDING_COLUMNS, rows, wide=wide, title=title), wide)
     show(console, fitted_table(COST_COLUMNS, rows, wide=wide, title="Cost and reliability"), wide)
+    booked = [row for row in rows if row["fill_ratio"] is not None]
+    if booked:  # mode book: how the family's orders filled against the order book
+        title = "Execution (order book; slippage vs the mid)"
+        show(console, fitted_table(EXECUTION_COLUMNS, booked, wide=wide, title=title), wide)
     if any(row["provisional"] for row in rows):
         console.print(f"* provisional: fewer than {minimum} scored bets")
     if not wide:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
+from arena.domain.book import Touch
 from arena.domain.ledger import ONE, ZERO
 from arena.errors import ExecutionError
 
@@ -49,6 +50,8 @@ class Market:
     event_title: str | None = None
     tags: tuple[str, ...] = field(default=())
     market_type: str | None = None  # Gamma `marketType`; "scalar" on legacy scalar markets
+    # Mode book: each outcome token's frozen touch, index-aligned with ``outcomes``
+    books: tuple[Touch, ...] = ()
 
     @property
     def is_binary(self) -> bool:
@@ -86,6 +89,22 @@ class Market:
         if self.prices is None:
             raise ExecutionError(f"market {self.id} has no prices")
         return side_price(self.outcomes, self.prices, side)
+
+    def side_index(self, side: str) -> int:
+        """The index in ``outcomes`` (and ``clob_token_ids``, ``books``) of a side's token."""
+        return side_index(self.outcomes, side)
+
+    def side_token(self, side: str) -> str:
+        """The CLOB token id a side trades (mode book)."""
+        if len(self.clob_token_ids) != len(self.outcomes):
+            raise ExecutionError(f"market {self.id} has no order book tokens")
+        return self.clob_token_ids[self.side_index(side)]
+
+    def side_touch(self, side: str) -> Touch:
+        """The touch of a side's book frozen with the universe (mode book)."""
+        if len(self.books) != len(self.outcomes):
+            raise ExecutionError(f"market {self.id} has no frozen order book")
+        return self.books[self.side_index(side)]
 
 
 def is_binary_outcomes(outcomes: tuple[str, ...] | list[str]) -> bool:
@@ -130,6 +149,14 @@ def canonical_side(outcomes: tuple[str, ...] | list[str], side: str) -> str:
             if outcome.strip().lower() == wanted:
                 return outcome
     raise ExecutionError(f"side {side!r} is not one of {list(outcomes)}")
+
+
+def side_index(outcomes: tuple[str, ...] | list[str], side: str) -> int:
+    """The outcome index of a side: YES/NO map to the Yes/No outcomes of a binary market."""
+    canonical = canonical_side(outcomes, side)
+    wanted = canonical.lower() if is_binary_outcomes(outcomes) else canonical
+    names = [o.strip().lower() for o in outcomes] if is_binary_outcomes(outcomes) else outcomes
+    return list(names).index(wanted)
 
 
 def side_price(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import jinja2
 
+from arena.domain.book import Touch
 from arena.domain.ledger import MONEY, ONE, ZERO, to_money
 from arena.domain.markets import Market
 from arena.domain.valuation import position_value
@@ -37,8 +38,14 @@ from arena.errors import ConfigError, ExecutionError
 PROMPT_VERSION = "v1"
 """The prompt version used for methodology v1 (the default)."""
 
-PROMPT_VERSIONS: dict[str, str] = {"v1": "v1", "v2": "v2"}
-"""The current prompt version for each methodology version."""
+PROMPT_VERSIONS: dict[tuple[str, str], str] = {
+    ("v1", "gamma"): "v1",
+    ("v2", "gamma"): "v2",
+    ("v1", "book"): "v1-book",
+    ("v2", "book"): "v2-book",
+}
+"""The current prompt version for each methodology version and pricing mode (mode book shows
+each side's bid and ask instead of one price)."""
 
 TEMPLATE_NAMES = ("system.txt", "user.txt", "repair.txt")
 QUESTION_LIMIT = 300
@@ -114,14 +121,17 @@ class PromptContext:
     starting_balance: Decimal = Decimal(10000)
     cohort_id: str = ""
     agent_id: str = ""
+    max_slippage: Decimal = Decimal("0.05")  # mode book: how far past the touch a fill may go
 
 
-def prompt_version_for(methodology: str) -> str:
-    """The current prompt version for a methodology version."""
+def prompt_version_for(methodology: str, pricing: str = "gamma") -> str:
+    """The current prompt version for a methodology version and pricing mode."""
     try:
-        return PROMPT_VERSIONS[methodology]
+        return PROMPT_VERSIONS[(methodology, pricing)]
     except KeyError:
-        raise ConfigError(f"methodology: unknown version {methodology!r}") from None
+        raise ConfigError(
+            f"methodology: unknown version {methodology!r} with pricing {pricing!r}"
+        ) from None
 
 
 # --- ordering ---------------------------------------------------------------------------------
@@ -205,7 +215,14 @@ def fmt_volume(volume: Decimal | None) -> str:
 
 
 def fmt_prices(market: Market) -> str:
-    """``YES=0.62; NO=0.38`` for binary markets, ``Name=p; ...`` for named outcomes."""
+    """``YES=0.62; NO=0.38`` for binary markets, ``Name=p; ...`` for named outcomes; in mode
+    book each side's frozen ``bid/ask`` (``YES=0.61/0.62; NO=0.38/0.39``, ``-`` for an empty
+    side)."""
+    if market.books:
+        sides = ("YES", "NO") if market.is_binary else market.outcomes
+        return "; ".join(
+            f"{display_side(market, side)}={_fmt_touch(market.side_touch(side))}" for side in sides
+        )
     if market.prices is None:
         return "-"
     if market.is_binary and market.yes_price is not None:
@@ -215,6 +232,12 @@ def fmt_prices(market: Market) -> str:
         f"{display_outcome(o)}={fmt_price(p)}"
         for o, p in zip(market.outcomes, market.prices, strict=True)
     )
+
+
+def _fmt_touch(touch: Touch) -> str:
+    bid = "-" if touch.best_bid is None else fmt_price(touch.best_bid)
+    ask = "-" if touch.best_ask is None else fmt_price(touch.best_ask)
+    return f"{bid}/{ask}"
 
 
 def fmt_date(value: datetime | None) -> str:
@@ -283,6 +306,7 @@ def template_values(ctx: PromptContext) -> dict[str, Any]:
         "min_bet": fmt_money(ctx.min_bet),
         "max_bet_percent": f"{percent:f}",
         "starting_balance": fmt_money(ctx.starting_balance),
+        "max_slippage": fmt_price(ctx.max_slippage),
         "positions": [position_row(p) for p in ordered_positions(ctx.positions)],
         "markets": [market_row(m) for m in ordered_markets(ctx.markets)],
         "panel": [panel_row(m) for m in ordered_markets(ctx.panel)],

@@ -9,6 +9,7 @@ database columns they read (``ExactDecimal(p, s)`` -> decimal with that precisio
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -86,7 +87,7 @@ def col(
     if isinstance(kind_of, UTCDateTime):
         return Column(name, Kind.TIME, expr, prompt=prompt, derive=derive)
     if isinstance(kind_of, JSON):
-        return Column(name, Kind.JSON, cast(expr, Text), prompt=prompt)
+        return Column(name, Kind.JSON, cast(expr, Text), prompt=prompt, derive=derive)
     if isinstance(kind_of, Boolean):
         return Column(name, Kind.BOOL, expr, prompt=prompt)
     if isinstance(kind_of, Integer):
@@ -224,6 +225,7 @@ COHORTS = TableSpec(
         col("week_start", Cohort.week_start),
         col("created_at", Cohort.created_at),
         col("methodology_version", Cohort.methodology_version),
+        col("pricing", Cohort.pricing),
         col("prompt_version", Cohort.prompt_version),
         col("starting_balance", Cohort.starting_balance),
         col("status", Cohort.status),
@@ -347,6 +349,19 @@ TRADES = TableSpec(
         col("cash_shown", Trade.cash_shown),
         col("cash_after", Trade.cash_after),
         col("executed_at", Trade.executed_at),
+        col("pricing", Trade.pricing),
+        col("requested_amount", Trade.requested_amount),
+        col("requested_shares", Trade.requested_shares),
+        col("fee", Trade.fee),
+        col("touch_price", Trade.touch_price),
+        col("mid_price", Trade.mid_price),
+        col("slippage_touch_bps", Trade.slippage_touch_bps),
+        col("slippage_mid_bps", Trade.slippage_mid_bps),
+        col("fill_ratio", Trade.fill_ratio),
+        col("book_hash", Trade.book_hash),
+        col("book_timestamp", Trade.book_timestamp),
+        col("token_id", Trade.token_id),
+        col("levels", Trade.levels),
     ),
     _agent_join(Trade, Trade.agent_id),
     Trade.id,
@@ -395,6 +410,7 @@ SNAPSHOTS = TableSpec(
         col("brier", PortfolioSnapshot.brier),
         col("resolved_bets", PortfolioSnapshot.resolved_bets),
         col("open_positions", PortfolioSnapshot.open_positions),
+        col("exit_value", PortfolioSnapshot.exit_value),
     ),
     _agent_join(PortfolioSnapshot, PortfolioSnapshot.agent_id),
     PortfolioSnapshot.id,
@@ -527,6 +543,16 @@ def _universes_restrict(statement: Select, f: ExportFilters) -> Select:
     return statement.where(UniverseMarket.universe_id.in_(used))
 
 
+def touch_field(name: str) -> Callable[[str], str]:
+    """A derived column of ``universe_markets.books``: one field of each outcome's frozen
+    touch, as a JSON list aligned with ``outcomes``."""
+
+    def derive(books: str) -> str:
+        return json.dumps([touch.get(name) for touch in json.loads(books)])
+
+    return derive
+
+
 # The frozen market set and prices each decision run showed and traded at.
 UNIVERSE_MARKETS = TableSpec(
     "universe_markets",
@@ -546,6 +572,14 @@ UNIVERSE_MARKETS = TableSpec(
         col("volume", UniverseMarket.volume),
         col("end_date", UniverseMarket.end_date),
         col("event_id", UniverseMarket.event_id),
+        col("pricing", DecisionUniverse.pricing),
+        col("clob_token_ids", UniverseMarket.clob_token_ids),
+        # mode book: each outcome token's frozen touch, as lists aligned with outcomes
+        col("best_bid", UniverseMarket.books, derive=touch_field("best_bid")),
+        col("best_ask", UniverseMarket.books, derive=touch_field("best_ask")),
+        col("mid", UniverseMarket.books, derive=touch_field("mid")),
+        col("book_hash", UniverseMarket.books, derive=touch_field("book_hash")),
+        col("books", UniverseMarket.books),
     ),
     lambda statement: statement.select_from(UniverseMarket).join(
         DecisionUniverse, DecisionUniverse.id == UniverseMarket.universe_id
@@ -553,6 +587,7 @@ UNIVERSE_MARKETS = TableSpec(
     (UniverseMarket.universe_id, UniverseMarket.market_id),
     _universes_restrict,
 )
+
 
 TABLES: tuple[TableSpec, ...] = (
     FAMILIES,

@@ -52,7 +52,7 @@ from arena.store.models import Agent, Cohort, Family
 
 log = logging.getLogger(__name__)
 
-EXPORT_SCHEMA_VERSION = "1"
+EXPORT_SCHEMA_VERSION = "2"  # 2: executable prices (mode book columns)
 FORMATS = ("jsonl", "csv", "parquet")
 BATCH_ROWS = 2_000
 BATCH_BYTES = 4 * 1024 * 1024
@@ -300,9 +300,17 @@ def _to_time(column: Column) -> Callable[[Any], Any]:
     return convert
 
 
-def _to_json_text(_column: Column) -> Callable[[Any], Any]:
-    """JSON columns are read as their stored text; a stored JSON ``null`` becomes null."""
-    return lambda value: None if value is None or value == "null" else str(value)
+def _to_json_text(column: Column) -> Callable[[Any], Any]:
+    """JSON columns are read as their stored text; a stored JSON ``null`` becomes null. A
+    derived JSON column maps the stored text to its own."""
+    derive = column.derive
+
+    def convert(value: Any) -> str | None:
+        if value is None or value == "null":
+            return None
+        return derive(str(value)) if derive else str(value)
+
+    return convert
 
 
 _CONVERT: dict[Kind, Callable[[Column], Callable[[Any], Any]]] = {

@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 
 from arena.fakes.gamma_api import error_reply, fault_reply, note_edit, route, take_fault
-from arena.fakes.serving import FakeDrop, FakeSlow, Reply, serve_handler
+from arena.fakes.serving import FakeSlow, Reply, mock_transport, serve_handler
 
 TICK = Decimal("0.001")
 ONE = Decimal(1)
@@ -394,27 +394,7 @@ class FakeGammaWorld:
 
     def mock_transport(self) -> httpx.MockTransport:
         """An in-process transport: drops raise httpx errors, slow replies time out."""
-
-        def respond(request: httpx.Request) -> httpx.Response:
-            query: dict[str, list[str]] = {}
-            for key, value in request.url.params.multi_items():
-                query.setdefault(key, []).append(value)
-            try:
-                status, headers, body = self.handle(request.method, request.url.path, query)
-            except FakeDrop as drop:
-                if drop.kind == "connect_error":
-                    raise httpx.ConnectError("connection refused", request=request) from None
-                raise httpx.RemoteProtocolError(
-                    "Server disconnected without sending a response.", request=request
-                ) from None
-            except FakeSlow as slow:
-                read_timeout = (request.extensions.get("timeout") or {}).get("read")
-                if read_timeout is None or slow.delay >= read_timeout:
-                    raise httpx.ReadTimeout("timed out", request=request) from None
-                status, headers, body = slow.reply
-            return httpx.Response(status, headers=headers, content=body)
-
-        return httpx.MockTransport(respond)
+        return mock_transport(lambda method, path, query, _body: self.handle(method, path, query))
 
 
 def _tradable(market: FakeMarket) -> bool:

@@ -205,11 +205,7 @@ def render_market(world: FakeGammaWorld, market: FakeMarket) -> dict[str, Any]:
         "liquidityNum": _number(world, market.liquidity, seq + 1),
         "endDateIso": market.end_date.date().isoformat(),
         "volume24hr": _number(world, market.volume_24h, seq + 2),
-        "clobTokenIds": json.dumps(
-            [str(10**76 + seq * 7919 + i) for i in range(len(market.outcomes))]
-        )
-        if market.prices is not None
-        else None,
+        "clobTokenIds": json.dumps(token_ids(market)) if market.prices is not None else None,
         "acceptingOrders": market.accepting_orders,
         "negRisk": market.event.neg_risk,
         "negRiskMarketID": market.event.neg_risk_market_id,
@@ -232,6 +228,12 @@ def render_market(world: FakeGammaWorld, market: FakeMarket) -> dict[str, Any]:
         else:
             row[key] = value
     return row
+
+
+def token_ids(market: FakeMarket) -> list[str]:
+    """The market's CLOB token ids (77-digit decimal strings, aligned with its outcomes):
+    stable, so a fake CLOB can serve their books (:mod:`arena.fakes.book_world`)."""
+    return [str(10**76 + int(market.id) * 7919 + i) for i in range(len(market.outcomes))]
 
 
 def _render_event(event: FakeEvent) -> dict[str, Any]:

@@ -1,8 +1,10 @@
-"""Serve a pure request handler over real HTTP on 127.0.0.1, for fakes of outside services.
+"""Serve a pure request handler over real HTTP on 127.0.0.1, or in-process through
+``httpx.MockTransport``, for fakes of outside services.
 
 A handler is ``handle(method, path, query) -> (status, headers, body)`` with ``query`` mapping
-each parameter to its list of values. It signals transport-level misbehaviour by raising
-:class:`FakeDrop` (close the socket without answering) or :class:`FakeSlow` (answer late).
+each parameter to its list of values; a :data:`BodyHandler` also receives the request body (for
+POST endpoints). It signals transport-level misbehaviour by raising :class:`FakeDrop` (close
+the socket without answering) or :class:`FakeSlow` (answer late).
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
+
 Reply = tuple[int, dict[str, str], bytes]
 Handler = Callable[[str, str, dict[str, list[str]]], Reply]
+BodyHandler = Callable[[str, str, dict[str, list[str]], bytes], Reply]
 
 
 class FakeDrop(Exception):
@@ -38,6 +43,13 @@ class FakeSlow(Exception):
 @contextmanager
 def serve_handler(handle: Handler) -> Iterator[str]:
     """Run ``handle`` behind a threaded HTTP server on an ephemeral port; yields the base URL."""
+    with serve_body_handler(lambda method, path, query, _body: handle(method, path, query)) as url:
+        yield url
+
+
+@contextmanager
+def serve_body_handler(handle: BodyHandler) -> Iterator[str]:
+    """Like :func:`serve_handler`, for a handler that also reads the request body."""
 
     class RequestHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -54,8 +66,10 @@ def serve_handler(handle: Handler) -> Iterator[str]:
         def _serve(self, method: str) -> None:
             url = urlsplit(self.path)
             query = parse_qs(url.query, keep_blank_values=True)
+            length = int(self.headers.get("Content-Length") or 0)
+            request_body = self.rfile.read(length) if length > 0 else b""
             try:
-                status, headers, body = handle(method, url.path, query)
+                status, headers, body = handle(method, url.path, query, request_body)
             except FakeDrop:
                 self.close_connection = True  # the server closes the socket, nothing sent
                 return
@@ -85,3 +99,30 @@ def serve_handler(handle: Handler) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def mock_transport(handle: BodyHandler) -> httpx.MockTransport:
+    """``handle`` as an in-process transport: a drop raises the httpx error a real dropped
+    connection would (``connect_error``: refused), and a reply slower than the client's read
+    timeout raises ``httpx.ReadTimeout`` at once; a faster one is answered without waiting."""
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        query: dict[str, list[str]] = {}
+        for key, value in request.url.params.multi_items():
+            query.setdefault(key, []).append(value)
+        try:
+            status, headers, body = handle(request.method, request.url.path, query, request.read())
+        except FakeDrop as drop:
+            if drop.kind == "connect_error":
+                raise httpx.ConnectError("connection refused", request=request) from None
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.", request=request
+            ) from None
+        except FakeSlow as slow:
+            read_timeout = (request.extensions.get("timeout") or {}).get("read")
+            if read_timeout is None or slow.delay >= read_timeout:
+                raise httpx.ReadTimeout("timed out", request=request) from None
+            status, headers, body = slow.reply
+        return httpx.Response(status, headers=headers, content=body)
+
+    return httpx.MockTransport(respond)

@@ -79,7 +79,10 @@ def start_cohort(factory: sessionmaker[Session], settings: Settings, clock: Cloc
                 "week_start": start,
                 "created_at": now,
                 "methodology_version": settings.methodology,
-                "prompt_version": prompt_version_for(settings.methodology),
+                "prompt_version": prompt_version_for(
+                    settings.methodology, settings.benchmark.pricing
+                ),
+                "pricing": settings.benchmark.pricing,
                 "starting_balance": settings.benchmark.starting_balance,
                 "status": "active",
             },

@@ -31,17 +31,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, SystemClock, decision_week
 from arena.config import Settings
-from arena.domain import ledger
+from arena.domain.book import Pricing
 from arena.domain.decisions import (
     Action,
     MalformedResponse,
@@ -50,14 +48,8 @@ from arena.domain.decisions import (
     extract_json_object,
     validate_decision,
 )
-from arena.domain.prompting import (
-    PositionView,
-    PromptContext,
-    render_messages,
-    render_repair,
-)
+from arena.domain.prompting import PromptContext, render_messages, render_repair
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
-from arena.domain.valuation import side_mark
 from arena.errors import ProviderFatal, UniverseUnavailable
 from arena.jobs.budget import Budget, BudgetExceeded
 from arena.jobs.claims import (
@@ -72,6 +64,8 @@ from arena.jobs.claims import (
     lock_claim,
 )
 from arena.jobs.cohorts import decision_window
+from arena.jobs.decide_report import ALREADY_FINAL, HELD, AgentResult, AttemptLog, DecideReport
+from arena.jobs.decide_view import book_prices, prompt_context, traded_sides
 from arena.jobs.execute import execute_decision, store_forecasts
 from arena.jobs.universe import FrozenUniverse, load_universe
 from arena.prompts import load_templates
@@ -83,7 +77,10 @@ from arena.sources.providers import (
     call_with_retries,
 )
 from arena.store.db import transaction
-from arena.store.models import Agent, Cohort, Decision, DecisionAttempt, Position
+from arena.store.models import Agent, Cohort, Decision
+
+if TYPE_CHECKING:
+    from arena.sources.clob import BookSource
 
 log = logging.getLogger(__name__)
 
@@ -93,120 +90,6 @@ FreezeUniverse = Callable[[Sequence[int]], int]
 
 class RunAborted(Exception):
     """The provider refused the key or credit (401/402): stop the whole run now."""
-
-
-ALREADY_FINAL = "already final"
-HELD = "held"
-
-
-@dataclass
-class AgentResult:
-    cohort_id: int
-    agent_id: int
-    family_id: str
-    decision_id: int | None
-    status: str  # completed | retryable | budget_skipped | already final | held
-    action: str | None = None
-    system_hold: bool = False
-    trades: int = 0
-    attempts: int = 0
-    cost_usd: Decimal = Decimal(0)
-    error: str | None = None
-    lease_until: datetime | None = None
-
-    @property
-    def failed(self) -> bool:
-        return self.status in (RETRYABLE, BUDGET_SKIPPED)
-
-    @property
-    def final(self) -> bool:
-        return self.status in (COMPLETED, ALREADY_FINAL)
-
-    def describe(self) -> str:
-        """``completed``, ``already final``, ``held by HOST:PID until T``, or the failure."""
-        if self.status == HELD or (self.status == ALREADY_FINAL and self.error):
-            return self.error or self.status
-        return self.status + (f": {self.error}" if self.error else "")
-
-
-@dataclass
-class DecideReport:
-    universe_id: int | None = None
-    results: list[AgentResult] = field(default_factory=list)
-    aborted: str | None = None
-
-    @property
-    def unfinished(self) -> list[AgentResult]:
-        """Agents whose decision is not final: failed, or still held by another process."""
-        return [r for r in self.results if not r.final]
-
-    @property
-    def failed(self) -> bool:
-        """Exit 1: an agent is not final (failed or held), every model call failed, or the run
-        was aborted (a refused universe, a refused key, a shutdown)."""
-        if self.aborted or self.unfinished:
-            return True
-        called = [r for r in self.results if r.attempts]
-        return bool(called) and all(r.error for r in called)
-
-
-@dataclass
-class _Attempts:
-    """Collects the attempts of one decision as they happen, and stores each at once."""
-
-    factory: sessionmaker[Session]
-    claim: Claim
-    prompt_version: str
-    clock: Clock
-    count: int = 0
-    cost: Decimal = Decimal(0)
-
-    def store(
-        self,
-        kind: str,
-        outcome: str,
-        messages: list[dict[str, Any]],
-        started: datetime,
-        reply: ModelReply | None = None,
-        error: ProviderCallError | None = None,
-        parsed: dict[str, Any] | None = None,
-        message: str | None = None,
-    ) -> None:
-        self.count += 1
-        source: Any = reply if reply is not None else error
-        cost = getattr(source, "cost_usd", None)
-        if cost is not None:
-            self.cost += cost
-        row = DecisionAttempt(
-            decision_id=self.claim.decision_id,
-            attempt_no=self.claim.attempts_before + self.count,
-            claim_token=self.claim.token,
-            kind=kind,
-            outcome=outcome,
-            request_messages=storable_json(messages),
-            raw_response=optional_text(reply.content if reply is not None else None, MODEL_TEXT),
-            raw_body=storable_json(
-                reply.raw if reply is not None else error.raw if error else None
-            ),
-            parsed=storable_json(parsed),
-            error=optional_text(
-                message or (error.message if error is not None else None), MODEL_TEXT
-            ),
-            http_status=error.status if error is not None else None,
-            finish_reason=reply.finish_reason if reply is not None else None,
-            provider=getattr(source, "provider", None),
-            model=getattr(source, "model", None),
-            generation_id=getattr(source, "generation_id", None),
-            prompt_tokens=getattr(source, "prompt_tokens", None),
-            completion_tokens=getattr(source, "completion_tokens", None),
-            cost_usd=cost,
-            latency_ms=getattr(source, "latency_ms", None),
-            prompt_version=self.prompt_version,
-            started_at=started,
-            finished_at=self.clock.now(),
-        )
-        with transaction(self.factory) as session:
-            session.add(row)
 
 
 class DecisionRun:
@@ -227,7 +110,9 @@ class DecisionRun:
         should_stop: Callable[[], bool] | None = None,
         refresh_markets: Callable[[Sequence[str]], object] | None = None,
         wait: Callable[[float], None] = time.sleep,
+        books: BookSource | None = None,
     ) -> None:
+        """``books``: the CLOB, which mode-book cohorts' executions trade against."""
         self.factory = factory
         self.settings = settings
         self.clock = clock
@@ -240,6 +125,7 @@ class DecisionRun:
         self.should_stop = should_stop or (lambda: False)
         self.wait = wait
         self.refresh_markets = refresh_markets
+        self.books = books
 
     def agents_to_decide(self) -> list[tuple[Cohort, Agent]]:
         now = self.clock.now()
@@ -357,7 +243,7 @@ class DecisionRun:
         result.decision_id = claim.decision_id
         with LeaseKeeper(self.factory, claim, self.lease_clock, lease):
             try:
-                self._decide_claimed(claim, agent, week, universe, result)
+                self._decide_claimed(claim, agent, week, universe, result, cohort.pricing)
             except RunAborted:
                 raise
             except Exception as exc:  # one agent's failure never blocks the agents after it
@@ -367,60 +253,9 @@ class DecisionRun:
                     result,
                     RETRYABLE,
                     error=f"internal error: {type(exc).__name__}: {exc}",
-                    attempts=_Attempts(self.factory, claim, agent.prompt_version, self.clock),
+                    attempts=AttemptLog(self.factory, claim, agent.prompt_version, self.clock),
                 )
         return result
-
-    def _prompt_context(
-        self, agent: Agent, week: int, universe: FrozenUniverse
-    ) -> tuple[PromptContext, Decimal]:
-        with self.factory() as session:
-            fresh = session.get(Agent, agent.id)
-            assert fresh is not None
-            positions = list(
-                session.scalars(
-                    select(Position)
-                    .where(Position.agent_id == agent.id, Position.status == "OPEN")
-                    .order_by(Position.id)
-                )
-            )
-        views = []
-        for position in positions:
-            market = universe.by_id.get(position.market_id)
-            if market is None:
-                continue  # a held market missing from the universe cannot be priced or sold
-            price = side_mark(market.outcomes, market.prices, position.side)
-            views.append(
-                PositionView(
-                    position_id=str(position.id),
-                    market=market,
-                    side=position.side,
-                    shares=position.shares,
-                    avg_entry_price=position.cost_basis / position.shares
-                    if position.shares
-                    else Decimal(0),
-                    current_price=price,
-                    cost_basis=position.cost_basis,
-                )
-            )
-        bench = self.settings.benchmark
-        methodology = agent.methodology_version
-        ctx = PromptContext(
-            now=self.clock.now(),
-            decision_week=week,
-            cash=fresh.cash,
-            max_bet=ledger.max_bet(fresh.cash, bench.max_bet_fraction),
-            min_bet=bench.min_bet,
-            positions=tuple(views),
-            markets=tuple(universe.ranked),
-            methodology=methodology,  # type: ignore[arg-type]
-            panel=tuple(universe.panel) if methodology == "v2" else (),
-            max_bet_fraction=bench.max_bet_fraction,
-            starting_balance=fresh.starting_balance,
-            cohort_id=str(agent.cohort_id),
-            agent_id=str(agent.id),
-        )
-        return ctx, fresh.cash
 
     def _decide_claimed(
         self,
@@ -429,12 +264,15 @@ class DecisionRun:
         week: int,
         universe: FrozenUniverse,
         result: AgentResult,
+        pricing: str,
     ) -> None:
-        ctx, cash_shown = self._prompt_context(agent, week, universe)
+        ctx, cash_shown = prompt_context(
+            self.factory, self.settings, self.clock.now(), agent, week, universe, pricing
+        )
         validation = ValidationContext.from_prompt(ctx)
         templates = load_templates(agent.prompt_version)
         messages = render_messages(ctx, templates)
-        attempts = _Attempts(self.factory, claim, agent.prompt_version, self.clock)
+        attempts = AttemptLog(self.factory, claim, agent.prompt_version, self.clock)
         provider = self.provider_for(agent)
         model = agent.openrouter_id or f"baseline/{agent.strategy}"
         max_tokens = self._max_tokens(agent)
@@ -491,7 +329,7 @@ class DecisionRun:
                 f"{self.settings.benchmark.malformed_retries} repairs: {last_error}",
             )
             result.system_hold = True
-        self._execute(claim, agent, decision, universe, cash_shown, attempts, result)
+        self._execute(claim, agent, decision, universe, cash_shown, attempts, result, pricing)
 
     def _max_tokens(self, agent: Agent) -> int:
         try:
@@ -508,7 +346,7 @@ class DecisionRun:
         messages: list[dict[str, Any]],
         max_tokens: int,
         ctx: PromptContext,
-        attempts: _Attempts,
+        attempts: AttemptLog,
         kind: str,
         claim: Claim,
         result: AgentResult,
@@ -558,11 +396,18 @@ class DecisionRun:
         decision: ValidDecision,
         universe: FrozenUniverse,
         cash_shown: Decimal,
-        attempts: _Attempts,
+        attempts: AttemptLog,
         result: AgentResult,
+        pricing: str,
     ) -> None:
+        traded = traded_sides(decision, universe, self.factory, agent.id)
         if self.refresh_markets is not None:
-            self.refresh_markets(_traded_market_ids(decision, universe, self.factory, agent.id))
+            self.refresh_markets([market_id for market_id, _side in traded])
+        book = (
+            book_prices(self.factory, self.settings, self.books, self.clock.now(), universe, traded)
+            if pricing == Pricing.BOOK
+            else None
+        )
         now = self.clock.now()
         with transaction(self.factory) as session:
             row = lock_claim(session, claim)
@@ -584,6 +429,7 @@ class DecisionRun:
                 cash_shown=cash_shown,
                 max_bet_fraction=self.settings.benchmark.max_bet_fraction,
                 now=now,
+                book=book,
             )
             if execution.all_failed:
                 session.rollback()
@@ -594,6 +440,7 @@ class DecisionRun:
                     error="all executions failed: " + "; ".join(execution.failures),
                     attempts=attempts,
                     decision=decision,
+                    refusals=execution.refusals,
                 )
                 return
             if agent.methodology_version == "v2":
@@ -612,6 +459,7 @@ class DecisionRun:
             row.reasoning = optional_text(decision.reasoning, MODEL_TEXT)
             row.payload = storable_json(decision.to_json_dict())
             row.error = optional_text("; ".join(execution.failures), MODEL_TEXT) or None
+            row.refusals = storable_json(execution.refusals) or None
             row.completed_at = row.updated_at = now
             row.lease_expires_at = None
         result.status, result.action = COMPLETED, decision.action.value
@@ -628,8 +476,9 @@ class DecisionRun:
         status: str,
         *,
         error: str,
-        attempts: _Attempts,
+        attempts: AttemptLog,
         decision: ValidDecision | None = None,
+        refusals: list[dict[str, object]] | None = None,
     ) -> None:
         """Record a failure state on the decision (only while the claim still holds)."""
         now = self.clock.now()
@@ -640,27 +489,10 @@ class DecisionRun:
                 row.error = optional_text(error, MODEL_TEXT)
                 row.action = decision.action.value if decision else None
                 row.payload = storable_json(decision.to_json_dict()) if decision else None
+                row.refusals = storable_json(refusals) if refusals else None
                 row.updated_at = now
                 row.lease_expires_at = None
         result.status, result.error = status, error
         result.attempts, result.cost_usd = attempts.count, attempts.cost
         if decision is not None:
             result.action = decision.action.value
-
-
-def _traded_market_ids(
-    decision: ValidDecision, universe: FrozenUniverse, factory: sessionmaker[Session], agent_id: int
-) -> list[str]:
-    """The markets a decision would trade: its bets' markets, or its sells' positions' markets."""
-    ids = [bet.market_id for bet in decision.bets if bet.market_id in universe.by_id]
-    position_ids = [
-        int(order.position_id) for order in decision.sells if order.position_id.isdigit()
-    ]
-    if position_ids:
-        with factory() as session:
-            ids += session.scalars(
-                select(Position.market_id).where(
-                    Position.id.in_(position_ids), Position.agent_id == agent_id
-                )
-            ).all()
-    return ids

@@ -56,10 +56,10 @@ _KEEP_KNOWN = (
     "slug", "description", "category", "volume", "volume_24h", "liquidity", "end_date",
     "closed_time", "accepting_orders", "uma_resolution_status", "condition_id",
     "neg_risk_market_id", "group_item_title", "event_id", "event_slug", "event_title",
-    "last_raw_prices", "prices", "yes_price",
+    "last_raw_prices", "prices", "yes_price", "clob_token_ids",
 )  # fmt: skip
 _ALWAYS = ("outcomes", "active", "closed", "neg_risk")
-_JSON = ("outcomes", "prices", "last_raw_prices")
+_JSON = ("outcomes", "prices", "last_raw_prices", "clob_token_ids")
 _SQL_NULL_JSON = JSON(none_as_null=True)  # a missing price list is SQL NULL, so COALESCE works
 
 
@@ -155,6 +155,7 @@ def _upsert(
     insert = dialect_insert(session, MarketRow.__table__).values(
         prices=bindparam("prices", type_=_SQL_NULL_JSON),
         last_raw_prices=bindparam("last_raw_prices", type_=_SQL_NULL_JSON),
+        clob_token_ids=bindparam("clob_token_ids", type_=_SQL_NULL_JSON),
     )
     new = insert.excluded
     values: dict[str, Any] = {
@@ -242,6 +243,10 @@ def market_row(market: Market, now: datetime) -> dict[str, Any]:
         "accepting_orders": market.accepting_orders,
         "uma_resolution_status": market.uma_resolution_status,
         "condition_id": market.condition_id,
+        # index-aligned with outcomes; decimal strings end to end (clob-api.md, pitfall 4)
+        "clob_token_ids": list(market.clob_token_ids)
+        if len(market.clob_token_ids) == len(market.outcomes)
+        else None,
         "neg_risk": market.neg_risk,
         "neg_risk_market_id": market.neg_risk_market_id,
         "group_item_title": market.group_item_title,

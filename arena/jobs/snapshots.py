@@ -19,6 +19,13 @@ Methodology, "Valuation and snapshots". Choices made here:
   no-op.
 * **Refresh**: with a ``source``, held markets are refreshed first. If Gamma fails, the
   snapshot is still taken on the last valid marks and the error is in the report.
+* **Mode book** (methodology, "Executable prices", Marks): with ``books`` (the CLOB), the book
+  of every token held by a mode-book cohort is fetched in batch first and its mark stored
+  (:mod:`arena.jobs.books`); those positions are valued at their token's last valid mark
+  (Gamma's mark only when the token never had one), and each mode-book agent's snapshot
+  stores ``exit_value``: its cash plus the proceeds of selling every open position into the
+  current bids, fees included. When the CLOB is unreachable the marks hold and
+  ``exit_value`` is left empty (unknown), never guessed.
 """
 
 from __future__ import annotations
@@ -28,25 +35,30 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Table, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
 from arena.config import Settings
+from arena.domain.book import Pricing
 from arena.domain.ledger import HUNDRED, ZERO
-from arena.domain.markets import stored_prices
+from arena.domain.markets import side_index, stored_prices
 from arena.domain.valuation import position_value, side_mark
-from arena.errors import ArenaError
+from arena.errors import ArenaError, ExecutionError
+from arena.jobs.books import HeldBooks, fetch_held_books
 from arena.jobs.prices import refresh_held_markets
 from arena.slots import job_slot
 from arena.sources.gamma import MarketSource
 from arena.store.db import transaction
-from arena.store.models import Agent, BrierScore, Cohort, PortfolioSnapshot, Position
+from arena.store.models import Agent, BookMark, BrierScore, Cohort, PortfolioSnapshot, Position
 from arena.store.models import Market as MarketRow
 from arena.store.queries import held_market_ids
 from arena.store.upsert import dialect_insert
+
+if TYPE_CHECKING:
+    from arena.sources.clob import BookSource
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +77,8 @@ class SnapshotReport:
     unpriced_positions: int  # valued at cost basis: their market never had a valid price
     refreshed_markets: int | None = None  # None: no refresh asked
     refresh_error: str | None = None
+    books_fetched: int | None = None  # mode book: token books fetched (None: none asked)
+    books_error: str | None = None
 
     def counts(self) -> dict[str, Any]:
         """JSON-safe figures for the job log."""
@@ -76,6 +90,8 @@ class SnapshotReport:
             "unpriced_positions": self.unpriced_positions,
             "refreshed_markets": self.refreshed_markets,
             "refresh_error": self.refresh_error,
+            "books_fetched": self.books_fetched,
+            "books_error": self.books_error,
         }
 
     def summary(self) -> str:
@@ -90,6 +106,10 @@ class SnapshotReport:
             text += f", {self.refreshed_markets} markets refreshed"
         if self.refresh_error:
             text += f"; price refresh failed: {self.refresh_error}"
+        if self.books_fetched is not None:
+            text += f", {self.books_fetched} order books"
+        if self.books_error:
+            text += f"; order books unavailable: {self.books_error}"
         return text
 
 
@@ -98,6 +118,7 @@ def take_snapshots(
     settings: Settings,
     clock: Clock,
     source: MarketSource | None = None,
+    books: BookSource | None = None,
 ) -> SnapshotReport:
     """Write one portfolio snapshot per agent of every unfinished cohort for the current slot.
 
@@ -113,7 +134,8 @@ def take_snapshots(
         except ArenaError as exc:
             refresh_error = str(exc)
             log.warning("snapshot: price refresh failed, valuing at last marks: %s", exc)
-    rows, positions, unpriced = value_agents(factory, now, slot)
+    held = fetch_held_books(factory, books, now) if books is not None else None
+    rows, positions, unpriced = value_agents(factory, now, slot, held)
     written = 0
     if rows:
         with transaction(factory) as session:
@@ -134,11 +156,13 @@ def take_snapshots(
         unpriced_positions=unpriced,
         refreshed_markets=refreshed,
         refresh_error=refresh_error,
+        books_fetched=None if held is None else len(held.books),
+        books_error=None if held is None else held.error,
     )
 
 
 def value_agents(
-    factory: sessionmaker[Session], now: datetime, slot: datetime
+    factory: sessionmaker[Session], now: datetime, slot: datetime, held: HeldBooks | None = None
 ) -> tuple[list[dict[str, Any]], int, int]:
     """Snapshot rows for ``slot``, read in one consistent transaction (no writes).
 
@@ -154,7 +178,12 @@ def value_agents(
         unfinished = (Cohort.status != "completed", Cohort.week_start <= now)
         agents = conn.execute(
             select(
-                Agent.id, Agent.cohort_id, Agent.starting_balance, Agent.cash, Agent.realized_pnl
+                Agent.id,
+                Agent.cohort_id,
+                Agent.starting_balance,
+                Agent.cash,
+                Agent.realized_pnl,
+                Cohort.pricing,
             )
             .join(Cohort, Cohort.id == Agent.cohort_id)
             .where(*unfinished)
@@ -163,15 +192,22 @@ def value_agents(
         if not agents:
             return [], 0, 0
         markets = {
-            market_id: (outcomes, prices)
-            for market_id, outcomes, prices in conn.execute(
-                select(MarketRow.id, MarketRow.outcomes, MarketRow.prices).where(
-                    MarketRow.id.in_(held_market_ids())
-                )
+            market_id: (outcomes, prices, tokens)
+            for market_id, outcomes, prices, tokens in conn.execute(
+                select(
+                    MarketRow.id, MarketRow.outcomes, MarketRow.prices, MarketRow.clob_token_ids
+                ).where(MarketRow.id.in_(held_market_ids()))
             )
         }
         briers = _brier_totals(conn, unfinished)
-        book = _Book(markets)
+        token_marks = dict(
+            conn.execute(
+                select(BookMark.token_id, BookMark.mark).where(
+                    BookMark.market_id.in_(held_market_ids())
+                )
+            ).all()
+        )
+        book = _Book(markets, token_marks, held)
         positions = conn.execution_options(yield_per=STREAM_ROWS).execute(
             select(
                 Position.agent_id,
@@ -179,15 +215,16 @@ def value_agents(
                 Position.side,
                 Position.shares,
                 Position.cost_basis,
+                Cohort.pricing,
             )
             .join(Cohort, Cohort.id == Position.cohort_id)
             .where(Position.status == "OPEN", *unfinished)
         )
-        for agent_id, market_id, side, shares, cost_basis in positions:
-            book.add(agent_id, market_id, side, shares, cost_basis)
+        for agent_id, market_id, side, shares, cost_basis, pricing in positions:
+            book.add(agent_id, market_id, side, shares, cost_basis, pricing == Pricing.BOOK)
 
     rows: list[dict[str, Any]] = []
-    for agent_id, cohort_id, starting, cash, realized in agents:
+    for agent_id, cohort_id, starting, cash, realized, pricing in agents:
         positions_value = book.value[agent_id]
         total = cash + positions_value
         pnl = total - starting
@@ -207,36 +244,75 @@ def value_agents(
                 "brier": (brier_sum / scored).quantize(SCORE, ROUND_HALF_EVEN) if scored else None,
                 "resolved_bets": scored,
                 "open_positions": book.count[agent_id],
+                "exit_value": book.exit_value(agent_id, cash)
+                if pricing == Pricing.BOOK and held is not None
+                else None,
             }
         )
     return rows, book.positions, book.unpriced
 
 
 class _Book:
-    """Per-agent sums of marked value, open cost basis and position count."""
+    """Per-agent sums of marked value, open cost basis, position count and exit proceeds."""
 
-    def __init__(self, markets: dict[str, tuple[list[str], list[Any] | None]]) -> None:
+    def __init__(
+        self,
+        markets: dict[str, tuple[list[str], list[Any] | None, list[Any] | None]],
+        token_marks: dict[str, Decimal],
+        held: HeldBooks | None,
+    ) -> None:
         self.markets = markets
-        self.marks: dict[tuple[str, str], Decimal | None] = {}
+        self.token_marks = token_marks
+        self.held = held
+        self.marks: dict[tuple[str, str, bool], Decimal | None] = {}
         self.value: dict[int, Decimal] = defaultdict(Decimal)
         self.basis: dict[int, Decimal] = defaultdict(Decimal)
         self.count: dict[int, int] = defaultdict(int)
+        self.exit: dict[int, Decimal] = defaultdict(Decimal)
+        self.exit_unknown: set[int] = set()
         self.positions = 0
         self.unpriced = 0
 
     def add(
-        self, agent_id: int, market_id: str, side: str, shares: Decimal, cost_basis: Decimal
+        self,
+        agent_id: int,
+        market_id: str,
+        side: str,
+        shares: Decimal,
+        cost_basis: Decimal,
+        book: bool = False,
     ) -> None:
-        key = (market_id, side)
+        key = (market_id, side, book)
         if key not in self.marks:
-            outcomes, prices = self.markets.get(market_id, (None, None))
-            self.marks[key] = side_mark(outcomes, stored_prices(prices), side)
+            self.marks[key] = self._mark(market_id, side, book)
         mark = self.marks[key]
         self.unpriced += mark is None
         self.value[agent_id] += position_value(shares, cost_basis, mark)
         self.basis[agent_id] += cost_basis
         self.count[agent_id] += 1
         self.positions += 1
+        if book and self.held is not None:
+            proceeds = self.held.exit_proceeds(market_id, side, shares)
+            if proceeds is None:
+                self.exit_unknown.add(agent_id)
+            else:
+                self.exit[agent_id] += proceeds
+
+    def exit_value(self, agent_id: int, cash: Decimal) -> Decimal | None:
+        return None if agent_id in self.exit_unknown else cash + self.exit[agent_id]
+
+    def _mark(self, market_id: str, side: str, book: bool) -> Decimal | None:
+        """Mode book: the token's last valid mark; else (or when it never had one) the side's
+        price at the market's last valid Gamma mark."""
+        outcomes, prices, tokens = self.markets.get(market_id, (None, None, None))
+        if book and outcomes and tokens and len(tokens) == len(outcomes):
+            try:
+                token_mark = self.token_marks.get(str(tokens[side_index(outcomes, side)]))
+            except ExecutionError:
+                token_mark = None
+            if token_mark is not None:
+                return token_mark
+        return side_mark(outcomes, stored_prices(prices), side)
 
 
 def _percent(agent_id: int, pnl: Decimal, starting: Decimal) -> Decimal:

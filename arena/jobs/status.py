@@ -16,14 +16,17 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.config import Settings
+from arena.jobs.books import CLOB_UNAVAILABLE
 from arena.jobs.cohorts import decision_window, unfinished_cohorts
 from arena.jobs.due import current_week_due
 from arena.jobs.guard import latest_runs
 from arena.slots import JOBS, next_slot
-from arena.store.models import Agent, Market, Position
+from arena.store.models import Agent, Market, Position, SystemLog
 from arena.store.queries import held_market_ids
 
 AWAITING_TOO_LONG = timedelta(days=3)
+OUTAGE_WINDOW = timedelta(hours=24)
+OUTAGE_LINES = 1000
 
 
 @dataclass(frozen=True)
@@ -102,12 +105,33 @@ def read_status(session: Session, settings: Settings, now: datetime, lease_now: 
     ]
     warnings = current_week_due(settings, session, now, lease_now).warnings()
     warnings += awaiting_resolution(session, now)
+    warnings += clob_outages(session, now)
     return Status(now=now, jobs=jobs, cohorts=lines, warnings=warnings)
 
 
 def _counts(session: Session, statement: Any) -> dict[int, int]:
     grouped = statement.group_by(statement.selected_columns[0])
     return dict(session.execute(grouped).all())
+
+
+def clob_outages(session: Session, now: datetime) -> list[str]:
+    """The Polymarket CLOB outages of the last :data:`OUTAGE_WINDOW` (mode book: decisions
+    and snapshots that could not get an order book), newest first, with how many there were."""
+    rows = session.execute(
+        select(SystemLog.at, SystemLog.source, SystemLog.message)
+        .where(
+            SystemLog.event == CLOB_UNAVAILABLE,
+            SystemLog.at <= now,
+            SystemLog.at > now - OUTAGE_WINDOW,
+        )
+        .order_by(SystemLog.at.desc(), SystemLog.id.desc())
+        .limit(OUTAGE_LINES)
+    ).all()
+    if not rows:
+        return []
+    at, source, message = rows[0]
+    more = f" ({len(rows)} in the last 24 h)" if len(rows) > 1 else ""
+    return [f"CLOB outage at {at.isoformat()} during the {source}{more}: {message}"]
 
 
 def awaiting_resolution(session: Session, now: datetime) -> list[str]:

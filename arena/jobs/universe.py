@@ -17,19 +17,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import week_start
 from arena.config import V2, Settings
+from arena.domain.book import OrderBook, Touch
 from arena.domain.markets import Market, stored_prices, valid_prices
-from arena.errors import UniverseUnavailable
+from arena.errors import ClobError, UniverseUnavailable
+from arena.jobs.books import record_outage, store_marks
 from arena.store.db import transaction
 from arena.store.models import DecisionUniverse, UniverseMarket
 from arena.store.models import Market as MarketRow
 from arena.store.queries import held_market_ids
 from arena.store.upsert import insert_ignore
+
+if TYPE_CHECKING:
+    from arena.sources.clob import BookSource
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,7 @@ class FrozenUniverse:
     ranked: list[Market]  # new opportunities, by rank
     by_id: dict[str, Market]  # every market of the universe, held-only ones included
     panel: list[Market] = field(default_factory=list)  # methodology v2 forecast panel, by rank
+    pricing: str = "gamma"  # "book" when each market's touch was frozen with it
 
     def stale(self, now: datetime, max_age_minutes: int) -> bool:
         """Whether its prices are too old to show a model at ``now``."""
@@ -79,6 +86,7 @@ def market_from_row(row: MarketRow) -> Market:
         accepting_orders=row.accepting_orders,
         uma_resolution_status=row.uma_resolution_status,
         condition_id=row.condition_id,
+        clob_token_ids=tuple(str(t) for t in row.clob_token_ids or ()),
         neg_risk=row.neg_risk,
         neg_risk_market_id=row.neg_risk_market_id,
         group_item_title=row.group_item_title,
@@ -94,6 +102,7 @@ def freeze_universe(
     now: datetime,
     cohort_ids: Sequence[int],
     listed: Sequence[str] | None = None,
+    books: BookSource | None = None,
 ) -> int:
     """Freeze (or reuse a fresh) universe for a decision at ``now``; returns its id.
 
@@ -104,39 +113,37 @@ def freeze_universe(
     only those markets can be offered, so a market Gamma no longer lists (or no longer knows)
     is never frozen from a stale stored row. Without it (``arena decide`` on its own), the
     stored open markets are ranked by volume.
+
+    ``books`` (mode book) is the CLOB: the universe then keeps only markets with a book for
+    every outcome token (``POST /books``, 500 tokens a request) and freezes each token's touch
+    and hash; an unreachable CLOB raises :class:`UniverseUnavailable` (never a fallback to
+    Gamma's prices).
     """
     slot = week_start(now)
     size = settings.benchmark.universe_size
     max_age = settings.benchmark.max_price_age_minutes
-    with transaction(factory) as session:
+    with factory() as session:
         existing = fresh_universe_id(session, slot, now, max_age)
         if existing is not None:
             return existing
-        query = select(MarketRow).where(
-            MarketRow.closed.is_(False), MarketRow.active.is_(True), MarketRow.status == "open"
-        )
-        if listed is not None:
-            query = query.where(MarketRow.id.in_(list(listed)))
-        candidates = session.scalars(
-            query.order_by(MarketRow.volume.desc().nulls_last(), MarketRow.id)
-        )
-        ranked: list[MarketRow] = []
-        for row in candidates:
-            market = market_from_row(row)
-            if market.is_tradable:
-                ranked.append(row)
-                if len(ranked) >= size:
-                    break
-        ranked.sort(key=lambda r: (-(r.volume or Decimal(0)), r.id))
-        floor = settings.benchmark.universe_floor
-        if len(ranked) < floor:
-            raise UniverseUnavailable(
-                f"only {len(ranked)} tradable markets for a universe of {size} "
-                f"(at least {floor} needed); no decision stored"
-            )
-        chosen = {row.id for row in ranked}
-        held_ids = set(session.scalars(held_market_ids(list(cohort_ids)))) - chosen
+        candidates = _tradable(session, listed, None if books is not None else size)
+        held_ids = set(session.scalars(held_market_ids(list(cohort_ids))))
         held = list(session.scalars(select(MarketRow).where(MarketRow.id.in_(held_ids))))
+        session.expunge_all()
+    touches: dict[str, list[dict[str, str | int | None]]] = {}
+    if books is not None:
+        candidates, touches = _booked(books, candidates, held, size, factory, now)
+    ranked = candidates[:size]
+    ranked.sort(key=lambda r: (-(r.volume or Decimal(0)), r.id))
+    floor = settings.benchmark.universe_floor
+    if len(ranked) < floor:
+        raise UniverseUnavailable(
+            f"only {len(ranked)} tradable markets{' with an order book' if books else ''} "
+            f"for a universe of {size} (at least {floor} needed); no decision stored"
+        )
+    chosen = {row.id for row in ranked}
+    held = [row for row in held if row.id not in chosen]
+    with transaction(factory) as session:
         inserted = insert_ignore(
             session,
             DecisionUniverse.__table__,  # type: ignore[arg-type]
@@ -145,6 +152,7 @@ def freeze_universe(
                 "frozen_at": now,
                 "universe_size": size,
                 "market_count": len(ranked) + len(held),
+                "pricing": "book" if books is not None else "gamma",
             },
             conflict=["run_slot", "frozen_at"],
         )
@@ -157,11 +165,11 @@ def freeze_universe(
             return universe_id
         panel = {m.id for m in panel_markets([market_from_row(r) for r in ranked], settings.v2)}
         rows = [
-            _universe_row(universe_id, row, rank, False, row.id in panel)
+            _universe_row(universe_id, row, rank, False, row.id in panel, touches.get(row.id))
             for rank, row in enumerate(ranked, start=1)
         ]
         rows += [
-            _universe_row(universe_id, row, None, True, False)
+            _universe_row(universe_id, row, None, True, False, touches.get(row.id))
             for row in held
             if row.prices is not None
         ]
@@ -170,8 +178,78 @@ def freeze_universe(
     return universe_id
 
 
+def _tradable(session: Session, listed: Sequence[str] | None, limit: int | None) -> list[MarketRow]:
+    """Open, tradable stored markets by volume (only those Gamma just listed, when given)."""
+    query = select(MarketRow).where(
+        MarketRow.closed.is_(False), MarketRow.active.is_(True), MarketRow.status == "open"
+    )
+    if listed is not None:
+        query = query.where(MarketRow.id.in_(list(listed)))
+    ranked: list[MarketRow] = []
+    for row in session.scalars(query.order_by(MarketRow.volume.desc().nulls_last(), MarketRow.id)):
+        if market_from_row(row).is_tradable:
+            ranked.append(row)
+            if limit is not None and len(ranked) >= limit:
+                break
+    return ranked
+
+
+def _booked(
+    source: BookSource,
+    candidates: list[MarketRow],
+    held: list[MarketRow],
+    size: int,
+    factory: sessionmaker[Session],
+    now: datetime,
+) -> tuple[list[MarketRow], dict[str, list[dict[str, str | int | None]]]]:
+    """Keep the candidates (in order, up to ``size``) whose every outcome token has a book,
+    fetching books a batch of candidates at a time; freeze the touch of each kept market's
+    tokens and of the held markets' tokens. Stores the marks of every book fetched."""
+    kept: list[MarketRow] = []
+    touches: dict[str, list[dict[str, str | int | None]]] = {}
+    fetched: list[tuple[str, OrderBook]] = []
+    todo = [row for row in candidates if _tokens(row)]
+    pending_held = [row for row in held if _tokens(row)]
+    while (len(kept) < size and todo) or pending_held:
+        batch, todo = todo[: size - len(kept)], todo[size - len(kept) :]
+        batch_ids = {row.id for row in batch}
+        batch_rows = batch + [row for row in pending_held if row.id not in batch_ids]
+        pending_held = []
+        tokens = [token for row in batch_rows for token in _tokens(row)]
+        try:
+            answer = source.books(tokens)
+        except ClobError as exc:
+            record_outage(factory, now, "decision_run", str(exc))
+            raise UniverseUnavailable(
+                f"order books unavailable: {exc}; no decision stored"
+            ) from exc
+        for row in batch_rows:
+            row_books = [answer.books.get(token) for token in _tokens(row)]
+            if any(book is None for book in row_books):
+                continue
+            complete = [book for book in row_books if book is not None]
+            touches[row.id] = [Touch.of(book).to_json() for book in complete]
+            fetched += [(row.id, book) for book in complete]
+            if row.id in batch_ids:
+                kept.append(row)
+    with transaction(factory) as session:
+        store_marks(session, fetched, now)
+    return kept, touches
+
+
+def _tokens(row: MarketRow) -> list[str]:
+    """The CLOB token ids of a stored market, aligned with its outcomes (none if unknown)."""
+    tokens = [str(token) for token in row.clob_token_ids or []]
+    return tokens if tokens and len(tokens) == len(row.outcomes) else []
+
+
 def _universe_row(
-    universe_id: int, row: MarketRow, rank: int | None, held_only: bool, in_panel: bool
+    universe_id: int,
+    row: MarketRow,
+    rank: int | None,
+    held_only: bool,
+    in_panel: bool,
+    books: list[dict[str, str | int | None]] | None,
 ) -> dict[str, object]:
     return {
         "universe_id": universe_id,
@@ -187,13 +265,17 @@ def _universe_row(
         "volume": row.volume,
         "end_date": row.end_date,
         "event_id": row.event_id,
+        "books": books,
+        "clob_token_ids": list(row.clob_token_ids or []) or None,
     }
 
 
 def load_universe(session: Session, universe_id: int) -> FrozenUniverse:
-    frozen_at = session.execute(
-        select(DecisionUniverse.frozen_at).where(DecisionUniverse.id == universe_id)
-    ).scalar_one()
+    frozen_at, pricing = session.execute(
+        select(DecisionUniverse.frozen_at, DecisionUniverse.pricing).where(
+            DecisionUniverse.id == universe_id
+        )
+    ).one()
     rows = session.scalars(
         select(UniverseMarket)
         .where(UniverseMarket.universe_id == universe_id)
@@ -212,13 +294,15 @@ def load_universe(session: Session, universe_id: int) -> FrozenUniverse:
             volume=row.volume,
             end_date=row.end_date,
             event_id=row.event_id,
+            clob_token_ids=tuple(str(t) for t in row.clob_token_ids or ()),
+            books=tuple(Touch.from_json(raw) for raw in row.books or ()),
         )
         by_id[market.id] = market
         if not row.held_only:
             ranked.append(market)
         if row.in_panel:
             panel.append(market)
-    return FrozenUniverse(universe_id, frozen_at, ranked, by_id, panel)
+    return FrozenUniverse(universe_id, frozen_at, ranked, by_id, panel, pricing)
 
 
 def panel_markets(ranked: Sequence[Market], v2: V2) -> list[Market]:

@@ -35,21 +35,24 @@ from typing import Any, Protocol
 import httpx
 import tenacity
 
-from arena import __version__
 from arena.config import Polymarket
 from arena.domain.markets import Market
 from arena.errors import GammaError
 from arena.sources.gamma_parse import parse_market, parse_rows, should_skip
-from arena.sources.http import retry_after_seconds
+from arena.sources.http import BACKOFF_BASE_SECONDS as BACKOFF_BASE_SECONDS  # re-exported
+from arena.sources.http import USER_AGENT as USER_AGENT  # re-exported
+from arena.sources.http import (
+    TransientError,
+    backoff_seconds,
+    describe_error,
+    error_text,
+    retry_after_seconds,
+)
 
 logger = logging.getLogger(__name__)
 
-USER_AGENT = f"arena/{__version__} (+https://github.com/arena-benchmark/arena)"
 MAX_PAGE = 100  # Gamma's silent clamp on `limit`, and its cap on ids per request
 MAX_PAGES = 1000  # hard stop for a listing, whatever the server does
-BACKOFF_BASE_SECONDS = 0.5
-BACKOFF_MAX_SECONDS = 30.0
-RETRY_AFTER_MAX_SECONDS = 120.0
 
 Params = list[tuple[str, str]]
 
@@ -71,14 +74,6 @@ class FetchStats:
     @property
     def skipped_total(self) -> int:
         return sum(self.skipped.values()) + len(self.parse_errors)
-
-
-class _TransientError(Exception):
-    """A failure worth retrying (429, 5xx, malformed body)."""
-
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.retry_after = retry_after
 
 
 class _GoneError(Exception):
@@ -265,17 +260,17 @@ class GammaClient:
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self._max_attempts),
             wait=self._wait,
-            retry=tenacity.retry_if_exception_type((_TransientError, httpx.TransportError)),
+            retry=tenacity.retry_if_exception_type((TransientError, httpx.TransportError)),
             sleep=self._sleep,
             before_sleep=lambda state: self._log_retry(state, path, stats),
             reraise=True,
         )
         try:
             return retrying(self._get_once, path, params, stats, allow_404, keyset)
-        except _TransientError as exc:
+        except TransientError as exc:
             raise GammaError(f"GET {path}: {exc} (after {self._max_attempts} attempts)") from exc
         except httpx.TransportError as exc:
-            reason = _describe(exc)
+            reason = describe_error(exc)
             raise GammaError(f"GET {path}: {reason} (after {self._max_attempts} attempts)") from exc
 
     def _get_once(
@@ -290,28 +285,25 @@ class GammaClient:
         )
         status = response.status_code
         if status == 429 or status >= 500:
-            raise _TransientError(
-                f"HTTP {status}{_error_text(response)}", retry_after_seconds(response.headers)
+            raise TransientError(
+                f"HTTP {status}{error_text(response)}", retry_after_seconds(response.headers)
             )
         if status == 404 and allow_404:
             raise _GoneError()
         if status >= 400:
-            raise GammaError(f"GET {path}: HTTP {status}{_error_text(response)}")
+            raise GammaError(f"GET {path}: HTTP {status}{error_text(response)}")
         try:
             body = json.loads(response.content, parse_float=Decimal)
         except ValueError:
-            raise _TransientError("malformed JSON body") from None
+            raise TransientError("malformed JSON body") from None
         if keyset and not _is_keyset_envelope(body):
-            raise _TransientError("body is not a keyset page")
+            raise TransientError("body is not a keyset page")
         return body
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         """``Retry-After`` when the server gave one, else full-jitter exponential backoff."""
         exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _TransientError) and exc.retry_after is not None:
-            return min(exc.retry_after, RETRY_AFTER_MAX_SECONDS)
-        ceiling = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (state.attempt_number - 1))
-        return self._jitter(0, ceiling)
+        return backoff_seconds(exc, state.attempt_number, self._jitter)
 
     def _log_retry(self, state: tenacity.RetryCallState, path: str, stats: FetchStats) -> None:
         stats.retries += 1
@@ -322,7 +314,7 @@ class GammaClient:
             state.attempt_number,
             self._max_attempts,
             path,
-            _describe(exc),
+            describe_error(exc),
             wait,
         )
 
@@ -353,23 +345,3 @@ def _keyset_envelope(body: Any) -> tuple[list[Any], str | None]:
         return body, None
     cursor = body.get("next_cursor")
     return body["markets"], cursor if isinstance(cursor, str) and cursor.strip() else None
-
-
-def _error_text(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return ""
-    if isinstance(body, Mapping) and body.get("error"):
-        return f": {str(body['error'])[:200]}"
-    return ""
-
-
-def _describe(exc: BaseException | None) -> str:
-    if exc is None:
-        return "unknown error"
-    if isinstance(exc, httpx.TimeoutException):
-        return f"timeout ({type(exc).__name__})"
-    if isinstance(exc, httpx.TransportError):
-        return f"connection error ({type(exc).__name__}: {exc})"
-    return str(exc)

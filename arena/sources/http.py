@@ -1,9 +1,27 @@
-"""What the HTTP clients (Gamma, OpenRouter) share."""
+"""What the HTTP clients (Gamma, CLOB, OpenRouter) share: the wait a server asks for, the
+backoff between attempts, and how a failure is described in logs and errors."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+
+import httpx
+
+from arena import __version__
+
+USER_AGENT = f"arena/{__version__} (+https://github.com/arena-benchmark/arena)"
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_MAX_SECONDS = 30.0
+RETRY_AFTER_MAX_SECONDS = 120.0
+
+
+class TransientError(Exception):
+    """A failure worth retrying (429, 5xx, a body that is not the JSON expected)."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
@@ -20,3 +38,36 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         if math.isfinite(seconds) and seconds >= 0:
             return seconds
     return None
+
+
+def backoff_seconds(
+    exc: BaseException | None, attempt: int, jitter: Callable[[float, float], float]
+) -> float:
+    """The wait after failed attempt number ``attempt`` (from 1): the server's ``Retry-After``
+    when it gave one (capped at two minutes), else full-jitter exponential backoff."""
+    if isinstance(exc, TransientError) and exc.retry_after is not None:
+        return min(exc.retry_after, RETRY_AFTER_MAX_SECONDS)
+    ceiling = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
+    return jitter(0, ceiling)
+
+
+def error_text(response: httpx.Response) -> str:
+    """``": <message>"`` from a JSON ``{"error": ...}`` body (cut to 200 characters), else ""."""
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    if isinstance(body, Mapping) and body.get("error"):
+        return f": {str(body['error'])[:200]}"
+    return ""
+
+
+def describe_error(exc: BaseException | None) -> str:
+    """A failure in a few words for a log line: timeouts and connection errors by kind."""
+    if exc is None:
+        return "unknown error"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timeout ({type(exc).__name__})"
+    if isinstance(exc, httpx.TransportError):
+        return f"connection error ({type(exc).__name__}: {exc})"
+    return str(exc)

@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     ForeignKey,
     Index,
@@ -32,7 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from arena.store.types import Money, Price, Shares, Usd, UTCDateTime, Volume
+from arena.store.types import Bps, Money, Price, Shares, Usd, UTCDateTime, Volume
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -74,6 +75,8 @@ class Cohort(Base):
     methodology_version: Mapped[str] = mapped_column(String(16))
     prompt_version: Mapped[str] = mapped_column(String(16))
     starting_balance: Mapped[Decimal] = mapped_column(Money())
+    # book | gamma (methodology: "Executable prices"); cohorts from before it are gamma
+    pricing: Mapped[str] = mapped_column(String(8), server_default="gamma")
     status: Mapped[str] = mapped_column(String(16), default="active")  # active|completed
     completed_at: Mapped[datetime | None]
 
@@ -125,6 +128,7 @@ class Market(Base):
     accepting_orders: Mapped[bool | None] = mapped_column(Boolean)
     uma_resolution_status: Mapped[str | None] = mapped_column(String(32))
     condition_id: Mapped[str | None] = mapped_column(String(80))
+    clob_token_ids: Mapped[list[Any] | None] = mapped_column(JSON)  # aligned with outcomes
     neg_risk: Mapped[bool] = mapped_column(Boolean, default=False)
     neg_risk_market_id: Mapped[str | None] = mapped_column(String(80))
     group_item_title: Mapped[str | None] = mapped_column(String(300))
@@ -166,6 +170,7 @@ class DecisionUniverse(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_slot: Mapped[datetime]  # the decision run it belongs to (week start of the run)
     frozen_at: Mapped[datetime]
+    pricing: Mapped[str] = mapped_column(String(8), server_default="gamma")  # books frozen?
     universe_size: Mapped[int] = mapped_column(Integer)
     market_count: Mapped[int] = mapped_column(Integer)
 
@@ -186,6 +191,10 @@ class UniverseMarket(Base):
     volume: Mapped[Decimal | None] = mapped_column(Volume())
     end_date: Mapped[datetime | None]
     event_id: Mapped[str | None] = mapped_column(String(32))
+    # Mode book: each outcome's token and frozen touch (arena.domain.book.Touch), aligned
+    # with outcomes
+    clob_token_ids: Mapped[list[Any] | None] = mapped_column(JSON)
+    books: Mapped[list[Any] | None] = mapped_column(JSON)
 
 
 class Decision(Base):
@@ -215,6 +224,9 @@ class Decision(Base):
     reasoning: Mapped[str | None] = mapped_column(Text)
     payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # the validated decision
     error: Mapped[str | None] = mapped_column(Text)
+    # Executions that failed: [{index, market_id, side, kind, reason}] (kind: liquidity |
+    # no_book | unavailable | refused); the last execution attempt's
+    refusals: Mapped[list[Any] | None] = mapped_column(JSON)
     prompt_version: Mapped[str] = mapped_column(String(16))
     methodology_version: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime]
@@ -295,9 +307,11 @@ class Trade(Base):
     market_id: Mapped[str] = mapped_column(ForeignKey("markets.id"), index=True)
     side: Mapped[str] = mapped_column(String(300))
     trade_type: Mapped[str] = mapped_column(String(8))  # BUY | SELL
-    amount: Mapped[Decimal] = mapped_column(Money())  # BUY: dollars paid; SELL: proceeds
+    # BUY: dollars paid, fees included; SELL: proceeds, net of fees
+    amount: Mapped[Decimal] = mapped_column(Money())
     shares: Mapped[Decimal] = mapped_column(Shares())
-    price: Mapped[Decimal] = mapped_column(Price())  # side price executed at
+    # side price executed at (mode book: volume-weighted price of the levels, without fees)
+    price: Mapped[Decimal] = mapped_column(Price())
     percentage: Mapped[Decimal | None] = mapped_column(Price())  # SELL only
     basis_out: Mapped[Decimal | None] = mapped_column(Money())  # SELL only
     realized_pnl: Mapped[Decimal | None] = mapped_column(Money())  # SELL only
@@ -306,6 +320,20 @@ class Trade(Base):
     cash_shown: Mapped[Decimal | None] = mapped_column(Money())
     cash_after: Mapped[Decimal] = mapped_column(Money())
     executed_at: Mapped[datetime]
+    # Executable prices (mode book; methodology, "Recorded with every execution")
+    pricing: Mapped[str] = mapped_column(String(8), server_default="gamma")
+    requested_amount: Mapped[Decimal | None] = mapped_column(Money())  # BUY
+    requested_shares: Mapped[Decimal | None] = mapped_column(Shares())  # SELL
+    fee: Mapped[Decimal | None] = mapped_column(Usd())
+    touch_price: Mapped[Decimal | None] = mapped_column(Price())
+    mid_price: Mapped[Decimal | None] = mapped_column(Price())
+    slippage_touch_bps: Mapped[Decimal | None] = mapped_column(Bps())
+    slippage_mid_bps: Mapped[Decimal | None] = mapped_column(Bps())
+    fill_ratio: Mapped[Decimal | None] = mapped_column(Price())
+    book_hash: Mapped[str | None] = mapped_column(String(64))
+    book_timestamp: Mapped[int | None] = mapped_column(BigInteger)  # epoch ms
+    token_id: Mapped[str | None] = mapped_column(String(100))
+    levels: Mapped[list[Any] | None] = mapped_column(JSON)  # [{price, shares, fee}]
 
 
 class PortfolioSnapshot(Base):
@@ -326,6 +354,8 @@ class PortfolioSnapshot(Base):
     brier: Mapped[Decimal | None] = mapped_column(Price())
     resolved_bets: Mapped[int] = mapped_column(Integer)
     open_positions: Mapped[int] = mapped_column(Integer)
+    # Mode book: cash + selling every open position into the current bids, fees included
+    exit_value: Mapped[Decimal | None] = mapped_column(Money())
 
 
 class BrierScore(Base):
@@ -367,6 +397,33 @@ class Forecast(Base):
     resolved_value: Mapped[int | None] = mapped_column(Integer)  # 1/0 once resolved
     brier: Mapped[Decimal | None] = mapped_column(Price())
     scored_at: Mapped[datetime | None]
+
+
+class BookMark(Base):
+    """The last valid mark of one outcome token (mode book): the mid, or the last trade when
+    the spread is wider than 0.10; a fetch without a usable mark leaves it as it was."""
+
+    __tablename__ = "book_marks"
+
+    token_id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    market_id: Mapped[str] = mapped_column(ForeignKey("markets.id"), index=True)
+    mark: Mapped[Decimal] = mapped_column(Price())
+    best_bid: Mapped[Decimal | None] = mapped_column(Price())
+    best_ask: Mapped[Decimal | None] = mapped_column(Price())
+    book_hash: Mapped[str] = mapped_column(String(64))
+    book_timestamp: Mapped[int] = mapped_column(BigInteger)
+    observed_at: Mapped[datetime]
+
+
+class MarketFee(Base):
+    """A market's taker fee schedule (``GET /clob-markets/{condition_id}``, ``fd``)."""
+
+    __tablename__ = "market_fees"
+
+    condition_id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    rate: Mapped[Decimal] = mapped_column(Price())
+    exponent: Mapped[Decimal] = mapped_column(Price())
+    fetched_at: Mapped[datetime]
 
 
 class JobRun(Base):

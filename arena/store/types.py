@@ -93,5 +93,10 @@ def Usd() -> ExactDecimal:  # noqa: N802
     return ExactDecimal(20, 10)
 
 
+def Bps() -> ExactDecimal:  # noqa: N802
+    """Basis points to the hundredth (slippage)."""
+    return ExactDecimal(14, 2)
+
+
 def Volume() -> ExactDecimal:  # noqa: N802
     return ExactDecimal(24, 6)

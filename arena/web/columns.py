@@ -73,6 +73,36 @@ RELIABILITY_COLUMNS = (
     Column("completion_tokens", "Completion tokens", "Tokens the model returned.", "int"),
 )
 
+EXECUTION_COLUMNS = (
+    Column(
+        "exit_pnl",
+        "P/L at exit",
+        "Mode book: cash plus selling every open position into the current bids, fees "
+        "included, minus the starting balances (latest snapshot of each agent).",
+        "signed_money",
+    ),
+    Column(
+        "slippage_mid_bps",
+        "Slippage (bps)",
+        "Mode book: mean distance of the price paid from the mid, in basis points; "
+        "a worse price is positive.",
+        "fixed2",
+    ),
+    Column("fees_usd", "Fees (USD)", "Mode book: Polymarket taker fees paid.", "cost"),
+    Column(
+        "fill_ratio",
+        "Fill ratio",
+        "Mode book: mean share of each order that the book filled within the limit price.",
+        "share",
+    ),
+    Column(
+        "liquidity_refusals",
+        "Refused",
+        "Mode book: executions refused because the book held too little within the limit.",
+        "int",
+    ),
+)
+
 RANKING_COLUMNS = (
     Column(
         "adjusted_brier",

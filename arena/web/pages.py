@@ -8,7 +8,12 @@ from fastapi.responses import HTMLResponse
 
 from arena.web import api, records, standings
 from arena.web.app import html
-from arena.web.columns import LEADERBOARD_COLUMNS, RANKING_COLUMNS, RELIABILITY_COLUMNS
+from arena.web.columns import (
+    EXECUTION_COLUMNS,
+    LEADERBOARD_COLUMNS,
+    RANKING_COLUMNS,
+    RELIABILITY_COLUMNS,
+)
 from arena.web.markdown import render_markdown
 from arena.web.params import (
     CategoryParam,
@@ -44,6 +49,7 @@ def leaderboard(request: Request, cohort: CohortParam = None) -> HTMLResponse:
             "columns": LEADERBOARD_COLUMNS,
             "ranking_columns": RANKING_COLUMNS,
             "reliability_columns": RELIABILITY_COLUMNS,
+            "execution_columns": EXECUTION_COLUMNS,
             "min_scored_bets": ctx.settings.benchmark.min_scored_bets,
         },
     )

@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 
 from arena.cli import decide as decide_cli
-from arena.jobs.decide import AgentResult, DecideReport
+from arena.jobs.decide_report import AgentResult, DecideReport
 from tests.helpers import cli_env, run_arena
 
 REPO = Path(__file__).resolve().parents[2]

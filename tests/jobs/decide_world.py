@@ -19,7 +19,8 @@ from arena.config import Settings, load_settings
 from arena.fakes.openrouter import FakeOpenRouter
 from arena.jobs.budget import Budget
 from arena.jobs.cohorts import start_cohort
-from arena.jobs.decide import DecideReport, DecisionRun
+from arena.jobs.decide import DecisionRun
+from arena.jobs.decide_report import DecideReport
 from arena.jobs.universe import freeze_universe
 from arena.sources.registry import ProviderRegistry
 from arena.store.models import Agent, Decision, DecisionAttempt, Market, Position, Trade

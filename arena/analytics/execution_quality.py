@@ -1,0 +1,126 @@
+"""Execution quality of mode-book trades, per family (methodology, "Executable prices"):
+slippage against the mid, fill ratios, fees, executions refused for liquidity, and P/L at exit
+value. Part of the leaderboard (:mod:`arena.analytics.leaderboard`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session
+
+from arena.domain.book import Pricing
+from arena.domain.ledger import ZERO
+from arena.domain.markets import side_index
+from arena.errors import ExecutionError
+from arena.store.models import Agent, BookMark, Decision, PortfolioSnapshot, Trade
+from arena.store.queries import held_market_ids
+
+if TYPE_CHECKING:
+    from arena.analytics.leaderboard import FamilyStanding
+
+RowFor = Callable[[str], "FamilyStanding"]
+Stream = Callable[[Session, Select], Iterator[Any]]
+InCohort = Callable[[Any, Any, "int | None"], Any]
+
+
+@dataclass
+class Execution:
+    """How a family's mode-book trades filled (methodology, "Executable prices")."""
+
+    trades: int = 0
+    slippage_mid_sum: Decimal = ZERO
+    slippage_mid_n: int = 0
+    fill_ratio_sum: Decimal = ZERO
+    fees: Decimal = ZERO
+    liquidity_refusals: int = 0
+    exit_value: Decimal | None = None  # latest exit values of the mode-book agents
+    exit_start: Decimal = ZERO  # their starting balances
+
+    @property
+    def slippage_mid_bps(self) -> Decimal | None:
+        return self.slippage_mid_sum / self.slippage_mid_n if self.slippage_mid_n else None
+
+    @property
+    def fill_ratio(self) -> Decimal | None:
+        return self.fill_ratio_sum / self.trades if self.trades else None
+
+    @property
+    def exit_pnl(self) -> Decimal | None:
+        return None if self.exit_value is None else self.exit_value - self.exit_start
+
+
+def held_book_marks(session: Session) -> dict[str, Decimal]:
+    """The last valid mark of every token of a market held in an open position."""
+    return dict(
+        session.execute(
+            select(BookMark.token_id, BookMark.mark).where(
+                BookMark.market_id.in_(held_market_ids())
+            )
+        ).all()
+    )
+
+
+def book_mark(
+    marks: dict[str, Decimal], outcomes: list[str], tokens: list[Any] | None, side: str
+) -> Decimal | None:
+    """A mode-book position's mark: its token's last valid mark, if it has one."""
+    if not tokens or len(tokens) != len(outcomes):
+        return None
+    try:
+        return marks.get(str(tokens[side_index(outcomes, side)]))
+    except ExecutionError:
+        return None
+
+
+def add_executions(
+    session: Session, cohort_id: int | None, row: RowFor, stream: Stream, in_cohort: InCohort
+) -> None:
+    """Mode book: slippage, fill ratios and fees of the trades, refusals for liquidity, and
+    the latest exit value of each agent."""
+    trades = (
+        select(Agent.family_id, Trade.slippage_mid_bps, Trade.fill_ratio, Trade.fee)
+        .join(Agent, Agent.id == Trade.agent_id)
+        .where(Trade.pricing == Pricing.BOOK)
+    )
+    for family_id, slippage, ratio, fee in stream(
+        session, in_cohort(trades, Trade.cohort_id, cohort_id)
+    ):
+        x = row(family_id).execution
+        x.trades += 1
+        if slippage is not None:
+            x.slippage_mid_sum += slippage
+            x.slippage_mid_n += 1
+        x.fill_ratio_sum += ratio or ZERO
+        x.fees += fee or ZERO
+    refused = (
+        select(Agent.family_id, Decision.refusals)
+        .join(Agent, Agent.id == Decision.agent_id)
+        .where(Decision.refusals.is_not(None))
+    )
+    for family_id, refusals in stream(session, in_cohort(refused, Decision.cohort_id, cohort_id)):
+        row(family_id).execution.liquidity_refusals += sum(
+            1 for r in refusals or () if isinstance(r, dict) and r.get("kind") == "liquidity"
+        )
+    with_exit = PortfolioSnapshot.exit_value.is_not(None)
+    latest = (
+        select(PortfolioSnapshot.agent_id, func.max(PortfolioSnapshot.taken_at).label("at"))
+        .where(with_exit)
+        .group_by(PortfolioSnapshot.agent_id)
+        .subquery()
+    )
+    exits = (
+        select(Agent.family_id, Agent.starting_balance, PortfolioSnapshot.exit_value)
+        .join(latest, latest.c.agent_id == PortfolioSnapshot.agent_id)
+        .join(Agent, Agent.id == PortfolioSnapshot.agent_id)
+        .where(PortfolioSnapshot.taken_at == latest.c.at, with_exit)
+    )
+    for family_id, start, exit_value in stream(
+        session, in_cohort(exits, Agent.cohort_id, cohort_id)
+    ):
+        x = row(family_id).execution
+        x.exit_value = (x.exit_value or ZERO) + exit_value
+        x.exit_start += start

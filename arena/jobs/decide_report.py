@@ -1,0 +1,131 @@
+"""What a decision run reports (per agent and in all) and the log of a decision's model
+calls, each stored the moment it happens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.clock import Clock
+from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
+from arena.jobs.claims import BUDGET_SKIPPED, COMPLETED, RETRYABLE, Claim
+from arena.sources.providers import ModelReply, ProviderCallError
+from arena.store.db import transaction
+from arena.store.models import DecisionAttempt
+
+ALREADY_FINAL = "already final"
+HELD = "held"
+
+
+@dataclass
+class AgentResult:
+    cohort_id: int
+    agent_id: int
+    family_id: str
+    decision_id: int | None
+    status: str  # completed | retryable | budget_skipped | already final | held
+    action: str | None = None
+    system_hold: bool = False
+    trades: int = 0
+    attempts: int = 0
+    cost_usd: Decimal = Decimal(0)
+    error: str | None = None
+    lease_until: datetime | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in (RETRYABLE, BUDGET_SKIPPED)
+
+    @property
+    def final(self) -> bool:
+        return self.status in (COMPLETED, ALREADY_FINAL)
+
+    def describe(self) -> str:
+        """``completed``, ``already final``, ``held by HOST:PID until T``, or the failure."""
+        if self.status == HELD or (self.status == ALREADY_FINAL and self.error):
+            return self.error or self.status
+        return self.status + (f": {self.error}" if self.error else "")
+
+
+@dataclass
+class DecideReport:
+    universe_id: int | None = None
+    results: list[AgentResult] = field(default_factory=list)
+    aborted: str | None = None
+
+    @property
+    def unfinished(self) -> list[AgentResult]:
+        """Agents whose decision is not final: failed, or still held by another process."""
+        return [r for r in self.results if not r.final]
+
+    @property
+    def failed(self) -> bool:
+        """Exit 1: an agent is not final (failed or held), every model call failed, or the run
+        was aborted (a refused universe, a refused key, a shutdown)."""
+        if self.aborted or self.unfinished:
+            return True
+        called = [r for r in self.results if r.attempts]
+        return bool(called) and all(r.error for r in called)
+
+
+@dataclass
+class AttemptLog:
+    """Collects the attempts of one decision as they happen, and stores each at once."""
+
+    factory: sessionmaker[Session]
+    claim: Claim
+    prompt_version: str
+    clock: Clock
+    count: int = 0
+    cost: Decimal = Decimal(0)
+
+    def store(
+        self,
+        kind: str,
+        outcome: str,
+        messages: list[dict[str, Any]],
+        started: datetime,
+        reply: ModelReply | None = None,
+        error: ProviderCallError | None = None,
+        parsed: dict[str, Any] | None = None,
+        message: str | None = None,
+    ) -> None:
+        self.count += 1
+        source: Any = reply if reply is not None else error
+        cost = getattr(source, "cost_usd", None)
+        if cost is not None:
+            self.cost += cost
+        row = DecisionAttempt(
+            decision_id=self.claim.decision_id,
+            attempt_no=self.claim.attempts_before + self.count,
+            claim_token=self.claim.token,
+            kind=kind,
+            outcome=outcome,
+            request_messages=storable_json(messages),
+            raw_response=optional_text(reply.content if reply is not None else None, MODEL_TEXT),
+            raw_body=storable_json(
+                reply.raw if reply is not None else error.raw if error else None
+            ),
+            parsed=storable_json(parsed),
+            error=optional_text(
+                message or (error.message if error is not None else None), MODEL_TEXT
+            ),
+            http_status=error.status if error is not None else None,
+            finish_reason=reply.finish_reason if reply is not None else None,
+            provider=getattr(source, "provider", None),
+            model=getattr(source, "model", None),
+            generation_id=getattr(source, "generation_id", None),
+            prompt_tokens=getattr(source, "prompt_tokens", None),
+            completion_tokens=getattr(source, "completion_tokens", None),
+            cost_usd=cost,
+            latency_ms=getattr(source, "latency_ms", None),
+            prompt_version=self.prompt_version,
+            started_at=started,
+            finished_at=self.clock.now(),
+        )
+        with transaction(self.factory) as session:
+            session.add(row)

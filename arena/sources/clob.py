@@ -1,0 +1,326 @@
+"""The Polymarket CLOB client: order books, midpoints and fee schedules (public market data).
+
+Behaviour follows clob-api.md:
+
+- ``GET /book?token_id=`` answers one book; a 404 (unknown, malformed, never-booked, closed or
+  resolved token: the 404 alone does not say which) raises :class:`BookMissing`;
+- ``POST /books`` takes a JSON array ``[{"token_id": ...}]`` of at most 500 items, so larger
+  requests are sent in chunks. The server reorders the answer and silently omits tokens
+  without a book, so results are keyed by ``asset_id``; the tokens asked for and not answered
+  are reported (and logged) as missing, and answers for tokens never asked for are ignored;
+- ``POST /midpoints`` (same body and cap) answers ``{"<token id>": "<mid>"}``;
+- ``GET /clob-markets/{condition_id}`` carries the fee schedule in ``fd`` (see
+  :func:`~arena.sources.clob_parse.parse_fee_schedule`);
+- transient failures (connection errors, timeouts, 429, 5xx, a body that is not the JSON
+  expected, such as an HTML error page or an object where an array belongs) are retried with
+  exponential backoff and jitter, honouring ``Retry-After`` (capped at two minutes); every
+  retry is logged; other 4xx fail at once. After ``max_attempts`` a :class:`ClobError` is
+  raised. The discipline is the Gamma client's, from the same pieces (:mod:`arena.sources.http`).
+
+Parsing and the server's book hash live in :mod:`arena.sources.clob_parse` and are re-exported
+here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Protocol
+
+import httpx
+import tenacity
+
+from arena.config import Polymarket
+from arena.domain.book import FeeSchedule, OrderBook
+from arena.errors import BookMissing, ClobError
+from arena.sources.clob_parse import book_hash, parse_book, parse_fee_schedule, parse_midpoints
+from arena.sources.http import (
+    USER_AGENT,
+    TransientError,
+    backoff_seconds,
+    describe_error,
+    error_text,
+    retry_after_seconds,
+)
+
+__all__ = [
+    "CLOB_URL",
+    "MAX_BATCH",
+    "BookBatch",
+    "BookSource",
+    "ClobClient",
+    "book_hash",
+    "parse_book",
+    "parse_fee_schedule",
+]
+
+logger = logging.getLogger(__name__)
+
+CLOB_URL = "https://clob.polymarket.com"
+MAX_BATCH = 500  # items per POST /books or /midpoints; 501 -> 400 "Payload exceeds the limit"
+
+retry_sleep: Callable[[float], None] = time.sleep  # the default wait; tests replace it
+
+
+@dataclass(frozen=True)
+class BookBatch:
+    """The answer to a batch of book requests: the books found, keyed by token id, and the
+    requested tokens the CLOB did not answer (no book, or an unreadable one; both logged)."""
+
+    books: dict[str, OrderBook]
+    missing: tuple[str, ...] = ()
+
+
+class BookSource(Protocol):
+    """The order-book port: what the jobs need from the CLOB.
+
+    :class:`ClobClient` is its adapter; tests and the demo point it at the fake CLOB
+    (:mod:`arena.fakes.clob`).
+    """
+
+    def book(self, token_id: str) -> OrderBook: ...
+
+    def books(self, token_ids: Sequence[str]) -> BookBatch: ...
+
+    def fee_schedule(self, condition_id: str) -> FeeSchedule: ...
+
+    def close(self) -> None: ...
+
+
+class _NotFound(Exception):
+    """404 from an endpoint where the caller gives it a meaning."""
+
+
+class ClobClient:
+    """Reads public market data from the CLOB.
+
+    ``settings`` supplies the timeout and the number of attempts (the Gamma client's, unless
+    ``timeout_seconds``/``max_attempts`` say otherwise). Pass ``http`` to share a client (it is
+    then not closed here) or ``transport`` to build one over it (the fake's, in tests).
+    ``sleep`` is the wait between retries (default :data:`retry_sleep`, which tests replace);
+    ``jitter`` draws the random part of the backoff.
+    """
+
+    def __init__(
+        self,
+        settings: Polymarket | None = None,
+        *,
+        base_url: str = CLOB_URL,
+        http: httpx.Client | None = None,
+        transport: httpx.BaseTransport | None = None,
+        timeout_seconds: float | None = None,
+        max_attempts: int | None = None,
+        sleep: Callable[[float], None] | None = None,
+        jitter: Callable[[float, float], float] = random.uniform,
+    ) -> None:
+        if http is not None and transport is not None:
+            raise ValueError("pass either http or transport, not both")
+        settings = settings or Polymarket()
+        self._base_url = base_url.rstrip("/")
+        timeout = settings.timeout_seconds if timeout_seconds is None else timeout_seconds
+        self._timeout = httpx.Timeout(timeout)
+        self._max_attempts = settings.max_attempts if max_attempts is None else max_attempts
+        if self._max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self._owns_http = http is None
+        self._http = http or httpx.Client(timeout=self._timeout, transport=transport)
+        self._sleep = sleep if sleep is not None else retry_sleep
+        self._jitter = jitter
+        self.requests = 0  # HTTP requests sent, retries included
+        self.retries = 0
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> ClobClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- public operations -------------------------------------------------------------------
+
+    def book(self, token_id: str) -> OrderBook:
+        """The token's current book. Raises :class:`BookMissing` on a 404, :class:`ClobError`
+        on any other failure (after retries for the transient ones)."""
+        _check_token(token_id)
+        try:
+            body = self._request(
+                "GET", "/book", dict, params={"token_id": token_id}, allow_404=True
+            )
+        except _NotFound:
+            raise BookMissing(token_id) from None
+        book = parse_book(body)
+        if book.token_id != token_id:
+            raise ClobError(f"GET /book for token {token_id} answered token {book.token_id}")
+        return book
+
+    def books(self, token_ids: Sequence[str]) -> BookBatch:
+        """The books of ``token_ids`` (duplicates asked once), in chunks of :data:`MAX_BATCH`.
+
+        Tokens without an answer, or whose book cannot be read, are in ``missing`` (in request
+        order) and logged; the call fails only when a whole request fails.
+        """
+        wanted = _unique_tokens(token_ids)
+        found: dict[str, OrderBook] = {}
+        unreadable: set[str] = set()
+        for chunk in _chunks(wanted, MAX_BATCH):
+            body = self._request("POST", "/books", list, payload=_token_payload(chunk))
+            asked = set(chunk)
+            for raw in body:
+                token = raw.get("asset_id") if isinstance(raw, Mapping) else None
+                if token not in asked:
+                    logger.info("clob /books answered token %s, which was not asked for", token)
+                    continue
+                try:
+                    book = parse_book(raw)
+                except ClobError as exc:
+                    logger.warning("clob /books: skipping an unreadable book: %s", exc)
+                    unreadable.add(str(token))
+                    continue
+                current = found.get(book.token_id)
+                if current is None or book.timestamp >= current.timestamp:
+                    found[book.token_id] = book
+        missing = tuple(t for t in wanted if t not in found)
+        if missing:
+            logger.warning(
+                "clob /books: no book for %d of %d tokens (%d unreadable): %s",
+                len(missing),
+                len(wanted),
+                len(unreadable & set(missing)),
+                ", ".join(missing[:20]) + (" ..." if len(missing) > 20 else ""),
+            )
+        return BookBatch(books=found, missing=missing)
+
+    def midpoints(self, token_ids: Sequence[str]) -> dict[str, Decimal]:
+        """The midpoint of each token that has one (tokens without a book are absent), in
+        chunks of :data:`MAX_BATCH`."""
+        wanted = _unique_tokens(token_ids)
+        mids: dict[str, Decimal] = {}
+        for chunk in _chunks(wanted, MAX_BATCH):
+            body = self._request("POST", "/midpoints", dict, payload=_token_payload(chunk))
+            mids.update(parse_midpoints(body, set(chunk)))
+        return mids
+
+    def fee_schedule(self, condition_id: str) -> FeeSchedule:
+        """The market's taker fee from ``GET /clob-markets/{condition_id}`` (``fd``; none:
+        fee-free). An unknown market raises :class:`ClobError`."""
+        if not condition_id or "/" in condition_id:
+            raise ValueError(f"not a condition id: {condition_id!r}")
+        body = self._request("GET", f"/clob-markets/{condition_id}", dict)
+        return parse_fee_schedule(body, condition_id)
+
+    # -- HTTP with retries -------------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        expect: type[dict[str, Any]] | type[list[Any]],
+        *,
+        params: Mapping[str, str] | None = None,
+        payload: Any = None,
+        allow_404: bool = False,
+    ) -> Any:
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self._max_attempts),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception_type((TransientError, httpx.TransportError)),
+            sleep=self._sleep,
+            before_sleep=lambda state: self._log_retry(state, method, path),
+            reraise=True,
+        )
+        what = f"{method} {path}"
+        try:
+            return retrying(self._request_once, method, path, expect, params, payload, allow_404)
+        except (TransientError, httpx.TransportError) as exc:
+            reason = describe_error(exc)
+            raise ClobError(f"{what}: {reason} (after {self._max_attempts} attempts)") from exc
+
+    def _request_once(
+        self,
+        method: str,
+        path: str,
+        expect: type[dict[str, Any]] | type[list[Any]],
+        params: Mapping[str, str] | None,
+        payload: Any,
+        allow_404: bool,
+    ) -> Any:
+        self.requests += 1
+        headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        content = None
+        if payload is not None:
+            headers["Content-Type"] = "application/json"
+            content = json.dumps(payload, separators=(",", ":")).encode()
+        response = self._http.request(
+            method,
+            self._base_url + path,
+            params=params,
+            content=content,
+            headers=headers,
+            timeout=self._timeout,
+        )
+        status = response.status_code
+        if status == 429 or status >= 500:
+            raise TransientError(
+                f"HTTP {status}{error_text(response)}", retry_after_seconds(response.headers)
+            )
+        if status == 404 and allow_404:
+            raise _NotFound()
+        if status >= 400:
+            raise ClobError(f"{method} {path}: HTTP {status}{error_text(response)}")
+        try:
+            body = json.loads(response.content, parse_float=Decimal)
+        except ValueError:
+            kind = response.headers.get("content-type", "no content type")
+            raise TransientError(f"HTTP {status} body is not JSON ({kind})") from None
+        if not isinstance(body, expect):
+            wanted = "an array" if expect is list else "an object"
+            raise TransientError(f"HTTP {status} body is not {wanted}: {type(body).__name__}")
+        return body
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        return backoff_seconds(exc, state.attempt_number, self._jitter)
+
+    def _log_retry(self, state: tenacity.RetryCallState, method: str, path: str) -> None:
+        self.retries += 1
+        exc = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        logger.warning(
+            "clob retry: attempt %d/%d of %s %s failed (%s); waiting %.2fs",
+            state.attempt_number,
+            self._max_attempts,
+            method,
+            path,
+            describe_error(exc),
+            wait,
+        )
+
+
+def _check_token(token_id: object) -> None:
+    """Token ids are uint256 decimal strings: an int or a float here has already lost or may
+    lose digits somewhere upstream, so it is refused rather than converted."""
+    if not isinstance(token_id, str) or not token_id:
+        raise TypeError(f"a token id must be a non-empty string, got {token_id!r}")
+
+
+def _unique_tokens(token_ids: Sequence[str]) -> list[str]:
+    for token in token_ids:
+        _check_token(token)
+    return list(dict.fromkeys(token_ids))
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _token_payload(tokens: list[str]) -> list[dict[str, str]]:
+    return [{"token_id": token} for token in tokens]

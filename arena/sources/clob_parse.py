@@ -1,0 +1,199 @@
+"""Reading the CLOB's market-data bodies into domain types, and the server's book hash.
+
+Behaviour follows clob-api.md (§2, §4, §7):
+
+- a book's prices and sizes are decimal *strings*, read as exact :class:`~decimal.Decimal`;
+  ``timestamp`` is epoch milliseconds as a string; token ids are 76-78 digit uint256 values
+  and stay strings end to end (a float or a JS number would lose digits);
+- levels keep the wire order (worst to best on both sides); the best prices are computed by
+  :class:`~arena.domain.book.OrderBook`, never read from a position;
+- ``last_trade_price`` may be ``""``: no last trade (``None``), as may an absent key; absent
+  or null sides are empty;
+- the ``hash`` is SHA-1 of the compact JSON of the book with ``"hash": ""``, keys in the wire
+  order of the Go server; :func:`book_hash` recomputes it (so the fake can produce it and a
+  test can pin it against recorded books);
+- fees come from ``GET /clob-markets/{condition_id}``: ``fd.r`` (rate) and ``fd.e`` (exponent);
+  no ``fd`` means a fee-free market.
+
+Bodies are decoded with ``parse_float=Decimal``, so a JSON number such as ``0.04`` arrives as
+``Decimal("0.04")`` and never passes through a float.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from arena.domain.book import NO_FEE, FeeSchedule, Level, OrderBook
+from arena.domain.ledger import ONE, ZERO
+from arena.errors import ClobError
+
+WIRE_KEYS = (
+    "market",
+    "asset_id",
+    "timestamp",
+    "hash",
+    "bids",
+    "asks",
+    "min_order_size",
+    "tick_size",
+    "neg_risk",
+    "last_trade_price",
+)
+
+
+class _Unreadable(ValueError):
+    """One field of a body cannot be read; the caller adds whose it is."""
+
+
+def book_hash(raw: Mapping[str, Any]) -> str:
+    """The server's ``hash`` of a book: SHA-1 of the compact JSON of ``raw`` with ``"hash": ""``,
+    the ten keys in wire order and each level as ``{"price": ..., "size": ...}``.
+
+    ``raw`` is the book as the wire carries it (strings stay strings); a value must be written
+    back exactly as received, so ``"0.430"`` and ``"0.43"`` hash differently, as on the server.
+    A value JSON cannot write (a Decimal: a real book has none) raises ``TypeError``.
+    """
+    ordered: dict[str, Any] = {}
+    for key in WIRE_KEYS:
+        value = raw.get(key)
+        if key == "hash":
+            value = ""
+        elif key in ("bids", "asks"):
+            value = [{"price": lv.get("price"), "size": lv.get("size")} for lv in value or ()]
+        ordered[key] = value
+    text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def parse_book(raw: Mapping[str, Any]) -> OrderBook:
+    """One ``/book`` (or ``/books`` element) body as an :class:`OrderBook`.
+
+    Raises :class:`ClobError` naming the token when any field cannot be read: a book the
+    ledger would price from must be read exactly or not at all.
+    """
+    if not isinstance(raw, Mapping):
+        raise ClobError(f"book: expected a JSON object, got {type(raw).__name__}")
+    token = raw.get("asset_id")
+    if not isinstance(token, str) or not token:
+        raise ClobError(f"book: asset_id must be a non-empty string, got {token!r}")
+    try:
+        return OrderBook(
+            token_id=token,
+            market=_text(raw.get("market"), "market"),
+            timestamp=_epoch_ms(raw.get("timestamp")),
+            hash=_text(raw.get("hash"), "hash"),
+            bids=_levels(raw.get("bids"), "bids"),
+            asks=_levels(raw.get("asks"), "asks"),
+            min_order_size=_optional_decimal(raw.get("min_order_size"), "min_order_size") or ZERO,
+            tick_size=_optional_decimal(raw.get("tick_size"), "tick_size"),
+            neg_risk=_flag(raw.get("neg_risk"), "neg_risk"),
+            last_trade_price=_optional_decimal(raw.get("last_trade_price"), "last_trade_price"),
+        )
+    except _Unreadable as exc:
+        raise ClobError(f"book of token {token}: {exc}") from None
+
+
+def parse_fee_schedule(raw: Mapping[str, Any], condition_id: str) -> FeeSchedule:
+    """The taker fee in a ``/clob-markets/{condition_id}`` body: ``fd.r`` and ``fd.e`` as exact
+    decimals, :data:`NO_FEE` when ``fd`` is absent (the market is fee-free).
+
+    A present but unreadable ``fd`` raises :class:`ClobError`: guessing zero would let agents
+    trade a fee-bearing market for free.
+    """
+    if not isinstance(raw, Mapping):
+        raise ClobError(f"market {condition_id}: expected a JSON object")
+    details = raw.get("fd")
+    if details is None:
+        return NO_FEE
+    try:
+        if not isinstance(details, Mapping):
+            raise _Unreadable(f"fd must be an object, got {details!r}")
+        rate = _decimal(details.get("r"), "fd.r")
+        exponent = _decimal(details.get("e"), "fd.e")
+        if rate < ZERO or exponent <= ZERO:
+            raise _Unreadable(f"fd out of range: r={rate}, e={exponent}")
+    except _Unreadable as exc:
+        raise ClobError(f"market {condition_id}: {exc}") from None
+    return FeeSchedule(rate=rate, exponent=exponent)
+
+
+def parse_midpoints(raw: Any, wanted: set[str]) -> dict[str, Decimal]:
+    """A ``POST /midpoints`` body (``{"<token id>": "0.45", ...}``) restricted to ``wanted``.
+
+    Values are strings on the wire; a JSON number is accepted too (the docs disagree).
+    """
+    if not isinstance(raw, Mapping):
+        raise ClobError(f"midpoints: expected a JSON object, got {type(raw).__name__}")
+    mids: dict[str, Decimal] = {}
+    for token, value in raw.items():
+        if token not in wanted:
+            continue
+        try:
+            mids[token] = _decimal(value, "mid")
+        except _Unreadable as exc:
+            raise ClobError(f"midpoint of token {token}: {exc}") from None
+    return mids
+
+
+def _levels(value: Any, side: str) -> tuple[Level, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _Unreadable(f"{side} must be a list, got {type(value).__name__}")
+    levels = []
+    for index, row in enumerate(value):
+        where = f"{side}[{index}]"
+        if not isinstance(row, Mapping):
+            raise _Unreadable(f"{where} must be an object")
+        price = _decimal(row.get("price"), f"{where}.price")
+        size = _decimal(row.get("size"), f"{where}.size")
+        if not ZERO < price < ONE:
+            raise _Unreadable(f"{where}.price {price} is not inside (0, 1)")
+        if size < ZERO:
+            raise _Unreadable(f"{where}.size {size} is negative")
+        levels.append(Level(price=price, size=size))
+    return tuple(levels)
+
+
+def _decimal(value: Any, what: str) -> Decimal:
+    """An exact decimal from a wire string (or a JSON number decoded as Decimal or int)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
+        raise _Unreadable(f"{what} must be a decimal string, got {value!r}")
+    try:
+        number = Decimal(value.strip() if isinstance(value, str) else str(value))
+    except InvalidOperation:
+        raise _Unreadable(f"{what} is not a number: {value!r}") from None
+    if not number.is_finite():
+        raise _Unreadable(f"{what} is not finite: {value!r}")
+    return number
+
+
+def _optional_decimal(value: Any, what: str) -> Decimal | None:
+    if value is None or value == "":
+        return None
+    return _decimal(value, what)
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise _Unreadable(f"{what} must be a string, got {value!r}")
+    return value
+
+
+def _epoch_ms(value: Any) -> int:
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if not isinstance(text, str) or not (text.isascii() and text.isdigit()):
+        raise _Unreadable(f"timestamp must be epoch milliseconds as a string, got {value!r}")
+    return int(text)
+
+
+def _flag(value: Any, what: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise _Unreadable(f"{what} must be a boolean, got {value!r}")
+    return value
