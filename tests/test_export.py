@@ -50,6 +50,7 @@ ID_COLUMN = {
     "markets": "market_id",
     "market_prices": "price_id",
     "forecasts": "forecast_id",
+    "book_marks": "token_id",
 }
 TIME_COLUMN = {
     "decisions": "created_at",
@@ -187,6 +188,7 @@ def _expected_slice(
         for r in full["universe_markets"]
         if num(r["universe_id"]) in universes
     }
+    ids["book_marks"] = {r["token_id"] for r in full["book_marks"] if r["market_id"] in markets}
     ids["market_prices"] = {
         r["price_id"]
         for r in full["market_prices"]

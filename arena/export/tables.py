@@ -20,6 +20,7 @@ from sqlalchemy import JSON, Boolean, Integer, Select, String, Text, cast, func,
 from arena.clock import week_start
 from arena.store.models import (
     Agent,
+    BookMark,
     BrierScore,
     Cohort,
     Decision,
@@ -464,6 +465,7 @@ MARKETS = TableSpec(
         col("accepting_orders", Market.accepting_orders),
         col("uma_resolution_status", Market.uma_resolution_status),
         col("condition_id", Market.condition_id),
+        col("clob_token_ids", Market.clob_token_ids),
         col("neg_risk", Market.neg_risk),
         col("neg_risk_market_id", Market.neg_risk_market_id),
         col("group_item_title", Market.group_item_title),
@@ -588,6 +590,26 @@ UNIVERSE_MARKETS = TableSpec(
     _universes_restrict,
 )
 
+# Mode book: the last valid mark of each outcome token, which open positions are valued at.
+# Current state, not history: the slice keeps the markets it refers to, whatever its times.
+BOOK_MARKS = TableSpec(
+    "book_marks",
+    (
+        col("token_id", BookMark.token_id),
+        col("market_id", BookMark.market_id),
+        col("mark", BookMark.mark),
+        col("best_bid", BookMark.best_bid),
+        col("best_ask", BookMark.best_ask),
+        col("book_hash", BookMark.book_hash),
+        col("book_timestamp", BookMark.book_timestamp),
+        col("observed_at", BookMark.observed_at),
+    ),
+    _from(BookMark),
+    BookMark.token_id,
+    lambda statement, f: (
+        statement.where(BookMark.market_id.in_(referenced_markets(f))) if f.any else statement
+    ),
+)
 
 TABLES: tuple[TableSpec, ...] = (
     FAMILIES,
@@ -603,4 +625,5 @@ TABLES: tuple[TableSpec, ...] = (
     MARKET_PRICES,
     FORECASTS,
     UNIVERSE_MARKETS,
+    BOOK_MARKS,
 )

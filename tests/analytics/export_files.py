@@ -30,6 +30,7 @@ TABLES = (
     "market_prices",
     "forecasts",
     "universe_markets",
+    "book_marks",
 )
 FORMATS = ("jsonl", "csv", "parquet")
 

@@ -52,12 +52,32 @@ class Recomputed:
     system_holds: int = 0
 
 
+def _side_index(outcomes: list[str], side: str) -> int:
+    if [o.lower() for o in outcomes] == ["yes", "no"]:
+        return 0 if side == "YES" else 1
+    return outcomes.index(side)
+
+
 def _side_price(market: dict[str, Any], side: str) -> Decimal:
     outcomes = json.loads(market["outcomes"])
     prices = [Decimal(p) for p in json.loads(market["prices"])]
     if [o.lower() for o in outcomes] == ["yes", "no"]:
         return prices[0] if side == "YES" else 1 - prices[0]
     return prices[outcomes.index(side)]
+
+
+def _mark(
+    market: dict[str, Any], side: str, book: bool, marks: dict[str, Decimal]
+) -> Decimal:
+    """Mode book: the side token's last valid book mark when it has one; else (and in mode
+    gamma) the Gamma side price."""
+    tokens = json.loads(market["clob_token_ids"] or "null") or []
+    outcomes = json.loads(market["outcomes"])
+    if book and len(tokens) == len(outcomes):
+        token = str(tokens[_side_index(outcomes, side)])
+        if token in marks:
+            return marks[token]
+    return _side_price(market, side)
 
 
 def recompute(directory: Path, fmt: str, cohort: int | None = None) -> dict[str, Recomputed]:
@@ -69,6 +89,13 @@ def recompute(directory: Path, fmt: str, cohort: int | None = None) -> dict[str,
 
     out: dict[str, Recomputed] = defaultdict(Recomputed)
     markets = {text(m["market_id"]): m for m in read_rows(directory, "markets", fmt)}
+    book_cohorts = {
+        num(c["cohort_id"]) for c in read_rows(directory, "cohorts", fmt) if c["pricing"] == "book"
+    }
+    marks = {
+        text(m["token_id"]): dec(m["mark"]) or Decimal(0)
+        for m in read_rows(directory, "book_marks", fmt)
+    }
     for agent in rows("agents"):
         fam = out[agent["family_id"]]
         fam.cohorts.add(num(agent["cohort_id"]) or 0)
@@ -79,7 +106,8 @@ def recompute(directory: Path, fmt: str, cohort: int | None = None) -> dict[str,
         if position["status"] != "OPEN":
             continue
         fam = out[position["family_id"]]
-        price = _side_price(markets[text(position["market_id"])], position["side"])
+        book = num(position["cohort_id"]) in book_cohorts
+        price = _mark(markets[text(position["market_id"])], position["side"], book, marks)
         shares, basis = dec(position["shares"]), dec(position["cost_basis"])
         assert shares is not None
         assert basis is not None

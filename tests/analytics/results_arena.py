@@ -20,6 +20,7 @@ from arena.domain import ledger
 from arena.domain.markets import side_price
 from arena.store.models import (
     Agent,
+    BookMark,
     BrierScore,
     Cohort,
     Decision,
@@ -167,8 +168,25 @@ def _families_and_markets(session: Session) -> None:
                 updated_at=FIRST_WEEK,
                 status="open",
                 category="line one\nline two" if market_id == "101" else "politics",
+                clob_token_ids=[f"{market_id}{i}" * 8 for i in range(len(outcomes))],
             )
         )
+        session.flush()  # the market row before its book marks
+        # the books last seen of each token (the cohorts here price at Gamma's display prices,
+        # so the marks are exported but value nothing)
+        for token, price in zip([f"{market_id}{i}" * 8 for i in range(len(outcomes))], prices):
+            session.add(
+                BookMark(
+                    token_id=token,
+                    market_id=market_id,
+                    mark=D(price),
+                    best_bid=D(price) - D("0.01"),
+                    best_ask=D(price) + D("0.01"),
+                    book_hash=f"{int(token) % 2**64:040x}",
+                    book_timestamp=1_762_000_000_000,
+                    observed_at=FIRST_WEEK,
+                )
+            )
         session.add(
             MarketPrice(
                 market_id=market_id,
