@@ -274,7 +274,7 @@ def _times(raw: Any, n: int, name: str) -> NDArray[np.datetime64]:
         return raw.astype("datetime64[us]")
     out = np.full(n, np.datetime64("NaT"), dtype="datetime64[us]")
     for index, value in enumerate(raw):
-        if value is None or value == "":
+        if value is None or value == "" or value != value:  # NaT and NaN are missing too
             continue
         try:
             out[index] = to_datetime64(_as_datetime(value))

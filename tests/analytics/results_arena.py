@@ -149,6 +149,7 @@ def _families_and_markets(session: Session) -> None:
         )
     for market_id, outcomes, prices, _final, _resolution in MARKETS:
         binary = outcomes == ["Yes", "No"]
+        tokens = [f"{market_id}{i}" * 8 for i in range(len(outcomes))]
         session.add(
             Market(
                 id=market_id,
@@ -168,13 +169,13 @@ def _families_and_markets(session: Session) -> None:
                 updated_at=FIRST_WEEK,
                 status="open",
                 category="line one\nline two" if market_id == "101" else "politics",
-                clob_token_ids=[f"{market_id}{i}" * 8 for i in range(len(outcomes))],
+                clob_token_ids=tokens,
             )
         )
         session.flush()  # the market row before its book marks
         # the books last seen of each token (the cohorts here price at Gamma's display prices,
         # so the marks are exported but value nothing)
-        for token, price in zip([f"{market_id}{i}" * 8 for i in range(len(outcomes))], prices):
+        for token, price in zip(tokens, prices, strict=True):
             session.add(
                 BookMark(
                     token_id=token,

@@ -88,6 +88,27 @@ def test_a_dataframe_is_accepted_like_forecasts() -> None:
         api.ranking(42)
 
 
+def test_a_real_pandas_dataframe_with_unresolved_rows_is_accepted() -> None:
+    """pandas turns a missing timestamp into NaT and a missing number into NaN; both are
+    missing values, as None is in rows."""
+    pd = pytest.importorskip("pandas")
+    rows = [
+        row(f, f"m{q}", p, resolved=float(q % 2) if q < 12 else None, market_p=0.5)
+        for q in range(16)
+        for f, p in (("a", 0.6), ("b", 0.4))
+    ]
+    frame = pd.DataFrame(rows)
+    assert frame["resolved_at"].isna().any()  # NaT, as pandas builds it
+    options = api.AnalysisOptions(bootstrap_resamples=50)
+    at = WEEK0 + timedelta(weeks=2)
+    assert api.ranking(frame, options, at=at) == api.ranking(
+        api.Forecasts.from_rows(rows), options, at=at
+    )
+    assert api.full_analysis(frame, options, at=at) == api.full_analysis(
+        api.Forecasts.from_rows(rows), options, at=at
+    )
+
+
 @pytest.mark.parametrize(
     ("bad", "message"),
     [({"probability": 1.5}, "row 2: probability"), ({"probability": float("nan")}, "row 2")],
