@@ -271,10 +271,12 @@ def test_transient_failures_are_retried(
 
 
 def test_a_real_timeout_over_http_is_retried(no_retry_waits: list[float]) -> None:
+    # Generous bounds, so that a busy machine never adds a timeout of its own: the slow reply
+    # takes far longer than the timeout, and the retry's answer is far quicker than it
     world, markets = populated(n=1)
-    world.fail("timeout", delay=1.0)
+    world.fail("timeout", delay=60.0)
     with serve_fake_clob(world) as base_url:
-        client = ClobClient(base_url=base_url, timeout_seconds=0.2, max_attempts=2)
+        client = ClobClient(base_url=base_url, timeout_seconds=2.0, max_attempts=2)
         with client:
             assert client.book(markets[0].yes_token).token_id == markets[0].yes_token
     assert len(no_retry_waits) == 1
