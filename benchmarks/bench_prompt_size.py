@@ -1,10 +1,12 @@
-"""Prompt size for a full 500-market universe, in characters and o200k tokens (v1 and v2).
+"""Prompt size for a full 500-market universe, in o200k tokens (v1, v2; modes gamma and book).
 
 Run: .venv/bin/python benchmarks/bench_prompt_size.py [--markets 500] [--positions 8]
 
 The universe is synthetic but shaped like Polymarket's top markets by volume: 7-digit Gamma
 ids, questions of realistic length (elections, macro, crypto, sports, culture), about one in
 ten markets with named outcomes, three-decimal prices, volumes from thousands to billions.
+In mode book every outcome shows its frozen bid/ask (a spread of one or two ticks around the
+price), as the v1-book and v2-book prompts do. Target: under 30,000 tokens with bid and ask.
 Tokens are counted offline with the ``bpe-openai`` package (o200k_base, the GPT-4o/GPT-5
 vocabulary); other model families' tokenizers differ by some percent.
 """
@@ -13,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from bpe_openai import get_encoding
 
+from arena.domain.book import Touch
 from arena.domain.markets import Market
 from arena.domain.prompting import PositionView, PromptContext, ordered_markets, render_messages
 from arena.prompts import templates_for
@@ -138,6 +142,33 @@ def universe(size: int, seed: int = 1) -> list[Market]:
     return markets
 
 
+TICK = Decimal("0.001")
+
+
+def with_books(markets: list[Market], seed: int = 3) -> list[Market]:
+    """The same markets with each outcome's frozen touch: bid and ask a tick or two around
+    its price, as the fake CLOB's plausible books have them."""
+    rng = random.Random(seed)
+
+    def touch(market_id: str, index: int, price: Decimal) -> Touch:
+        half = TICK * rng.choice([1, 1, 2])
+        bid, ask = max(TICK, price - half), min(1 - TICK, price + half)
+        return Touch(
+            token_id=str(rng.randrange(10**76, 10**77)),
+            best_bid=bid,
+            best_ask=ask,
+            mid=(bid + ask) / 2,
+            bid_size=Decimal(rng.randrange(50, 5000)),
+            ask_size=Decimal(rng.randrange(50, 5000)),
+            book_hash=f"{rng.getrandbits(160):040x}",
+            book_timestamp=1_772_000_000_000 + index,
+        )
+
+    return [
+        replace(m, books=tuple(touch(m.id, i, p) for i, p in enumerate(m.prices))) for m in markets
+    ]
+
+
 def context(
     markets: list[Market], positions: int, methodology: str, panel_size: int
 ) -> PromptContext:
@@ -179,17 +210,22 @@ def main() -> None:
     parser.add_argument("--panel", type=int, default=20)
     args = parser.parse_args()
     encoding = get_encoding("o200k_base")
-    markets = universe(args.markets)
+    plain = universe(args.markets)
+    booked = with_books(plain)
     print(f"{args.markets} markets, {args.positions} open positions, v2 panel of {args.panel}")
-    print(f"{'version':8} {'part':7} {'chars':>8} {'tokens':>8}")
-    for methodology in ("v1", "v2"):
-        ctx = context(markets, args.positions, methodology, args.panel)
-        total_chars = total_tokens = 0
-        for message in render_messages(ctx, templates_for(ctx.methodology)):
-            chars, tokens = len(message["content"]), len(encoding.encode(message["content"]))
-            total_chars, total_tokens = total_chars + chars, total_tokens + tokens
-            print(f"{methodology:8} {message['role']:7} {chars:8,} {tokens:8,}")
-        print(f"{methodology:8} {'total':7} {total_chars:8,} {total_tokens:8,}")
+    print(f"{'version':8} {'pricing':7} {'part':7} {'chars':>8} {'tokens':>8}")
+    for pricing, markets in (("gamma", plain), ("book", booked)):
+        for methodology in ("v1", "v2"):
+            ctx = context(markets, args.positions, methodology, args.panel)
+            total_chars = total_tokens = 0
+            for message in render_messages(ctx, templates_for(ctx.methodology, pricing)):
+                chars, tokens = len(message["content"]), len(encoding.encode(message["content"]))
+                total_chars, total_tokens = total_chars + chars, total_tokens + tokens
+                print(f"{methodology:8} {pricing:7} {message['role']:7} {chars:8,} {tokens:8,}")
+            target = "  (target < 30,000)" if pricing == "book" else ""
+            total = f"{total_chars:8,} {total_tokens:8,}{target}"
+            print(f"{methodology:8} {pricing:7} {'total':7} {total}")
+    markets = plain
     v1 = templates_for("v1")
     rows = [render_messages(context(markets, 0, "v1", 0), v1)[1]["content"]]
     rows.append(render_messages(context(markets[:0], 0, "v1", 0), v1)[1]["content"])
