@@ -256,9 +256,10 @@ def fetch_held_books(
     by_token = {token: market_id for (market_id, _s), (token, _c) in held.tokens.items()}
     try:
         answer = source.books(list(by_token))
-        held.fees = fee_schedules(
-            factory, source, [cid for _t, cid in held.tokens.values() if cid], now
-        )
+        # the fees of the markets that still have a book: one the CLOB no longer knows has
+        # no bids to sell into (and its 404 on /clob-markets is not an outage)
+        booked = [cid for token, cid in held.tokens.values() if cid and token in answer.books]
+        held.fees = fee_schedules(factory, source, booked, now)
     except ClobError as exc:
         held.error = str(exc)
         record_outage(factory, now, "snapshot", str(exc))

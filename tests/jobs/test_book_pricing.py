@@ -327,3 +327,38 @@ def test_snapshot_marks_at_the_mid_and_stores_the_exit_value(book_world: BookWor
             )
         ).scalar_one()
     assert snap2.exit_value is None and snap2.positions_value == snap.positions_value
+
+
+def test_a_held_market_unknown_to_the_clob_does_not_void_the_other_exit_values(
+    book_world: BookWorld,
+) -> None:
+    """A held market the CLOB no longer knows (its book gone, ``/clob-markets`` 404) adds no
+    exit proceeds; it must not turn the whole snapshot's exit values into unknowns."""
+    book_world.answer(
+        {"action": "BET", "bets": [{"market_id": "1001", "side": "YES", "amount": 60},
+                                   {"market_id": "1004", "side": "YES", "amount": 1000}],
+         "reasoning": "r"}
+    )  # fmt: skip
+    book_world.run()
+    assert len(book_world.trades()) == 2
+    with book_world.clob._lock:
+        gone = book_world.clob.markets.pop("0x" + "a" * 64)
+        book_world.clob.books.pop(gone.yes_token, None)
+        book_world.clob.books.pop(gone.no_token, None)
+    factory, settings = book_world.world.db.factory, book_world.world.settings
+    at = DECIDE_AT + timedelta(days=2)  # the fee schedules fetched at execution are stale
+    report = take_snapshots(factory, settings, FixedClock(at), books=book_world.client)
+    assert report.books_error is None
+    with factory() as session:
+        agent = session.execute(select(Agent).where(Agent.family_id == FED)).scalar_one()
+        snap = session.execute(
+            select(PortfolioSnapshot).where(PortfolioSnapshot.agent_id == agent.id)
+        ).scalar_one()
+        shares_1004 = session.execute(
+            select(Position.shares).where(
+                Position.agent_id == agent.id, Position.market_id == "1004"
+            )
+        ).scalar_one()
+    fee = D("0.04") * D("0.54") * D("0.46")
+    proceeds = (shares_1004 * (D("0.54") - fee)).quantize(D("0.01"), rounding="ROUND_FLOOR")
+    assert snap.exit_value == agent.cash + proceeds  # 1001 has no bids: it brings nothing
