@@ -18,6 +18,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from functools import cached_property
 
 from arena.domain.ledger import MONEY, ONE, SHARES, ZERO
 from arena.errors import NoLiquidity
@@ -63,15 +64,18 @@ class OrderBook:
     neg_risk: bool = False
     last_trade_price: Decimal | None = None
 
-    @property
+    # The derived prices and orders are computed once per book (a snapshot values thousands
+    # of positions against the same books): cached on the instance, fields untouched.
+
+    @cached_property
     def best_bid(self) -> Decimal | None:
         return max((level.price for level in self.bids), default=None)
 
-    @property
+    @cached_property
     def best_ask(self) -> Decimal | None:
         return min((level.price for level in self.asks), default=None)
 
-    @property
+    @cached_property
     def mid(self) -> Decimal | None:
         bid, ask = self.best_bid, self.best_ask
         return None if bid is None or ask is None else (bid + ask) / TWO
@@ -86,11 +90,19 @@ class OrderBook:
         levels = self.asks if side is TradeSide.BUY else self.bids
         return sum((level.size for level in levels if level.price == price), ZERO)
 
-    def asks_best_first(self) -> list[Level]:
-        return sorted((lv for lv in self.asks if lv.size > ZERO), key=lambda lv: lv.price)
+    def asks_best_first(self) -> tuple[Level, ...]:
+        return self._asks_best_first
 
-    def bids_best_first(self) -> list[Level]:
-        return sorted((lv for lv in self.bids if lv.size > ZERO), key=lambda lv: -lv.price)
+    def bids_best_first(self) -> tuple[Level, ...]:
+        return self._bids_best_first
+
+    @cached_property
+    def _asks_best_first(self) -> tuple[Level, ...]:
+        return tuple(sorted((lv for lv in self.asks if lv.size > ZERO), key=lambda lv: lv.price))
+
+    @cached_property
+    def _bids_best_first(self) -> tuple[Level, ...]:
+        return tuple(sorted((lv for lv in self.bids if lv.size > ZERO), key=lambda lv: -lv.price))
 
 
 @dataclass(frozen=True)
@@ -281,11 +293,22 @@ def walk_sell(
 
 def exit_proceeds(book: OrderBook, shares: Decimal, fee: FeeSchedule = NO_FEE) -> Decimal:
     """What selling ``shares`` into the current bids would bring, fees included, to the cent
-    (rounded down); 0 when the bids take nothing."""
-    try:
-        return walk_sell(book, shares, None, fee).cash
-    except NoLiquidity:
+    (rounded down); 0 when the bids take nothing.
+
+    The cash of ``walk_sell(book, shares, None, fee)``, computed with the same operations in
+    the same order but without building the fill: a snapshot asks it of every open position
+    (a property test keeps the two equal)."""
+    left, notional, fees = shares, ZERO, ZERO
+    for level in book.bids_best_first():
+        if left <= ZERO:
+            break
+        take = min(level.size, left)
+        notional += take * level.price
+        fees += take * fee.per_share(level.price)
+        left -= take
+    if notional <= ZERO:
         return ZERO
+    return max(ZERO, (notional - fees).quantize(MONEY, rounding=ROUND_FLOOR))
 
 
 def mark(book: OrderBook) -> Decimal | None:

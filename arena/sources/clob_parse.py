@@ -146,17 +146,30 @@ def _levels(value: Any, side: str) -> tuple[Level, ...]:
         raise _Unreadable(f"{side} must be a list, got {type(value).__name__}")
     levels = []
     for index, row in enumerate(value):
-        where = f"{side}[{index}]"
         if not isinstance(row, Mapping):
-            raise _Unreadable(f"{where} must be an object")
-        price = _decimal(row.get("price"), f"{where}.price")
-        size = _decimal(row.get("size"), f"{where}.size")
+            raise _Unreadable(f"{side}[{index}] must be an object")
+        price = _level_number(row.get("price"), side, index, "price")
+        size = _level_number(row.get("size"), side, index, "size")
         if not ZERO < price < ONE:
-            raise _Unreadable(f"{where}.price {price} is not inside (0, 1)")
+            raise _Unreadable(f"{side}[{index}].price {price} is not inside (0, 1)")
         if size < ZERO:
-            raise _Unreadable(f"{where}.size {size} is negative")
+            raise _Unreadable(f"{side}[{index}].size {size} is negative")
         levels.append(Level(price=price, size=size))
     return tuple(levels)
+
+
+def _level_number(value: Any, side: str, index: int, name: str) -> Decimal:
+    """A level's price or size: the wire's decimal string read directly (a book has dozens
+    of levels, a snapshot thousands of books); anything else through :func:`_decimal`, which
+    names the field when it cannot be read."""
+    if type(value) is str:
+        try:
+            number = Decimal(value)  # surrounding whitespace is allowed, as in _decimal
+        except InvalidOperation:
+            number = None
+        if number is not None and number.is_finite():
+            return number
+    return _decimal(value, f"{side}[{index}].{name}")
 
 
 def _decimal(value: Any, what: str) -> Decimal:

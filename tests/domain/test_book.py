@@ -213,6 +213,23 @@ def test_sell_properties(
         assert sold.holding_after.shares == held - fill.shares
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    bids=st.one_of(st.just({}), levels),
+    shares=st.decimals(min_value=D("0"), max_value=D("50000"), places=6),
+    fee=fees,
+)
+def test_exit_proceeds_are_the_cash_of_an_unlimited_sell(
+    bids: dict[Decimal, Decimal], shares: Decimal, fee: FeeSchedule
+) -> None:
+    b = random_book(bids, {}, D(0))
+    try:
+        expected = walk_sell(b, shares, None, fee).cash
+    except NoLiquidity:
+        expected = D(0)
+    assert exit_proceeds(b, shares, fee) == expected
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     script=st.lists(
