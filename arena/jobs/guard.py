@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, SystemClock
@@ -221,9 +221,17 @@ def log_event(
         log.exception("could not write the system log")
 
 
-def latest_runs(session: Session) -> list[JobRun]:
-    """The most recent run of every job."""
-    runs: dict[str, JobRun] = {}
-    for run in session.scalars(select(JobRun).order_by(JobRun.slot, JobRun.started_at)):
-        runs[run.job] = run
-    return list(runs.values())
+def latest_runs(session: Session, at: datetime | None = None) -> list[JobRun]:
+    """The run of every job for its latest slot (at or before ``at``, when given): one row a
+    job, read through the (job, slot) unique index, however long the history."""
+    newest = select(JobRun.job, func.max(JobRun.slot).label("slot")).group_by(JobRun.job)
+    if at is not None:
+        newest = newest.where(JobRun.slot <= at)
+    latest = newest.subquery()
+    return list(
+        session.scalars(
+            select(JobRun)
+            .join(latest, (JobRun.job == latest.c.job) & (JobRun.slot == latest.c.slot))
+            .order_by(JobRun.job)
+        )
+    )

@@ -71,7 +71,7 @@ class Status:
 
 def read_status(session: Session, settings: Settings, now: datetime, lease_now: datetime) -> Status:
     """The status at ``now``."""
-    runs = {r.job: r for r in latest_runs(session)}
+    runs = {r.job: r for r in latest_runs(session, now)}
     jobs = [
         JobLine(
             job=job,
