@@ -181,13 +181,40 @@ def test_leaderboard_agrees_with_the_cli(site: Site, client: TestClient) -> None
             assert "baseline" in html
 
 
-def test_v2_leaderboard_shows_the_adjusted_ranking(client: TestClient) -> None:
-    ranking = client.get("/api/v1/ranking").json()
-    assert ranking["methodology"] == "v2"
+def test_v2_leaderboard_shows_the_adjusted_ranking(site: Site, client: TestClient) -> None:
+    """The v2 world has resolved panel forecasts: `/` shows the difficulty-adjusted ranking with
+    its 95% intervals, and `/api/v1/ranking` is exactly `arena analyze ranking --format json`
+    at the same instant (the configured resample count and seed included)."""
+    body = client.get("/api/v1/ranking").json()
+    assert body["methodology"] == "v2"
+    ranking = body["ranking"]
+    assert ranking is not None and ranking["n_scored_questions"] > 0
+    assert ranking["resampling"] == {
+        "resamples": site.settings.analysis.resamples,
+        "seed": site.settings.analysis.seed,
+    }
+    ranked = [row for row in ranking["rows"] if row["ci_low"] is not None]
+    assert ranked
+    result = run_arena(
+        "--config",
+        str(site.config),
+        "analyze",
+        "ranking",
+        "--format",
+        "json",
+        "--at",
+        ranking["as_of"],
+        env=cli_env(ARENA_DATABASE_URL=site.url),
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == ranking
     page = client.get("/").text
     assert "Difficulty-adjusted ranking" in page
-    if ranking["ranking"] is not None:
-        assert "95% low" in page
+    assert "No resolved panel forecasts yet" not in page
+    table = page[page.index('<table class="ranking">') :]
+    assert "95% low" in table and "95% high" in table
+    for row in ranked:
+        assert f"{row['ci_low']:.4f}" in table and f"{row['ci_high']:.4f}" in table
 
 
 @pytest.mark.parametrize(
