@@ -276,19 +276,17 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
     )
     if found is None:
         raise NotFound(f"no agent of family {family_id} in cohort {cohort_id}")
-    open_first = case((Position.status == "OPEN", 0), else_=1)
-    mine = select(Position.id).where(Position.agent_id == found.id)
-    open_count = count(session, mine.where(Position.status == "OPEN"))
-    closed_count = count(session, mine.where(Position.status != "OPEN"))
-    # every open position (bounded by the universe), then the newest page of closed ones
-    positions = rows_of(
-        session,
+    mine = (
         select(*fields(Position), Market.question)
         .join(Market, Market.id == Position.market_id)
         .where(Position.agent_id == found.id)
-        .order_by(open_first, Position.opened_at.desc(), Position.id.desc())
-        .limit(open_count + page.per_page),
+        .order_by(Position.opened_at.desc(), Position.id.desc())
     )
+    closed = mine.where(Position.status != "OPEN")
+    # every open position (bounded by the universe), then the requested page of closed ones
+    open_positions = rows_of(session, mine.where(Position.status == "OPEN"))
+    closed_count = count(session, closed.with_only_columns(Position.id))
+    closed_page = rows_of(session, page.apply(closed))
     trades = rows_of(
         session,
         page.apply(
@@ -304,10 +302,8 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
     )
     return {
         "agent": row_dict(found, *columns(Agent)),
-        "open_positions": [p for p in positions if p["status"] == "OPEN"],
-        "closed_positions": page.wrap(
-            [p for p in positions if p["status"] != "OPEN"][: page.per_page], closed_count
-        ),
+        "open_positions": open_positions,
+        "closed_positions": page.wrap(closed_page, closed_count),
         "trades": page.wrap(trades, trade_total),
         "decisions": decisions(session, Page(1, 100), cohort_id=cohort_id, family_id=family_id),
     }
