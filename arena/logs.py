@@ -1,7 +1,8 @@
 """Logging set-up: human-readable lines by default, one JSON object per line with ``--json-logs``
-(or ``logging.json_logs: true``). Every module logs through ``logging.getLogger(__name__)``;
-structlog renders the records. Secrets never reach a log record: settings are masked before
-they are logged and the API key is never put into a message.
+(or ``logging.json_logs: true``); fields passed with ``extra=`` become keys of the line (the
+dashboard's request lines: method, path, status, duration_ms). Every module logs through
+``logging.getLogger(__name__)``; structlog renders the records. Secrets never reach a log
+record: settings are masked before they are logged and the API key is never put into a message.
 
 structlog loads with the first record that is written, so a command that logs nothing
 (``arena status``, ``arena --help``) never pays for it.
@@ -57,6 +58,7 @@ def _structlog_formatter(json_logs: bool) -> logging.Formatter:
         foreign_pre_chain=[
             structlog.stdlib.add_log_level,
             structlog.stdlib.add_logger_name,
+            structlog.stdlib.ExtraAdder(),  # fields passed as extra= (the request log's)
             structlog.processors.TimeStamper(fmt="iso", utc=True),
         ],
         processors=[

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,6 +29,9 @@ from arena.analytics.questions import (
 from arena.analytics.records import Forecasts, ForecastsError, to_datetime64
 from arena.analytics.significance import check_confidence, check_resamples
 from arena.analytics.weights import cluster_labels, question_weights
+
+if TYPE_CHECKING:
+    from arena.config import Analysis
 
 DEFAULT_RESAMPLES = 10_000  # the configured default (config key analysis.resamples)
 MIN_CLUSTERS = 5  # independent clusters an interval needs (head-to-head, ranking, difference)
@@ -87,6 +90,25 @@ class AnalysisOptions:
     def resampling(self) -> dict[str, Any]:
         """The resample count and seed, as every report that bootstraps states them."""
         return {"resamples": self.bootstrap_resamples, "seed": self.seed}
+
+
+def configured_options(
+    analysis: Analysis,
+    *,
+    bootstrap_resamples: int | None = None,
+    seed: int | None = None,
+    **choices: Any,
+) -> AnalysisOptions:
+    """The options of an entry point (``arena analyze``, the dashboard): ``choices`` over the
+    methodology's defaults, the resample count and seed from the config's ``analysis`` section
+    unless given, so every entry point resamples alike."""
+    if bootstrap_resamples is None:
+        bootstrap_resamples = analysis.resamples
+    return AnalysisOptions(
+        bootstrap_resamples=bootstrap_resamples,
+        seed=analysis.seed if seed is None else seed,
+        **choices,
+    )
 
 
 @dataclass(frozen=True, eq=False)

@@ -243,6 +243,10 @@ def _floats(raw: Any, n: int, name: str) -> NDArray[np.float64]:
     if raw is None:
         return np.full(n, np.nan)
     if isinstance(raw, pa.ChunkedArray | pa.Array):
+        if pa.types.is_decimal(raw.type):
+            # arrow scales the integer in floating point (0.959 -> 0.9590000000000001); through
+            # the decimal text it rounds correctly, as the CSV and JSONL readers do
+            raw = pc.cast(raw, pa.string())
         try:
             raw = pc.cast(raw, pa.float64())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

@@ -132,18 +132,16 @@ def _options(
     ``analysis`` section, so every entry point resamples alike."""
     if by not in ("family", "agent"):
         raise UserError(f"--by must be family or agent, not {by!r}")
-    analysis = state(ctx).settings.analysis
-    bootstrap = analysis.resamples if bootstrap is None else bootstrap
-    seed = analysis.seed if seed is None else seed
-    return _report().AnalysisOptions(
+    return _report().configured_options(
+        state(ctx).settings.analysis,
+        bootstrap_resamples=bootstrap,
+        seed=seed,
         as_of=clock_for(at).now(),
         by=by,
         sources=("panel", "bet") if with_bets else ("panel",),
         market_weight=market_weight,
         group_weights=weights,
         repeat_weights=weights,
-        bootstrap_resamples=bootstrap,
-        seed=seed,
         **extra,
     )
 

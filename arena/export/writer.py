@@ -195,6 +195,22 @@ def export_table(
         return _write_table(session, spec, ExportFilters(), True, fmt, path)
 
 
+def table_columns(session: Session, table: str) -> dict[str, list[Any]]:
+    """One whole table in memory, column by column, holding exactly the values
+    :func:`export_table` writes (the dashboard's v2 ranking reads ``forecasts`` so, and so
+    equals ``arena analyze ranking`` on the same database)."""
+    spec = next((spec for spec in TABLES if spec.name == table), None)
+    if spec is None:
+        raise UserError(f"no exported table named {table!r}")
+    data: dict[str, list[Any]] = {column.name: [] for column in spec.columns}
+    lists = list(data.values())
+    for batch in _batches(session, spec.query(ExportFilters(), True), spec.columns, BATCH_ROWS):
+        for row in batch:
+            for values, value in zip(lists, row, strict=True):
+                values.append(value)
+    return data
+
+
 def _check_known(session: Session, filters: ExportFilters) -> None:
     """Unknown cohort or family ids are a usage error, not an empty export."""
     if filters.cohorts:

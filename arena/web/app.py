@@ -137,14 +137,21 @@ class FrontDoor:
             template = getattr(scope.get("route"), "path", None) or "unmatched"
             self.metrics.requests.labels(template, str(status)).inc()
             self.metrics.latency.labels(template).observe(seconds)
+            fields = {
+                "request_id": request_id,
+                "method": scope["method"],
+                "path": scope["path"],  # never the query string: it may carry a token
+                "route": template,
+                "status": status,
+                "duration_ms": round(seconds * 1000, 1),
+            }
             access.info(
-                "request id=%s method=%s path=%s route=%s status=%d duration_ms=%.1f",
-                request_id,
-                scope["method"],
-                scope["path"],
-                template,
+                "%s %s %d %.1fms",
+                fields["method"],
+                fields["path"],
                 status,
-                seconds * 1000,
+                fields["duration_ms"],
+                extra=fields,
             )
 
 

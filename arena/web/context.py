@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Engine, Select, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from arena.clock import Clock, SystemClock
 from arena.config import Settings
 from arena.web.cache import ResultCache, data_version
 
@@ -42,7 +43,12 @@ class WebContext:
             finally:
                 session.rollback()
 
+    clock: Clock = field(default_factory=SystemClock)
     _version: tuple[float, tuple[Any, ...]] | None = field(default=None, repr=False)
+
+    def now(self) -> datetime:
+        """The instant analyses are computed "as of" (the one source of now)."""
+        return self.clock.now()
 
     def version(self, session: Session) -> tuple[Any, ...]:
         """The data version, read at most once per :data:`VERSION_TTL_S` (the daemon writes

@@ -8,6 +8,7 @@ Each page calls a fixed number of queries whatever the data size; the expensive 
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Float, case, cast, func, select
@@ -83,67 +84,27 @@ def methodology_in_use(ctx: WebContext, session: Session, cohort_id: int | None)
 
 
 def v2_ranking(ctx: WebContext, session: Session) -> dict[str, Any] | None:
-    """The difficulty-adjusted Brier ranking with 95% intervals (methodology v2), from the
-    stored forecasts; None when no forecast is resolved yet."""
+    """The difficulty-adjusted Brier ranking with 95% intervals (methodology v2), exactly as
+    ``arena analyze ranking`` computes it at the same instant; None when no forecast is
+    resolved yet. Cached per data version: it bootstraps ``analysis.resamples`` times."""
     if session.scalar(select(func.count(Forecast.scored_at))) == 0:
         return None
-    return ctx.cache.get(("v2", None), ctx.version(session), lambda: _compute_v2(session))
-
-
-def _compute_v2(session: Session) -> dict[str, Any] | None:
-    from arena.analytics.records import Forecasts
-    from arena.analytics.report import AnalysisOptions, ranking
-
-    names = [
-        "forecast_id",
-        "cohort_id",
-        "agent_id",
-        "family_id",
-        "family_kind",
-        "decision_id",
-        "market_id",
-        "outcome",
-        "source",
-        "probability",
-        "market_probability",
-        "forecast_at",
-        "event_group",
-        "scheduled_close_at",
-        "resolved_at",
-        "resolved_value",
-    ]
-    statement = (
-        select(
-            Forecast.id,
-            Forecast.cohort_id,
-            Forecast.agent_id,
-            Forecast.family_id,
-            Agent.kind,
-            Forecast.decision_id,
-            Forecast.market_id,
-            Forecast.outcome,
-            Forecast.source,
-            Forecast.probability,
-            Forecast.market_probability,
-            Forecast.forecast_at,
-            func.coalesce(Market.neg_risk_market_id, Market.event_id),
-            Market.end_date,
-            Market.resolved_at,
-            Forecast.resolved_value,
-        )
-        .join(Agent, Agent.id == Forecast.agent_id)
-        .join(Market, Market.id == Forecast.market_id)
+    return ctx.cache.get(
+        ("v2", None), ctx.version(session), lambda: _compute_v2(ctx, session, ctx.now())
     )
-    data: dict[str, list[Any]] = {name: [] for name in names}
-    for row in session.execute(statement):
-        for name, value in zip(names, row, strict=True):
-            data[name].append(str(value) if name.endswith("_id") and value is not None else value)
+
+
+def _compute_v2(ctx: WebContext, session: Session, as_of: datetime) -> dict[str, Any] | None:
+    from arena.analytics.records import Forecasts, ForecastsError
+    from arena.analytics.report import configured_options, ranking
+    from arena.export.writer import table_columns
+
+    forecasts = Forecasts.from_columns(table_columns(session, "forecasts"))
+    options = configured_options(ctx.settings.analysis, as_of=as_of)
     try:
-        report = ranking(
-            Forecasts.from_columns(data), AnalysisOptions(min_days=7, bootstrap_resamples=0)
-        )
-    except Exception:  # the analytics refuse some inputs (one question, one forecaster)
-        log.warning("v2 ranking unavailable", exc_info=True)
+        report = ranking(forecasts, options)
+    except ForecastsError as exc:  # nothing to rank yet (e.g. no panel forecast at as_of)
+        log.info("v2 ranking: %s", exc)
         return None
     return jsonable(report)
 
@@ -315,19 +276,17 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
     )
     if found is None:
         raise NotFound(f"no agent of family {family_id} in cohort {cohort_id}")
-    open_first = case((Position.status == "OPEN", 0), else_=1)
-    mine = select(Position.id).where(Position.agent_id == found.id)
-    open_count = count(session, mine.where(Position.status == "OPEN"))
-    closed_count = count(session, mine.where(Position.status != "OPEN"))
-    # every open position (bounded by the universe), then the newest page of closed ones
-    positions = rows_of(
-        session,
+    mine = (
         select(*fields(Position), Market.question)
         .join(Market, Market.id == Position.market_id)
         .where(Position.agent_id == found.id)
-        .order_by(open_first, Position.opened_at.desc(), Position.id.desc())
-        .limit(open_count + page.per_page),
+        .order_by(Position.opened_at.desc(), Position.id.desc())
     )
+    closed = mine.where(Position.status != "OPEN")
+    # every open position (bounded by the universe), then the requested page of closed ones
+    open_positions = rows_of(session, mine.where(Position.status == "OPEN"))
+    closed_count = count(session, closed.with_only_columns(Position.id))
+    closed_page = rows_of(session, page.apply(closed))
     trades = rows_of(
         session,
         page.apply(
@@ -343,10 +302,8 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
     )
     return {
         "agent": row_dict(found, *columns(Agent)),
-        "open_positions": [p for p in positions if p["status"] == "OPEN"],
-        "closed_positions": page.wrap(
-            [p for p in positions if p["status"] != "OPEN"][: page.per_page], closed_count
-        ),
+        "open_positions": open_positions,
+        "closed_positions": page.wrap(closed_page, closed_count),
         "trades": page.wrap(trades, trade_total),
         "decisions": decisions(session, Page(1, 100), cohort_id=cohort_id, family_id=family_id),
     }

@@ -177,6 +177,27 @@ def test_every_export_format_reads_the_same(tmp_path: Path, kind: str) -> None:
         np.testing.assert_array_equal(getattr(loaded, name), getattr(expected, name))
 
 
+def test_parquet_decimals_read_as_their_nearest_float(tmp_path: Path) -> None:
+    """``arena export`` writes probabilities as decimal128; each reads as float(its text), as
+    from CSV or JSONL (arrow's own cast gives 0.959 as 0.9590000000000001)."""
+    texts = ["0.9590000000", "0.4180000000", "0.1000000000"]
+    table = pa.table(
+        {
+            "family_id": ["a", "a", "b"],
+            "market_id": ["1", "2", "1"],
+            "probability": pa.array([Decimal(t) for t in texts], pa.decimal128(14, 10)),
+            "market_probability": pa.array(
+                [Decimal("0.4790000000"), None, None], pa.decimal128(14, 10)
+            ),
+            "forecast_at": ["2025-01-05T00:05:00Z"] * 3,
+        }
+    )
+    pq.write_table(table, tmp_path / "forecasts.parquet")
+    loaded = read_export(tmp_path)
+    assert loaded.probability.tolist() == [float(t) for t in texts]
+    assert loaded.market_probability[0] == 0.479 and np.isnan(loaded.market_probability[1:]).all()
+
+
 def test_jsonl_with_mixed_types_falls_back(tmp_path: Path) -> None:
     lines = [
         {

@@ -3,6 +3,8 @@ serve the app."""
 
 from __future__ import annotations
 
+import json
+import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 
 from arena.config import load_settings
+from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
 from arena.store.db import make_engine
 from arena.web.app import create_app
 from arena.web.curves import MAX_POINTS, downsample
@@ -226,6 +229,92 @@ def test_run_http_rejects_a_bad_address(tmp_path: Path) -> None:
         result = run_arena("--config", str(config), "run", "--http", bad)
         assert result.returncode == 2 and "--http" in result.stderr
         assert "Traceback" not in result.stderr
+
+
+DAEMON_KEY = "sk-or-v1-daemon-secret-7d1e0c"
+DAEMON_TOKEN = "admin-daemon-secret-42f9"
+
+
+def test_run_http_serves_the_dashboard_beside_the_daemon(tmp_path: Path) -> None:
+    """`arena run --http` on a fresh SQLite database, every outside service faked or closed:
+    the daemon migrates, serves /healthz, /readyz and the pages from its thread, logs each
+    request as a JSON line, shows no secret, and stops cleanly on SIGTERM."""
+    closed = f"http://127.0.0.1:{_free_port()}"  # nothing listens: no call leaves the machine
+    with serve_fake_gamma(FakeGammaWorld(n_markets=20, seed=3)) as gamma_url:
+        config = write_config(
+            tmp_path / "config.yaml",
+            f"sqlite:///{tmp_path / 'arena.db'}",
+            polymarket={"gamma_url": gamma_url, "clob_url": closed},
+            openrouter={"base_url": f"{closed}/api/v1", "max_attempts": 1},
+        )
+        env = cli_env(
+            OPENROUTER_API_KEY=DAEMON_KEY,
+            ARENA_ADMIN_TOKEN=DAEMON_TOKEN,
+            ARENA_LOGGING__JSON_LOGS="true",
+            HTTPS_PROXY="http://127.0.0.1:9",
+            HTTP_PROXY="http://127.0.0.1:9",
+            NO_PROXY="127.0.0.1,localhost",
+        )
+        port = _free_port()
+        base = f"http://127.0.0.1:{port}"
+        log_path = tmp_path / "daemon.log"
+        with log_path.open("w") as log_file:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "arena", "--config", str(config), "run", "--http",
+                 f"127.0.0.1:{port}"],
+                stdout=subprocess.DEVNULL,
+                stderr=log_file,
+                text=True,
+                env=env,
+                cwd=tmp_path,
+            )  # fmt: skip
+            try:
+                bodies = _answers_while_running(process, base, log_path)
+                process.send_signal(signal.SIGTERM)
+                code = process.wait(timeout=90)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait(timeout=30)
+    log = log_path.read_text()
+    assert code == 0, log[-3000:]
+    assert f"dashboard on http://127.0.0.1:{port}/" in log and "scheduler stopped" in log
+    lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    requests = [r for r in lines if r.get("logger") == "arena.web.access"]
+    assert {(r["method"], r["path"], r["status"]) for r in requests} >= {
+        ("GET", "/healthz", 200),
+        ("GET", "/readyz", 200),
+        ("GET", "/", 200),
+    }
+    for secret in (DAEMON_KEY, DAEMON_TOKEN):
+        assert secret not in log
+        assert all(secret not in body for body in bodies)
+    with pytest.raises(httpx.TransportError):  # the dashboard stopped with the daemon
+        httpx.get(f"{base}/healthz", timeout=2)
+
+
+def _answers_while_running(process: subprocess.Popen[str], base: str, log_path: Path) -> list[str]:
+    """Poll /healthz (generous deadline: a busy machine only makes it later), then read the
+    operations endpoints and the pages; every body, for the secrets check."""
+    deadline = time.monotonic() + 180
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"the daemon exited: {log_path.read_text()[-3000:]}")
+        try:
+            health = httpx.get(f"{base}/healthz", timeout=2)
+            break
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no dashboard: {log_path.read_text()[-3000:]}") from None
+            time.sleep(0.1)
+    assert health.status_code == 200
+    bodies = [health.text]
+    for path in ("/readyz", "/", "/status", "/api/v1/status", "/metrics", "/api/v1/leaderboard"):
+        response = httpx.get(f"{base}{path}", timeout=30)
+        assert response.status_code == 200, (path, response.text[:500])
+        bodies.append(response.text + str(response.headers))
+    assert bodies[1].startswith("ready")
+    return bodies
 
 
 def test_importing_the_cli_does_not_load_the_web_stack() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from arena.store.db import make_engine, session_factory
 from arena.store.models import Agent, Decision, Position
@@ -181,13 +181,80 @@ def test_leaderboard_agrees_with_the_cli(site: Site, client: TestClient) -> None
             assert "baseline" in html
 
 
-def test_v2_leaderboard_shows_the_adjusted_ranking(client: TestClient) -> None:
-    ranking = client.get("/api/v1/ranking").json()
-    assert ranking["methodology"] == "v2"
+def test_an_agents_closed_positions_are_paged(site: Site, client: TestClient) -> None:
+    """`?page=N` pages the agent's closed positions (newest first) as it pages its trades."""
+    engine = make_engine(site.url)
+    try:
+        with session_factory(engine)() as session:
+            closed = func.count().label("closed")
+            busiest = session.execute(
+                select(Agent.cohort_id, Agent.family_id, closed)
+                .join(Position, Position.agent_id == Agent.id)
+                .where(Position.status != "OPEN")
+                .group_by(Agent.id, Agent.cohort_id, Agent.family_id)
+                .order_by(closed.desc(), Agent.id)
+                .limit(1)
+            ).one()
+            agent_id = session.scalar(
+                select(Agent.id).where(
+                    Agent.cohort_id == busiest.cohort_id, Agent.family_id == busiest.family_id
+                )
+            )
+            newest = list(
+                session.scalars(
+                    select(Position.id)
+                    .where(Position.agent_id == agent_id, Position.status != "OPEN")
+                    .order_by(Position.opened_at.desc(), Position.id.desc())
+                )
+            )
+    finally:
+        engine.dispose()
+    assert len(newest) >= 3, "the fixture needs an agent with 3 closed positions"
+    path = f"/api/v1/cohorts/{busiest.cohort_id}/families/{busiest.family_id}?per_page=2"
+    seen = []
+    for number in (1, 2):
+        body = client.get(f"{path}&page={number}").json()["closed_positions"]
+        assert (body["page"], body["total"]) == (number, len(newest))
+        seen += [row["id"] for row in body["items"]]
+    assert seen == newest[:4]
+    page = client.get(f"/cohorts/{busiest.cohort_id}/families/{busiest.family_id}?page=2")
+    assert page.status_code == 200 and "page 2 of" in page.text
+
+
+def test_v2_leaderboard_shows_the_adjusted_ranking(site: Site, client: TestClient) -> None:
+    """The v2 world has resolved panel forecasts: `/` shows the difficulty-adjusted ranking with
+    its 95% intervals, and `/api/v1/ranking` is exactly `arena analyze ranking --format json`
+    at the same instant (the configured resample count and seed included)."""
+    body = client.get("/api/v1/ranking").json()
+    assert body["methodology"] == "v2"
+    ranking = body["ranking"]
+    assert ranking is not None and ranking["n_scored_questions"] > 0
+    assert ranking["resampling"] == {
+        "resamples": site.settings.analysis.resamples,
+        "seed": site.settings.analysis.seed,
+    }
+    ranked = [row for row in ranking["rows"] if row["ci_low"] is not None]
+    assert ranked
+    result = run_arena(
+        "--config",
+        str(site.config),
+        "analyze",
+        "ranking",
+        "--format",
+        "json",
+        "--at",
+        ranking["as_of"],
+        env=cli_env(ARENA_DATABASE_URL=site.url),
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == ranking
     page = client.get("/").text
     assert "Difficulty-adjusted ranking" in page
-    if ranking["ranking"] is not None:
-        assert "95% low" in page
+    assert "No resolved panel forecasts yet" not in page
+    table = page[page.index('<table class="ranking">') :]
+    assert "95% low" in table and "95% high" in table
+    for row in ranked:
+        assert f"{row['ci_low']:.4f}" in table and f"{row['ci_high']:.4f}" in table
 
 
 @pytest.mark.parametrize(
