@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-import psutil
-
 log = logging.getLogger(__name__)
 
 
@@ -52,6 +50,8 @@ class Holder:
 @cache
 def this_process() -> Holder:
     """The holder identity of the running process."""
+    import psutil  # loaded by the first claim, not by every command that imports this module
+
     pid = os.getpid()
     return Holder(socket.gethostname()[:60], pid, int(psutil.Process(pid).create_time()))
 
@@ -62,6 +62,8 @@ def holder_alive(text: str | None) -> bool | None:
     holder = Holder.parse(text)
     if holder is None or holder.host != this_process().host:
         return None
+    import psutil
+
     try:
         started = int(psutil.Process(holder.pid).create_time())
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):

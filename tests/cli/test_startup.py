@@ -23,7 +23,7 @@ NEVER_AT_IMPORT = {
 # What `arena status` may not load: it reads a few tables, it computes and calls nothing.
 NEVER_IN_STATUS = {
     "numpy", "scipy", "matplotlib", "pyarrow", "fastapi", "uvicorn", "httpx", "openai",
-    "alembic", "apscheduler", "structlog", "jinja2",
+    "alembic", "apscheduler", "structlog", "jinja2", "psutil",
 }  # fmt: skip
 
 SNIPPET = """
