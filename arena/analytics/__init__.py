@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from arena.analytics.calibration import Calibration, calibrate
     from arena.analytics.loading import read_export
     from arena.analytics.options import AnalysisOptions
-    from arena.analytics.records import Forecasts, ForecastsError
+    from arena.analytics.records import Forecasts
     from arena.analytics.report import (
         calibration_report,
         difference,
@@ -41,13 +41,14 @@ if TYPE_CHECKING:
         weighted_bootstrap_interval,
         weighted_t_interval,
     )
+    from arena.errors import ForecastsError
 
 _HOMES = {
     "AnalysisOptions": "arena.analytics.options",
     "BootstrapInterval": "arena.analytics.significance",
     "Calibration": "arena.analytics.calibration",
     "Forecasts": "arena.analytics.records",
-    "ForecastsError": "arena.analytics.records",
+    "ForecastsError": "arena.errors",
     "SignTest": "arena.analytics.significance",
     "TInterval": "arena.analytics.significance",
     "calibrate": "arena.analytics.calibration",

@@ -18,13 +18,10 @@ from decimal import Decimal
 from typing import Any
 
 from arena import config
+from arena.errors import BudgetExceeded
 
 WorstCase = Callable[[str, int, int], Decimal]  # (model, prompt tokens, max tokens) -> USD
 CHARS_PER_TOKEN = 3
-
-
-class BudgetExceeded(Exception):
-    """The worst-case cost of the next decision does not fit in the budget."""
 
 
 class Budget:

@@ -50,8 +50,14 @@ from arena.domain.decisions import (
 )
 from arena.domain.prompting import PromptContext, render_messages, render_repair
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
-from arena.errors import ProviderFatal, UniverseUnavailable
-from arena.jobs.budget import Budget, BudgetExceeded
+from arena.errors import (
+    BudgetExceeded,
+    ProviderCallError,
+    ProviderFatal,
+    RunAborted,
+    UniverseUnavailable,
+)
+from arena.jobs.budget import Budget
 from arena.jobs.claims import (
     BUDGET_SKIPPED,
     CLAIMED,
@@ -69,13 +75,7 @@ from arena.jobs.decide_view import book_prices, prompt_context, traded_sides
 from arena.jobs.execute import execute_decision, store_forecasts
 from arena.jobs.universe import FrozenUniverse, load_universe
 from arena.prompts import load_templates
-from arena.sources.providers import (
-    ModelProvider,
-    ModelReply,
-    ModelRequest,
-    ProviderCallError,
-    call_with_retries,
-)
+from arena.sources.providers import ModelProvider, ModelReply, ModelRequest, call_with_retries
 from arena.store.db import transaction
 from arena.store.models import Agent, Cohort, Decision
 
@@ -86,10 +86,6 @@ log = logging.getLogger(__name__)
 
 ProviderFor = Callable[[Agent], ModelProvider]
 FreezeUniverse = Callable[[Sequence[int]], int]
-
-
-class RunAborted(Exception):
-    """The provider refused the key or credit (401/402): stop the whole run now."""
 
 
 class DecisionRun:

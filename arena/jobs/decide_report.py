@@ -12,8 +12,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
+from arena.errors import ProviderCallError
 from arena.jobs.claims import BUDGET_SKIPPED, COMPLETED, RETRYABLE, Claim
-from arena.sources.providers import ModelReply, ProviderCallError
+from arena.sources.providers import ModelReply
 from arena.store.db import transaction
 from arena.store.models import DecisionAttempt
 

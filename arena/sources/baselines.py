@@ -26,7 +26,8 @@ from arena.config import BaselineFamily
 from arena.domain.ledger import ONE, ZERO, money_floor
 from arena.domain.markets import Market
 from arena.domain.prompting import PromptContext, ordered_markets, ordered_positions
-from arena.sources.providers import ModelReply, ModelRequest, PermanentProviderError
+from arena.errors import PermanentProviderError
+from arena.sources.providers import ModelReply, ModelRequest
 
 STRATEGIES = ("always-hold", "market-follower", "random")
 PROVIDER_NAME = "arena baseline"

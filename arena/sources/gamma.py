@@ -37,12 +37,11 @@ import tenacity
 
 from arena.config import Polymarket
 from arena.domain.markets import Market
-from arena.errors import GammaError
+from arena.errors import GammaError, SourceNotFound, TransientError
 from arena.sources.gamma_parse import parse_market, parse_rows, should_skip
 from arena.sources.http import BACKOFF_BASE_SECONDS as BACKOFF_BASE_SECONDS  # re-exported
 from arena.sources.http import USER_AGENT as USER_AGENT  # re-exported
 from arena.sources.http import (
-    TransientError,
     backoff_seconds,
     describe_error,
     error_text,
@@ -74,10 +73,6 @@ class FetchStats:
     @property
     def skipped_total(self) -> int:
         return sum(self.skipped.values()) + len(self.parse_errors)
-
-
-class _GoneError(Exception):
-    """404 from a single-object endpoint."""
 
 
 class MarketSource(Protocol):
@@ -190,7 +185,7 @@ class GammaClient:
         """
         try:
             body = self._get_json(f"/markets/{market_id}", [], FetchStats(), allow_404=True)
-        except _GoneError:
+        except SourceNotFound:
             return None
         if not isinstance(body, Mapping):
             raise GammaError(f"GET /markets/{market_id}: expected an object")
@@ -289,7 +284,7 @@ class GammaClient:
                 f"HTTP {status}{error_text(response)}", retry_after_seconds(response.headers)
             )
         if status == 404 and allow_404:
-            raise _GoneError()
+            raise SourceNotFound()
         if status >= 400:
             raise GammaError(f"GET {path}: HTTP {status}{error_text(response)}")
         try:

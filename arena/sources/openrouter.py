@@ -41,18 +41,16 @@ from openai import OpenAI
 from pydantic import SecretStr
 
 from arena.config import OpenRouterFamily, Settings
-from arena.errors import ConfigError, ProviderError
-from arena.sources.http import retry_after_seconds
-from arena.sources.providers import (
+from arena.errors import (
+    ConfigError,
     FatalProviderError,
-    ModelReply,
-    ModelRequest,
-    OnAttempt,
     PermanentProviderError,
     ProviderCallError,
     TransientProviderError,
-    call_with_retries,
+    UnknownModelPriceError,
 )
+from arena.sources.http import retry_after_seconds
+from arena.sources.providers import ModelReply, ModelRequest, OnAttempt, call_with_retries
 
 logger = logging.getLogger(__name__)
 
@@ -75,14 +73,6 @@ class KeyStatus:
     limit_remaining: Decimal | None
     usage: Decimal | None
     is_free_tier: bool | None
-
-
-class UnknownModelPriceError(ProviderError):
-    """``GET /models`` lists no usable price for this model id."""
-
-    def __init__(self, model: str) -> None:
-        super().__init__(f"no OpenRouter price for model {model!r}")
-        self.model = model
 
 
 class OpenRouterProvider:

@@ -11,6 +11,7 @@ from urllib.parse import quote
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from arena.errors import NotFound
 from arena.store.models import (
     Agent,
     BrierScore,
@@ -24,7 +25,6 @@ from arena.store.models import (
     Trade,
 )
 from arena.web.context import (
-    NotFound,
     Page,
     WebContext,
     columns,

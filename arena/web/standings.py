@@ -14,6 +14,7 @@ from sqlalchemy import Float, case, cast, func, select
 from sqlalchemy.orm import Session
 
 from arena.analytics.leaderboard import FamilyStanding, compute_leaderboard, money_text, to_json
+from arena.errors import NotFound
 from arena.store.models import (
     Agent,
     BrierScore,
@@ -27,7 +28,6 @@ from arena.store.models import (
     Trade,
 )
 from arena.web.context import (
-    NotFound,
     Page,
     WebContext,
     columns,

@@ -66,9 +66,7 @@ def _side_price(market: dict[str, Any], side: str) -> Decimal:
     return prices[outcomes.index(side)]
 
 
-def _mark(
-    market: dict[str, Any], side: str, book: bool, marks: dict[str, Decimal]
-) -> Decimal:
+def _mark(market: dict[str, Any], side: str, book: bool, marks: dict[str, Decimal]) -> Decimal:
     """Mode book: the side token's last valid book mark when it has one; else (and in mode
     gamma) the Gamma side price."""
     tokens = json.loads(market["clob_token_ids"] or "null") or []

@@ -174,7 +174,9 @@ def _families_and_markets(session: Session) -> None:
         session.flush()  # the market row before its book marks
         # the books last seen of each token (the cohorts here price at Gamma's display prices,
         # so the marks are exported but value nothing)
-        for token, price in zip([f"{market_id}{i}" * 8 for i in range(len(outcomes))], prices):
+        for token, price in zip(
+            [f"{market_id}{i}" * 8 for i in range(len(outcomes))], prices, strict=True
+        ):
             session.add(
                 BookMark(
                     token_id=token,

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from arena.config import BaselineFamily
 from arena.domain.decisions import Action, Forecast, ValidationContext, parse_decision
 from arena.domain.prompting import PromptContext
+from arena.errors import PermanentProviderError
 from arena.sources.baselines import STRATEGIES, BaselineProvider, favourite
-from arena.sources.providers import ModelProvider, ModelRequest, PermanentProviderError
+from arena.sources.providers import ModelProvider, ModelRequest
 from tests.domain.prompt_builders import binary, context, named, position
 
 MARKETS = [
