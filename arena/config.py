@@ -158,7 +158,7 @@ class OpenRouter(_Strict):
     app_title: Text200 = "arena"
 
 
-class Budget(_Strict):
+class BudgetLimits(_Strict):
     """Optional USD spend limits; ``None`` means unlimited."""
 
     per_run_usd: Annotated[Decimal | None, Field(ge=0, le=MAX_USD_BUDGET, allow_inf_nan=False)] = (
@@ -248,7 +248,7 @@ class Settings(BaseSettings):
     schedule: Schedule = Schedule()
     polymarket: Polymarket = Polymarket()
     openrouter: OpenRouter = OpenRouter()
-    budget: Budget = Budget()
+    budget: BudgetLimits = BudgetLimits()
     v2: V2 = V2()
     analysis: Analysis = Analysis()
     logging: Logging = Logging()

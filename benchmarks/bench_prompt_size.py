@@ -18,7 +18,7 @@ from decimal import Decimal
 
 from bpe_openai import get_encoding
 
-from arena.domain.markets import Market
+from arena.domain.markets import MarketView
 from arena.domain.prompting import PositionView, PromptContext, ordered_markets, render_messages
 from arena.prompts import templates_for
 
@@ -98,9 +98,9 @@ def question(rng: random.Random) -> tuple[str, str | None]:
     )
 
 
-def universe(size: int, seed: int = 1) -> list[Market]:
+def universe(size: int, seed: int = 1) -> list[MarketView]:
     rng = random.Random(seed)
-    markets: list[Market] = []
+    markets: list[MarketView] = []
     start = datetime(2026, 3, 1, tzinfo=UTC)
     for index in range(size):
         market_id = str(rng.randrange(500_000, 1_300_000))
@@ -110,7 +110,7 @@ def universe(size: int, seed: int = 1) -> list[Market]:
             a, b = rng.sample(TEAMS, 2)
             p = Decimal(rng.randrange(50, 950)) / 1000
             markets.append(
-                Market(
+                MarketView(
                     id=market_id,
                     question=f"{a} vs. {b}",
                     outcomes=(a, b),
@@ -124,7 +124,7 @@ def universe(size: int, seed: int = 1) -> list[Market]:
         text, category = question(rng)
         p_yes = Decimal(rng.randrange(2, 999)) / 1000
         markets.append(
-            Market(
+            MarketView(
                 id=market_id,
                 question=text,
                 outcomes=("Yes", "No"),
@@ -139,7 +139,7 @@ def universe(size: int, seed: int = 1) -> list[Market]:
 
 
 def context(
-    markets: list[Market], positions: int, methodology: str, panel_size: int
+    markets: list[MarketView], positions: int, methodology: str, panel_size: int
 ) -> PromptContext:
     rng = random.Random(2)
     held = [

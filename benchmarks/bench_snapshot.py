@@ -49,10 +49,10 @@ from arena.store.models import (
     Cohort,
     Decision,
     Family,
+    Market,
     Position,
     Trade,
 )
-from arena.store.models import Market as MarketRow
 
 AGENTS_PER_COHORT = 7
 OPEN_PER_AGENT = 50
@@ -68,7 +68,7 @@ def synthetic_rows(cohorts: int, seed: int = 0) -> dict[Table, list[dict[str, An
     rng = random.Random(seed)
     start = NOW - timedelta(days=7 * cohorts)
     families = [f"family-{i}" for i in range(AGENTS_PER_COHORT)]
-    models = (Family, Cohort, MarketRow, Agent, Decision, Position, Trade, BrierScore)
+    models = (Family, Cohort, Market, Agent, Decision, Position, Trade, BrierScore)
     tables: dict[str, Table] = {m.__tablename__: m.__table__ for m in models}  # type: ignore[misc]
     rows: dict[Table, list[dict[str, Any]]] = {table: [] for table in tables.values()}
     for family in families:

@@ -13,6 +13,12 @@ Every analysis function takes the forecasts (:class:`Forecasts` or a DataFrame),
 a plain JSON-serialisable dict. The interval functions check their input and raise
 :class:`ValueError` naming the argument and row. Names load lazily, so importing this package
 costs nothing until one is used (``arena.cli`` stays fast).
+
+Two words here are not synonyms of the rest of the code's: a *forecaster* is the unit being
+scored, a family (``by="family"``, the default) or an agent (``by="agent"``); a *question* is one
+market outcome in one week, ``(market_id, outcome, week_start)``, so one market is several
+questions (see :mod:`arena.analytics.questions`). Where a name always means a family or a
+market, it says family or market.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ Choices the methodology leaves open, made here:
 * v2 forecasts: ``{"market_id", "probability"}`` (probability of YES) for a YES/NO market,
   ``{"market_id", "probabilities": {outcome: p}}`` for a named-outcome market, covering every
   outcome and adding up to 1 within :data:`PROBABILITY_SUM_TOLERANCE`; probabilities lie in
-  [0, 1]; stored flat as :class:`Forecast` rows (outcome ``YES`` for YES/NO markets);
+  [0, 1]; stored flat as :class:`PanelForecast` rows (outcome ``YES`` for YES/NO markets);
 * under v1, ``probability`` and ``forecasts`` are ignored.
 """
 
@@ -44,15 +44,15 @@ from pydantic_core import PydanticCustomError
 
 from arena.domain.extraction import extract_json_object
 from arena.domain.ledger import HUNDRED, ONE, ZERO
-from arena.domain.markets import YES, Market
+from arena.domain.markets import YES, MarketView
 from arena.domain.prompting import PromptContext, display_outcome, ordered_markets
 from arena.errors import MalformedResponse
 
 __all__ = [
     "Action",
     "BetOrder",
-    "Forecast",
     "MalformedResponse",
+    "PanelForecast",
     "SellOrder",
     "ValidDecision",
     "ValidationContext",
@@ -88,7 +88,7 @@ class SellOrder:
 
 
 @dataclass(frozen=True)
-class Forecast:
+class PanelForecast:
     """One v2 panel probability: of YES for a YES/NO market, of one outcome otherwise."""
 
     market_id: str
@@ -102,7 +102,7 @@ class ValidDecision:
     bets: tuple[BetOrder, ...] = ()
     sells: tuple[SellOrder, ...] = ()
     reasoning: str = ""
-    forecasts: tuple[Forecast, ...] = ()
+    forecasts: tuple[PanelForecast, ...] = ()
 
     def to_json_dict(self) -> dict[str, Any]:
         """The decision in the answer format, JSON-safe, Decimals as exact strings."""
@@ -123,8 +123,8 @@ class ValidDecision:
         return data
 
 
-def _forecasts_json(forecasts: Sequence[Forecast]) -> list[dict[str, Any]]:
-    grouped: dict[str, list[Forecast]] = {}
+def _forecasts_json(forecasts: Sequence[PanelForecast]) -> list[dict[str, Any]]:
+    grouped: dict[str, list[PanelForecast]] = {}
     for forecast in forecasts:
         grouped.setdefault(forecast.market_id, []).append(forecast)
     out: list[dict[str, Any]] = []
@@ -141,13 +141,13 @@ def _forecasts_json(forecasts: Sequence[Forecast]) -> list[dict[str, Any]]:
 class ValidationContext:
     """What an answer is checked against: the prompt's universe, portfolio and limits."""
 
-    markets: Mapping[str, Market]  # the market list shown (BET targets), by id
+    markets: Mapping[str, MarketView]  # the market list shown (BET targets), by id
     position_ids: frozenset[str]  # this agent's open positions
     cash: Decimal  # the cash balance shown in the prompt
     min_bet: Decimal
     max_bet: Decimal
     methodology: str = "v1"
-    panel: Sequence[Market] = ()
+    panel: Sequence[MarketView] = ()
     held_market_ids: frozenset[str] = frozenset()  # markets shown under open positions
 
     @classmethod
@@ -325,7 +325,7 @@ def _message(errors: Sequence[str]) -> str:
 # --- rules ------------------------------------------------------------------------------------
 
 
-def resolve_side(market: Market, side: str) -> str | None:
+def resolve_side(market: MarketView, side: str) -> str | None:
     """The canonical side for what the model wrote (any case; raw or displayed outcome name)."""
     wanted = side.strip().casefold()
     if market.is_binary:
@@ -336,7 +336,7 @@ def resolve_side(market: Market, side: str) -> str | None:
     return None
 
 
-def _sides_hint(market: Market) -> str:
+def _sides_hint(market: MarketView) -> str:
     return ", ".join(market.sides() if market.is_binary else map(display_outcome, market.outcomes))
 
 
@@ -466,7 +466,7 @@ def _check_sells(
     return out
 
 
-def _check_forecasts(raw: Any, ctx: ValidationContext, errors: list[str]) -> list[Forecast]:
+def _check_forecasts(raw: Any, ctx: ValidationContext, errors: list[str]) -> list[PanelForecast]:
     panel = ordered_markets(ctx.panel)
     if not panel:
         return []
@@ -479,7 +479,7 @@ def _check_forecasts(raw: Any, ctx: ValidationContext, errors: list[str]) -> lis
         errors.extend(_shape_errors(exc, ("forecasts",)))
         return []
     by_id = {m.id: m for m in panel}
-    given: dict[str, list[Forecast]] = {}
+    given: dict[str, list[PanelForecast]] = {}
     for i, entry in enumerate(entries):
         where = f"forecasts[{i}]"
         market = by_id.get(entry.market_id)
@@ -503,8 +503,8 @@ def _mentioned(entries: Sequence[ForecastIn]) -> set[str]:
 
 
 def _forecast_rows(
-    entry: ForecastIn, market: Market, where: str, errors: list[str]
-) -> list[Forecast] | None:
+    entry: ForecastIn, market: MarketView, where: str, errors: list[str]
+) -> list[PanelForecast] | None:
     probabilities = entry.probabilities
     if probabilities is not None and not isinstance(probabilities, dict):
         errors.append(f"{where}.probabilities must be an object, got {_show(probabilities)}")
@@ -522,7 +522,7 @@ def _forecast_rows(
             )
             return None
         p = _probability(value, f"{where}.probability", errors)
-        return None if p is None else [Forecast(market.id, YES, p)]
+        return None if p is None else [PanelForecast(market.id, YES, p)]
     if not probabilities:
         errors.append(
             f'{where} (market {market.id}) needs "probabilities" for each outcome: '
@@ -554,4 +554,4 @@ def _forecast_rows(
     if abs(total - ONE) > PROBABILITY_SUM_TOLERANCE:
         errors.append(f"{where}.probabilities add up to {total:f}, not 1")
         return None
-    return [Forecast(market.id, o, found[o]) for o in market.outcomes]
+    return [PanelForecast(market.id, o, found[o]) for o in market.outcomes]

@@ -30,8 +30,7 @@ from arena.domain.ledger import ZERO
 from arena.domain.markets import side_index
 from arena.errors import BookMissing, ClobError, ExecutionError, NoBook
 from arena.store.db import transaction
-from arena.store.models import BookMark, Cohort, MarketFee, Position, SystemLog
-from arena.store.models import Market as MarketRow
+from arena.store.models import BookMark, Cohort, Market, MarketFee, Position, SystemLog
 from arena.store.upsert import dialect_insert
 
 if TYPE_CHECKING:
@@ -241,10 +240,10 @@ def fetch_held_books(
             select(
                 held_sides.c.market_id,
                 held_sides.c.side,
-                MarketRow.outcomes,
-                MarketRow.clob_token_ids,
-                MarketRow.condition_id,
-            ).join(MarketRow, MarketRow.id == held_sides.c.market_id)
+                Market.outcomes,
+                Market.clob_token_ids,
+                Market.condition_id,
+            ).join(Market, Market.id == held_sides.c.market_id)
         ).all()
     for market_id, side, outcomes, tokens, condition_id in rows:
         if tokens and len(tokens) == len(outcomes):

@@ -25,7 +25,9 @@ CHARS_PER_TOKEN = 3
 
 
 class Budget:
-    def __init__(self, limits: config.Budget, pricing: WorstCase | None, rounds: int = 1) -> None:
+    def __init__(
+        self, limits: config.BudgetLimits, pricing: WorstCase | None, rounds: int = 1
+    ) -> None:
         self.limits = limits
         self.pricing = pricing
         self.rounds = rounds

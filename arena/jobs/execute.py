@@ -39,11 +39,10 @@ from arena.domain.book import (
     walk_sell,
 )
 from arena.domain.decisions import Action, ValidDecision
-from arena.domain.markets import Market
+from arena.domain.markets import MarketView
 from arena.errors import ExecutionError, NoBook, NoLiquidity
 from arena.jobs.books import touch_fee
-from arena.store.models import Agent, Forecast, Position, Trade
-from arena.store.models import Market as MarketRow
+from arena.store.models import Agent, Forecast, Market, Position, Trade
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,7 @@ def execute_decision(
     decision_id: int,
     agent: Agent,
     decision: ValidDecision,
-    markets: Mapping[str, Market],
+    markets: Mapping[str, MarketView],
     cash_shown: Decimal,
     max_bet_fraction: Decimal,
     now: datetime,
@@ -118,12 +117,12 @@ def execute_decision(
     return result
 
 
-def require_open(session: Session, market_id: str) -> MarketRow:
+def require_open(session: Session, market_id: str) -> Market:
     """Refuse an execution on a market that is closed, resolved, inactive or not accepting
     orders now (methodology: "Fresh prices, open markets only"), whatever the frozen
     universe showed. A plain read: a settlement committing after it finds the new position,
     as settlement takes every OPEN position whatever the market's local state."""
-    row = session.get(MarketRow, market_id)
+    row = session.get(Market, market_id)
     if row is None:
         raise ExecutionError(f"market {market_id} is unknown")
     state = (
@@ -151,7 +150,7 @@ class _Trade:
         session: Session,
         decision_id: int,
         agent: Agent,
-        markets: Mapping[str, Market],
+        markets: Mapping[str, MarketView],
         now: datetime,
         book: BookPrices | None,
     ) -> None:
@@ -299,7 +298,7 @@ class _Trade:
         ).scalar_one_or_none()
 
     def _fill(
-        self, market: Market, row: MarketRow, side: str, trade: TradeSide, quantity: Decimal
+        self, market: MarketView, row: Market, side: str, trade: TradeSide, quantity: Decimal
     ) -> Fill:
         """Walk the live book of a side's token up to the limit set from the touch shown."""
         assert self.book is not None
@@ -350,7 +349,7 @@ def store_forecasts(
     decision_id: int,
     agent: Agent,
     decision: ValidDecision,
-    markets: Mapping[str, Market],
+    markets: Mapping[str, MarketView],
     now: datetime,
 ) -> int:
     """Methodology v2: the panel forecasts and every bet's stated probability."""
@@ -383,7 +382,7 @@ def _forecast_row(
     outcome: str,
     probability: Decimal,
     source: str,
-    markets: Mapping[str, Market],
+    markets: Mapping[str, MarketView],
     now: datetime,
 ) -> Forecast:
     market = markets.get(market_id)

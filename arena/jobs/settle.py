@@ -57,8 +57,7 @@ from arena.jobs.prices import store_markets
 from arena.jobs.universe import market_from_row
 from arena.sources.gamma import MarketSource
 from arena.store.db import transaction
-from arena.store.models import Agent, BrierScore, Forecast, Position, Trade
-from arena.store.models import Market as MarketRow
+from arena.store.models import Agent, BrierScore, Forecast, Market, Position, Trade
 from arena.store.queries import held_market_ids
 from arena.store.upsert import insert_ignore
 
@@ -223,7 +222,7 @@ def _settle_locked(
     session: Session, market_id: str, verdict: Verdict, now: datetime
 ) -> MarketSettlement | None:
     row = session.execute(
-        select(MarketRow).where(MarketRow.id == market_id).with_for_update()
+        select(Market).where(Market.id == market_id).with_for_update()
     ).scalar_one_or_none()
     if row is None:
         return None
@@ -358,7 +357,7 @@ def _score_forecasts(session: Session, market_id: str, winner: str, now: datetim
     return len(forecasts)
 
 
-def _candidates(session: Session) -> Sequence[MarketRow]:
+def _candidates(session: Session) -> Sequence[Market]:
     """Locally open markets with at least one position (of any status), or with a methodology
     v2 forecast still waiting for its score (panel markets nobody traded); and every market
     with an OPEN position whatever its local state, so no position is ever orphaned."""
@@ -367,15 +366,12 @@ def _candidates(session: Session) -> Sequence[MarketRow]:
     held = held_market_ids()
     return (
         session.execute(
-            select(MarketRow)
+            select(Market)
             .where(
-                (
-                    (MarketRow.status == "open")
-                    & (MarketRow.id.in_(traded) | MarketRow.id.in_(forecast))
-                )
-                | MarketRow.id.in_(held)
+                ((Market.status == "open") & (Market.id.in_(traded) | Market.id.in_(forecast)))
+                | Market.id.in_(held)
             )
-            .order_by(MarketRow.id)
+            .order_by(Market.id)
         )
         .scalars()
         .all()

@@ -52,8 +52,15 @@ from arena.jobs.prices import refresh_held_markets
 from arena.slots import job_slot
 from arena.sources.gamma import MarketSource
 from arena.store.db import transaction
-from arena.store.models import Agent, BookMark, BrierScore, Cohort, PortfolioSnapshot, Position
-from arena.store.models import Market as MarketRow
+from arena.store.models import (
+    Agent,
+    BookMark,
+    BrierScore,
+    Cohort,
+    Market,
+    PortfolioSnapshot,
+    Position,
+)
 from arena.store.queries import held_market_ids
 from arena.store.upsert import dialect_insert
 
@@ -194,9 +201,9 @@ def value_agents(
         markets = {
             market_id: (outcomes, prices, tokens)
             for market_id, outcomes, prices, tokens in conn.execute(
-                select(
-                    MarketRow.id, MarketRow.outcomes, MarketRow.prices, MarketRow.clob_token_ids
-                ).where(MarketRow.id.in_(held_market_ids()))
+                select(Market.id, Market.outcomes, Market.prices, Market.clob_token_ids).where(
+                    Market.id.in_(held_market_ids())
+                )
             )
         }
         briers = _brier_totals(conn, unfinished)

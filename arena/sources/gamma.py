@@ -36,7 +36,7 @@ import httpx
 import tenacity
 
 from arena.config import Polymarket
-from arena.domain.markets import Market
+from arena.domain.markets import MarketView
 from arena.errors import GammaError, SourceNotFound, TransientError
 from arena.sources.gamma_parse import parse_market, parse_rows, should_skip
 from arena.sources.http import BACKOFF_BASE_SECONDS as BACKOFF_BASE_SECONDS  # re-exported
@@ -82,11 +82,11 @@ class MarketSource(Protocol):
     does not know (404, gone) is simply absent from :meth:`markets_by_ids`.
     """
 
-    def top_markets(self, limit: int, stats: FetchStats | None = None) -> list[Market]: ...
+    def top_markets(self, limit: int, stats: FetchStats | None = None) -> list[MarketView]: ...
 
     def markets_by_ids(
         self, ids: Iterable[str], include_closed: bool = True, stats: FetchStats | None = None
-    ) -> dict[str, Market]: ...
+    ) -> dict[str, MarketView]: ...
 
 
 class GammaClient:
@@ -127,7 +127,7 @@ class GammaClient:
 
     # -- public operations -------------------------------------------------------------------
 
-    def top_markets(self, limit: int, stats: FetchStats | None = None) -> list[Market]:
+    def top_markets(self, limit: int, stats: FetchStats | None = None) -> list[MarketView]:
         """The ``limit`` highest-``volumeNum`` open, tradable markets, best first."""
         stats = stats if stats is not None else FetchStats()
         if limit <= 0:
@@ -139,7 +139,7 @@ class GammaClient:
             ("active", "true"),
             ("limit", str(self._page_size)),
         ]
-        chosen: dict[str, Market] = {}
+        chosen: dict[str, MarketView] = {}
         for rows in self._keyset_pages(filters, stats):
             for market in self._parse_page(rows, stats):
                 reason = universe_skip_reason(market)
@@ -156,14 +156,14 @@ class GammaClient:
 
     def markets_by_ids(
         self, ids: Iterable[str], include_closed: bool = True, stats: FetchStats | None = None
-    ) -> dict[str, Market]:
+    ) -> dict[str, MarketView]:
         """The markets with these ids that Gamma returns (unparseable or unknown ones are absent).
 
         With ``include_closed`` the ids not found open are asked again with ``closed=true``.
         """
         stats = stats if stats is not None else FetchStats()
         wanted = list(dict.fromkeys(str(i) for i in ids))
-        found: dict[str, Market] = {}
+        found: dict[str, MarketView] = {}
         passes = ("false", "true") if include_closed else ("false",)
         for closed in passes:
             missing = [i for i in wanted if i not in found]
@@ -178,7 +178,7 @@ class GammaClient:
         stats.stop_reason = f"found {len(found)} of {len(wanted)}"
         return found
 
-    def market(self, market_id: str) -> Market | None:
+    def market(self, market_id: str) -> MarketView | None:
         """One market by id; ``None`` when Gamma answers 404 (the market is gone).
 
         Raises :class:`MarketParseError` when the row cannot be parsed.
@@ -236,7 +236,7 @@ class GammaClient:
         stats.stop_reason = "page limit"
 
     @staticmethod
-    def _parse_page(rows: list[Any], stats: FetchStats) -> list[Market]:
+    def _parse_page(rows: list[Any], stats: FetchStats) -> list[MarketView]:
         parsed = parse_rows(rows)
         stats.parse_errors.extend((e.market_id, e.reason) for e in parsed.errors)
         return parsed.markets
@@ -314,7 +314,7 @@ class GammaClient:
         )
 
 
-def universe_skip_reason(market: Market) -> str | None:
+def universe_skip_reason(market: MarketView) -> str | None:
     """Why a listed market is not in the tradable universe (methodology), or ``None``."""
     reason = should_skip(market)
     if reason is not None:

@@ -18,10 +18,9 @@ from typing import Any
 from sqlalchemy import select
 
 from arena.domain import ledger
-from arena.domain.markets import Market
+from arena.domain.markets import MarketView
 from arena.errors import GammaError
-from arena.store.models import Agent, Cohort, Decision, Family, Position, Trade
-from arena.store.models import Market as MarketRow
+from arena.store.models import Agent, Cohort, Decision, Family, Market, Position, Trade
 from tests.conftest import Database
 
 WEEK = datetime(2026, 11, 22, tzinfo=UTC)
@@ -40,9 +39,9 @@ def gamma_market(
     closed_time: datetime | None = None,
     end_date: datetime | None = None,
     accepting_orders: bool | None = True,
-) -> Market:
+) -> MarketView:
     """A domain market as Gamma would give it."""
-    return Market(
+    return MarketView(
         id=market_id,
         question=f"Question {market_id}?",
         outcomes=tuple(outcomes),
@@ -60,15 +59,17 @@ def gamma_market(
 class FakeSource:
     """In-memory markets by id; ``error`` makes every call fail, ``barrier`` syncs threads."""
 
-    markets: dict[str, Market] = field(default_factory=dict)
+    markets: dict[str, MarketView] = field(default_factory=dict)
     error: str | None = None
     barrier: threading.Barrier | None = None
     calls: list[list[str]] = field(default_factory=list)
 
-    def put(self, market: Market) -> None:
+    def put(self, market: MarketView) -> None:
         self.markets[market.id] = market
 
-    def markets_by_ids(self, ids: Iterable[str], include_closed: bool = True) -> dict[str, Market]:
+    def markets_by_ids(
+        self, ids: Iterable[str], include_closed: bool = True
+    ) -> dict[str, MarketView]:
         wanted = list(ids)
         self.calls.append(wanted)
         if self.barrier is not None:
@@ -133,7 +134,7 @@ class World:
             session.flush()
             return agent.id
 
-    def market(self, market: Market, **row: Any) -> str:
+    def market(self, market: MarketView, **row: Any) -> str:
         with self.db.factory.begin() as session:
             values: dict[str, Any] = {
                 "id": market.id,
@@ -148,7 +149,7 @@ class World:
                 "updated_at": self.now,
             }
             values.update(row)
-            session.add(MarketRow(**values))
+            session.add(Market(**values))
         return market.id
 
     def _decision(self, session: Any, agent: Agent) -> int:
