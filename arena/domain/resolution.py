@@ -24,6 +24,7 @@ from decimal import Decimal
 from arena.clock import ensure_utc
 from arena.domain.ledger import ZERO, SettlementOutcome
 from arena.domain.markets import NO, YES, MarketView, Resolution, ResolutionState
+from arena.domain.states import MarketStatus
 
 WIN_MIN = Decimal("0.99")
 LOSE_MAX = Decimal("0.01")
@@ -127,14 +128,14 @@ class Verdict:
     """What to do with one market: settle it with ``outcome`` for the winner, or wait."""
 
     state: str  # stored as markets.resolution_state
-    status: str  # markets.status: resolved | cancelled
+    status: MarketStatus  # markets.status: resolved | cancelled
     winner: str | None = None
     void: bool = False
     reason: str = ""
 
     @property
     def cancelled(self) -> bool:
-        return self.status == "cancelled"
+        return self.status is MarketStatus.CANCELLED
 
     def outcome_for(self, side: str) -> SettlementOutcome:
         if self.cancelled:
@@ -153,20 +154,27 @@ def settlement_verdict(
     """
     if market is None:
         if is_overdue(replace(known, closed=True), now, cancel_after_days):
-            return Verdict(OVERDUE, "cancelled", reason="gone from Gamma and overdue")
+            return Verdict(OVERDUE, MarketStatus.CANCELLED, reason="gone from Gamma and overdue")
         return None
     resolution: Resolution = classify(market)
     if resolution.state is ResolutionState.RESOLVED_WINNER:
         return Verdict(
-            resolution.state.value, "resolved", winner=resolution.winner, reason=resolution.reason
+            resolution.state.value,
+            MarketStatus.RESOLVED,
+            winner=resolution.winner,
+            reason=resolution.reason,
         )
     if resolution.state is ResolutionState.RESOLVED_50_50:
-        return Verdict(resolution.state.value, "resolved", void=True, reason=resolution.reason)
+        return Verdict(
+            resolution.state.value, MarketStatus.RESOLVED, void=True, reason=resolution.reason
+        )
     if resolution.state is ResolutionState.AMBIGUOUS:
-        return Verdict(resolution.state.value, "cancelled", reason=resolution.reason)
+        return Verdict(resolution.state.value, MarketStatus.CANCELLED, reason=resolution.reason)
     if resolution.state in _UNSETTLED and is_overdue(market, now, cancel_after_days):
         days = cancel_after_days
-        return Verdict(OVERDUE, "cancelled", reason=f"{resolution.state.value} {days}+ days")
+        return Verdict(
+            OVERDUE, MarketStatus.CANCELLED, reason=f"{resolution.state.value} {days}+ days"
+        )
     return None
 
 

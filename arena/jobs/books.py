@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.domain.book import FeeSchedule, OrderBook, Pricing, exit_proceeds, mark
 from arena.domain.ledger import ZERO
 from arena.domain.markets import side_index
+from arena.domain.states import PositionStatus
 from arena.errors import BookMissing, ClobError, ExecutionError, NoBook
 from arena.store.db import transaction
 from arena.store.models import BookMark, Cohort, Market, MarketFee, Position, SystemLog
@@ -232,7 +233,7 @@ def fetch_held_books(
         held_sides = (
             select(Position.market_id, Position.side)
             .join(Cohort, Cohort.id == Position.cohort_id)
-            .where(Position.status == "OPEN", Cohort.pricing == Pricing.BOOK)
+            .where(Position.status == PositionStatus.OPEN, Cohort.pricing == Pricing.BOOK)
             .distinct()
             .subquery()
         )

@@ -49,6 +49,7 @@ from arena.domain.decisions import (
     validate_decision,
 )
 from arena.domain.prompting import PromptContext, render_messages, render_repair
+from arena.domain.states import AttemptKind, AttemptOutcome, Blocked, DecisionStatus
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
 from arena.errors import (
     BudgetExceeded,
@@ -58,19 +59,9 @@ from arena.errors import (
     UniverseUnavailable,
 )
 from arena.jobs.budget import Budget
-from arena.jobs.claims import (
-    BUDGET_SKIPPED,
-    CLAIMED,
-    COMPLETED,
-    RETRYABLE,
-    Claim,
-    LeaseKeeper,
-    Refused,
-    claim_decision,
-    lock_claim,
-)
+from arena.jobs.claims import Claim, LeaseKeeper, Refused, claim_decision, lock_claim
 from arena.jobs.cohorts import decision_window
-from arena.jobs.decide_report import ALREADY_FINAL, HELD, AgentResult, AttemptLog, DecideReport
+from arena.jobs.decide_report import AgentResult, AttemptLog, DecideReport
 from arena.jobs.decide_view import book_prices, prompt_context, traded_sides
 from arena.jobs.execute import execute_decision, store_forecasts
 from arena.jobs.universe import FrozenUniverse, load_universe
@@ -147,7 +138,11 @@ class DecisionRun:
         universe: FrozenUniverse | None = None
         results: dict[int, AgentResult] = {}
         for round_no in range(2):  # the second round retakes what live holders released
-            todo = [(c, a) for c, a in pairs if a.id not in results or results[a.id].status == HELD]
+            todo = [
+                (c, a)
+                for c, a in pairs
+                if a.id not in results or results[a.id].status == Blocked.HELD
+            ]
             if round_no and todo:
                 self._wait_for_holders([results[a.id] for _c, a in todo])
             for cohort, agent in todo:
@@ -170,7 +165,7 @@ class DecisionRun:
                 results[agent.id] = result
                 if self.on_progress is not None:
                     self.on_progress(result)
-            if report.aborted or not any(r.status == HELD for r in results.values()):
+            if report.aborted or not any(r.status == Blocked.HELD for r in results.values()):
                 break
         report.results = [results[a.id] for _c, a in pairs if a.id in results]
         return report
@@ -199,7 +194,7 @@ class DecisionRun:
                 pending = session.scalar(
                     select(func.count())
                     .select_from(Decision)
-                    .where(Decision.id.in_(ids), Decision.status == CLAIMED)
+                    .where(Decision.id.in_(ids), Decision.status == DecisionStatus.CLAIMED)
                 )
             if not pending:
                 return
@@ -210,7 +205,7 @@ class DecisionRun:
     def decide_agent(self, cohort: Cohort, agent: Agent, universe: FrozenUniverse) -> AgentResult:
         now = self.clock.now()
         week = decision_week(cohort.week_start, now)
-        result = AgentResult(cohort.id, agent.id, agent.family_id, None, HELD)
+        result = AgentResult(cohort.id, agent.id, agent.family_id, None, Blocked.HELD)
         lease = self.settings.benchmark.claim_lease_seconds
         claim = claim_decision(
             self.factory,
@@ -226,7 +221,7 @@ class DecisionRun:
         )
         if isinstance(claim, Refused):
             result.decision_id = claim.decision_id
-            result.status = HELD if claim.held else ALREADY_FINAL
+            result.status = Blocked.HELD if claim.held else Blocked.ALREADY_FINAL
             result.lease_until = claim.lease_until
             if claim.held:
                 result.error = claim.describe()
@@ -247,7 +242,7 @@ class DecisionRun:
                 self._finish(
                     claim,
                     result,
-                    RETRYABLE,
+                    DecisionStatus.RETRYABLE,
                     error=f"internal error: {type(exc).__name__}: {exc}",
                     attempts=AttemptLog(self.factory, claim, agent.prompt_version, self.clock),
                 )
@@ -278,13 +273,19 @@ class DecisionRun:
             )
         except BudgetExceeded as exc:
             attempts.store(
-                "initial", "budget_skipped", messages, self.clock.now(), message=str(exc)
+                AttemptKind.INITIAL,
+                AttemptOutcome.BUDGET_SKIPPED,
+                messages,
+                self.clock.now(),
+                message=str(exc),
             )
-            self._finish(claim, result, BUDGET_SKIPPED, error=str(exc), attempts=attempts)
+            self._finish(
+                claim, result, DecisionStatus.BUDGET_SKIPPED, error=str(exc), attempts=attempts
+            )
             return
         decision: ValidDecision | None = None
         parsed: dict[str, Any] | None = None
-        kind = "initial"
+        kind = AttemptKind.INITIAL
         last_error = ""
         for _round in range(self.settings.benchmark.malformed_retries + 1):
             reply = self._call(
@@ -300,7 +301,7 @@ class DecisionRun:
                 last_error = str(exc)
                 attempts.store(
                     kind,
-                    "malformed",
+                    AttemptOutcome.MALFORMED,
                     messages,
                     started,
                     reply=reply,
@@ -311,10 +312,15 @@ class DecisionRun:
                     *messages,
                     *render_repair(last_error, reply.content, templates),
                 ]
-                kind, parsed = "repair", None
+                kind, parsed = AttemptKind.REPAIR, None
                 continue
             attempts.store(
-                kind, "valid", messages, started, reply=reply, parsed=decision.to_json_dict()
+                kind,
+                AttemptOutcome.VALID,
+                messages,
+                started,
+                reply=reply,
+                parsed=decision.to_json_dict(),
             )
             break
         self.budget.settle(agent.family_id, attempts.cost)
@@ -354,7 +360,7 @@ class DecisionRun:
             if isinstance(outcome, ProviderCallError):
                 attempts.store(
                     "retry" if number > 1 else kind,
-                    f"{outcome.kind}_error",
+                    AttemptOutcome(f"{outcome.kind}_error"),
                     messages,
                     started[0],
                     error=outcome,
@@ -375,13 +381,21 @@ class DecisionRun:
         except ProviderFatal as exc:
             self.budget.settle(agent.family_id, attempts.cost)
             self._finish(
-                claim, result, RETRYABLE, error=f"provider refused: {exc}", attempts=attempts
+                claim,
+                result,
+                DecisionStatus.RETRYABLE,
+                error=f"provider refused: {exc}",
+                attempts=attempts,
             )
             raise RunAborted(f"{agent.family_id}: {exc}") from exc
         except ProviderCallError as exc:
             self.budget.settle(agent.family_id, attempts.cost)
             self._finish(
-                claim, result, RETRYABLE, error=f"provider failed: {exc}", attempts=attempts
+                claim,
+                result,
+                DecisionStatus.RETRYABLE,
+                error=f"provider failed: {exc}",
+                attempts=attempts,
             )
             return None
 
@@ -411,7 +425,7 @@ class DecisionRun:
                 log.warning(
                     "decision %s: claim lost before execution; no trades written", claim.decision_id
                 )
-                result.status, result.error = HELD, "claim lost to another holder"
+                result.status, result.error = Blocked.HELD, "claim lost to another holder"
                 return
             locked_agent = session.execute(
                 select(Agent).where(Agent.id == agent.id).with_for_update()
@@ -432,7 +446,7 @@ class DecisionRun:
                 self._finish(
                     claim,
                     result,
-                    RETRYABLE,
+                    DecisionStatus.RETRYABLE,
                     error="all executions failed: " + "; ".join(execution.failures),
                     attempts=attempts,
                     decision=decision,
@@ -448,7 +462,7 @@ class DecisionRun:
                     markets=universe.by_id,
                     now=now,
                 )
-            row.status = COMPLETED
+            row.status = DecisionStatus.COMPLETED
             row.action = decision.action.value
             row.system_hold = result.system_hold
             row.cash_shown = cash_shown
@@ -458,7 +472,7 @@ class DecisionRun:
             row.refusals = storable_json(execution.refusals) or None
             row.completed_at = row.updated_at = now
             row.lease_expires_at = None
-        result.status, result.action = COMPLETED, decision.action.value
+        result.status, result.action = DecisionStatus.COMPLETED, decision.action.value
         result.trades, result.attempts, result.cost_usd = (
             execution.trades,
             attempts.count,

@@ -19,6 +19,7 @@ from arena.domain import ledger
 from arena.domain.book import Pricing
 from arena.domain.decisions import ValidDecision
 from arena.domain.prompting import PositionView, PromptContext
+from arena.domain.states import PositionStatus
 from arena.domain.valuation import side_mark
 from arena.errors import ClobError, ExecutionError, NoBook
 from arena.jobs.books import fee_schedules, live_books, record_outage, stored_marks
@@ -48,7 +49,7 @@ def prompt_context(
         positions = list(
             session.scalars(
                 select(Position)
-                .where(Position.agent_id == agent.id, Position.status == "OPEN")
+                .where(Position.agent_id == agent.id, Position.status == PositionStatus.OPEN)
                 .order_by(Position.id)
             )
         )

@@ -40,6 +40,7 @@ from arena.domain.book import (
 )
 from arena.domain.decisions import Action, ValidDecision
 from arena.domain.markets import MarketView
+from arena.domain.states import MarketStatus, PositionStatus
 from arena.errors import ExecutionError, NoBook, NoLiquidity
 from arena.jobs.books import touch_fee
 from arena.store.models import Agent, Forecast, Market, Position, Trade
@@ -127,7 +128,7 @@ def require_open(session: Session, market_id: str) -> Market:
         raise ExecutionError(f"market {market_id} is unknown")
     state = (
         row.status
-        if row.status != "open"
+        if row.status != MarketStatus.OPEN
         else "closed"
         if row.closed
         else "inactive"
@@ -190,7 +191,7 @@ class _Trade:
                 side=side,
                 shares=bought.holding_after.shares,
                 cost_basis=bought.holding_after.cost_basis,
-                status="OPEN",
+                status=PositionStatus.OPEN,
                 realized_pnl=Decimal(0),
                 opened_at=self.now,
                 updated_at=self.now,
@@ -233,7 +234,7 @@ class _Trade:
             .where(Position.id == position_id, Position.agent_id == self.agent.id)
             .with_for_update()
         ).scalar_one_or_none()
-        if position is None or position.status != "OPEN":
+        if position is None or position.status != PositionStatus.OPEN:
             raise ExecutionError(f"position {position_id} is not an open position of this agent")
         market = self.markets.get(position.market_id)
         if market is None:
@@ -260,7 +261,7 @@ class _Trade:
         position.updated_at = self.now
         if sold.holding_after is None:
             position.shares, position.cost_basis = Decimal(0), Decimal(0)
-            position.status, position.closed_at = "CLOSED", self.now
+            position.status, position.closed_at = PositionStatus.CLOSED, self.now
         else:
             position.shares = sold.holding_after.shares
             position.cost_basis = sold.holding_after.cost_basis
@@ -292,7 +293,7 @@ class _Trade:
                 Position.agent_id == self.agent.id,
                 Position.market_id == market_id,
                 Position.side == side,
-                Position.status == "OPEN",
+                Position.status == PositionStatus.OPEN,
             )
             .with_for_update()  # FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE serialises
         ).scalar_one_or_none()

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
 from arena.config import Settings
+from arena.domain.states import MarketStatus
 from arena.jobs.prices import store_markets
 from arena.sources.gamma import FetchStats, MarketSource
 from arena.store.db import transaction
@@ -106,7 +107,9 @@ def sync_markets(
         held = set(session.scalars(held_market_ids()))
         believed_open = set(
             session.scalars(
-                select(Market.id).where(Market.closed.is_(False), Market.status == "open")
+                select(Market.id).where(
+                    Market.closed.is_(False), Market.status == MarketStatus.OPEN
+                )
             )
         )
     wanted = sorted((held | believed_open) - listed_ids)

@@ -39,6 +39,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
 from arena.domain.markets import MarketView, stored_prices
+from arena.domain.states import MarketStatus
 from arena.sources.gamma import MarketSource
 from arena.store.db import transaction
 from arena.store.models import Market, MarketPrice
@@ -255,7 +256,7 @@ def market_row(market: MarketView, now: datetime) -> dict[str, Any]:
         "first_seen_at": now,
         "updated_at": now,
         "prices_updated_at": now if mark is not None else None,
-        "status": "open",
+        "status": MarketStatus.OPEN,
     }
 
 

@@ -45,6 +45,7 @@ from arena.config import Settings
 from arena.domain.book import Pricing
 from arena.domain.ledger import HUNDRED, ZERO
 from arena.domain.markets import side_index, stored_prices
+from arena.domain.states import CohortStatus, PositionStatus
 from arena.domain.valuation import position_value, side_mark
 from arena.errors import ArenaError, ExecutionError
 from arena.jobs.books import HeldBooks, fetch_held_books
@@ -182,7 +183,7 @@ def value_agents(
             options = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
         # Core rows on the session's connection: no ORM row processing for 10^5 positions.
         conn = session.connection(execution_options=options)
-        unfinished = (Cohort.status != "completed", Cohort.week_start <= now)
+        unfinished = (Cohort.status != CohortStatus.COMPLETED, Cohort.week_start <= now)
         agents = conn.execute(
             select(
                 Agent.id,
@@ -225,7 +226,7 @@ def value_agents(
                 Cohort.pricing,
             )
             .join(Cohort, Cohort.id == Position.cohort_id)
-            .where(Position.status == "OPEN", *unfinished)
+            .where(Position.status == PositionStatus.OPEN, *unfinished)
         )
         for agent_id, market_id, side, shares, cost_basis, pricing in positions:
             book.add(agent_id, market_id, side, shares, cost_basis, pricing == Pricing.BOOK)

@@ -26,6 +26,7 @@ from arena.clock import week_start
 from arena.config import V2, Settings
 from arena.domain.book import OrderBook, Touch
 from arena.domain.markets import MarketView, stored_prices, valid_prices
+from arena.domain.states import MarketStatus
 from arena.errors import ClobError, UniverseUnavailable
 from arena.jobs.books import record_outage, store_marks
 from arena.store.db import transaction
@@ -180,7 +181,7 @@ def freeze_universe(
 def _tradable(session: Session, listed: Sequence[str] | None, limit: int | None) -> list[Market]:
     """Open, tradable stored markets by volume (only those Gamma just listed, when given)."""
     query = select(Market).where(
-        Market.closed.is_(False), Market.active.is_(True), Market.status == "open"
+        Market.closed.is_(False), Market.active.is_(True), Market.status == MarketStatus.OPEN
     )
     if listed is not None:
         query = query.where(Market.id.in_(list(listed)))

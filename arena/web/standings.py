@@ -14,6 +14,7 @@ from sqlalchemy import Float, case, cast, func, select
 from sqlalchemy.orm import Session
 
 from arena.analytics.leaderboard import FamilyStanding, compute_leaderboard, money_text, to_json
+from arena.domain.states import PositionStatus
 from arena.errors import NotFound
 from arena.store.models import (
     Agent,
@@ -315,10 +316,10 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
     )
     if found is None:
         raise NotFound(f"no agent of family {family_id} in cohort {cohort_id}")
-    open_first = case((Position.status == "OPEN", 0), else_=1)
+    open_first = case((Position.status == PositionStatus.OPEN, 0), else_=1)
     mine = select(Position.id).where(Position.agent_id == found.id)
-    open_count = count(session, mine.where(Position.status == "OPEN"))
-    closed_count = count(session, mine.where(Position.status != "OPEN"))
+    open_count = count(session, mine.where(Position.status == PositionStatus.OPEN))
+    closed_count = count(session, mine.where(Position.status != PositionStatus.OPEN))
     # every open position (bounded by the universe), then the newest page of closed ones
     positions = rows_of(
         session,
@@ -343,9 +344,10 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
     )
     return {
         "agent": row_dict(found, *columns(Agent)),
-        "open_positions": [p for p in positions if p["status"] == "OPEN"],
+        "open_positions": [p for p in positions if p["status"] == PositionStatus.OPEN],
         "closed_positions": page.wrap(
-            [p for p in positions if p["status"] != "OPEN"][: page.per_page], closed_count
+            [p for p in positions if p["status"] != PositionStatus.OPEN][: page.per_page],
+            closed_count,
         ),
         "trades": page.wrap(trades, trade_total),
         "decisions": decisions(session, Page(1, 100), cohort_id=cohort_id, family_id=family_id),

@@ -122,7 +122,7 @@ def test_export_with_every_option(arena: tuple[Database, ArenaFacts, Path], tmp_
         "--no-prompts",
     )
     assert done.returncode == 0, done.stderr
-    assert "13 parquet files" in done.stdout
+    assert "14 parquet files" in done.stdout
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["filters"] == {
         "cohorts": facts.cohort_ids[:2],
