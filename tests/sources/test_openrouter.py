@@ -39,13 +39,8 @@ from arena.fakes.openrouter import (
     reasoning_only,
     slow,
 )
-from arena.sources.openrouter import (
-    KeyStatus,
-    ModelPrice,
-    OpenRouterProvider,
-    classify_completion,
-    has_json_object,
-)
+from arena.sources.openrouter import KeyStatus, ModelPrice, OpenRouterProvider
+from arena.sources.openrouter_replies import classify_completion, has_json_object
 from arena.sources.providers import ModelReply, ModelRequest, call_with_retries
 
 KEY = "sk-or-v1-test-secret-0123456789abcdef"
