@@ -298,6 +298,15 @@ class Settings(BaseSettings):
                 return family
         raise ConfigError(f"families: no family with id {family_id!r}")
 
+    def max_tokens(self, family_id: str) -> int:
+        """The completion token limit of a family's calls: its own, else the OpenRouter
+        default (also for a family no longer configured)."""
+        try:
+            family = self.family(family_id)
+        except ConfigError:
+            return self.openrouter.max_tokens
+        return getattr(family, "max_tokens", None) or self.openrouter.max_tokens
+
     def masked(self) -> dict[str, Any]:
         """The configuration as a dict safe to log (credentials in URLs masked)."""
         data = self.model_dump(mode="json")

@@ -116,3 +116,16 @@ def test_every_exception_lives_in_the_one_tree() -> None:
     ]
     assert all(issubclass(cls, errors.ArenaError) for cls in defined)
     assert all(cls.__name__ in (errors.__doc__ or "") for cls in defined)
+
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines() -> None:
+    """A module past 500 lines holds two ideas: split it along its seam."""
+    long = {
+        str(path.relative_to(ARENA)): lines
+        for path in sorted(ARENA.rglob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}

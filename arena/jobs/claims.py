@@ -18,12 +18,15 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
+from arena.domain.decisions import ValidDecision
 from arena.domain.states import Blocked, DecisionStatus
+from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
 from arena.jobs.holders import Heartbeat, holder_alive, label, this_process
 from arena.store.db import transaction
 from arena.store.models import Decision, DecisionAttempt
@@ -196,3 +199,43 @@ class LeaseKeeper(Heartbeat):
             lease_seconds / 3,
             f"lease-{claim.decision_id}",
         )
+
+
+def release_completed(
+    row: Decision,
+    decision: ValidDecision,
+    system_hold: bool,
+    cash_shown: Decimal,
+    failures: list[str],
+    refusals: list[dict[str, object]],
+    now: datetime,
+) -> None:
+    """Release a claim as final: the decision, its answer and any refused executions."""
+    row.status = DecisionStatus.COMPLETED
+    row.action = decision.action.value
+    row.system_hold = system_hold
+    row.cash_shown = cash_shown
+    row.reasoning = optional_text(decision.reasoning, MODEL_TEXT)
+    row.payload = storable_json(decision.to_json_dict())
+    row.error = optional_text("; ".join(failures), MODEL_TEXT) or None
+    row.refusals = storable_json(refusals) or None
+    row.completed_at = row.updated_at = now
+    row.lease_expires_at = None
+
+
+def release_failed(
+    row: Decision,
+    status: str,
+    error: str,
+    decision: ValidDecision | None,
+    refusals: list[dict[str, object]] | None,
+    now: datetime,
+) -> None:
+    """Release a claim in a failure state (retryable, budget skipped) with its error."""
+    row.status = status
+    row.error = optional_text(error, MODEL_TEXT)
+    row.action = decision.action.value if decision else None
+    row.payload = storable_json(decision.to_json_dict()) if decision else None
+    row.refusals = storable_json(refusals) if refusals else None
+    row.updated_at = now
+    row.lease_expires_at = None

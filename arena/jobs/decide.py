@@ -50,7 +50,6 @@ from arena.domain.decisions import (
 )
 from arena.domain.prompting import PromptContext, render_messages, render_repair
 from arena.domain.states import AttemptKind, AttemptOutcome, Blocked, DecisionStatus
-from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
 from arena.errors import (
     BudgetExceeded,
     ProviderCallError,
@@ -59,7 +58,15 @@ from arena.errors import (
     UniverseUnavailable,
 )
 from arena.jobs.budget import Budget
-from arena.jobs.claims import Claim, LeaseKeeper, Refused, claim_decision, lock_claim
+from arena.jobs.claims import (
+    Claim,
+    LeaseKeeper,
+    Refused,
+    claim_decision,
+    lock_claim,
+    release_completed,
+    release_failed,
+)
 from arena.jobs.cohorts import decision_window
 from arena.jobs.decide_report import AgentResult, AttemptLog, DecideReport
 from arena.jobs.decide_view import book_prices, prompt_context, traded_sides
@@ -266,7 +273,7 @@ class DecisionRun:
         attempts = AttemptLog(self.factory, claim, agent.prompt_version, self.clock)
         provider = self.provider_for(agent)
         model = agent.openrouter_id or f"baseline/{agent.strategy}"
-        max_tokens = self._max_tokens(agent)
+        max_tokens = self.settings.max_tokens(agent.family_id)
         try:
             self.budget.reserve(
                 agent.family_id, model, messages, max_tokens, baseline=agent.kind == "baseline"
@@ -332,13 +339,6 @@ class DecisionRun:
             )
             result.system_hold = True
         self._execute(claim, agent, decision, universe, cash_shown, attempts, result, pricing)
-
-    def _max_tokens(self, agent: Agent) -> int:
-        try:
-            family = self.settings.family(agent.family_id)
-        except Exception:
-            return self.settings.openrouter.max_tokens
-        return getattr(family, "max_tokens", None) or self.settings.openrouter.max_tokens
 
     def _call(
         self,
@@ -462,16 +462,10 @@ class DecisionRun:
                     markets=universe.by_id,
                     now=now,
                 )
-            row.status = DecisionStatus.COMPLETED
-            row.action = decision.action.value
-            row.system_hold = result.system_hold
-            row.cash_shown = cash_shown
-            row.reasoning = optional_text(decision.reasoning, MODEL_TEXT)
-            row.payload = storable_json(decision.to_json_dict())
-            row.error = optional_text("; ".join(execution.failures), MODEL_TEXT) or None
-            row.refusals = storable_json(execution.refusals) or None
-            row.completed_at = row.updated_at = now
-            row.lease_expires_at = None
+            release_completed(
+                row, decision, result.system_hold, cash_shown, execution.failures,
+                execution.refusals, now,
+            )  # fmt: skip
         result.status, result.action = DecisionStatus.COMPLETED, decision.action.value
         result.trades, result.attempts, result.cost_usd = (
             execution.trades,
@@ -495,13 +489,7 @@ class DecisionRun:
         with transaction(self.factory) as session:
             row = lock_claim(session, claim)
             if row is not None:
-                row.status = status
-                row.error = optional_text(error, MODEL_TEXT)
-                row.action = decision.action.value if decision else None
-                row.payload = storable_json(decision.to_json_dict()) if decision else None
-                row.refusals = storable_json(refusals) if refusals else None
-                row.updated_at = now
-                row.lease_expires_at = None
+                release_failed(row, status, error, decision, refusals, now)
         result.status, result.error = status, error
         result.attempts, result.cost_usd = attempts.count, attempts.cost
         if decision is not None:
