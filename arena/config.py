@@ -158,7 +158,7 @@ class OpenRouter(_Strict):
     app_title: Text200 = "arena"
 
 
-class Budget(_Strict):
+class BudgetLimits(_Strict):
     """Optional USD spend limits; ``None`` means unlimited."""
 
     per_run_usd: Annotated[Decimal | None, Field(ge=0, le=MAX_USD_BUDGET, allow_inf_nan=False)] = (
@@ -248,7 +248,7 @@ class Settings(BaseSettings):
     schedule: Schedule = Schedule()
     polymarket: Polymarket = Polymarket()
     openrouter: OpenRouter = OpenRouter()
-    budget: Budget = Budget()
+    budget: BudgetLimits = BudgetLimits()
     v2: V2 = V2()
     analysis: Analysis = Analysis()
     logging: Logging = Logging()
@@ -297,6 +297,15 @@ class Settings(BaseSettings):
             if family.id == family_id:
                 return family
         raise ConfigError(f"families: no family with id {family_id!r}")
+
+    def max_tokens(self, family_id: str) -> int:
+        """The completion token limit of a family's calls: its own, else the OpenRouter
+        default (also for a family no longer configured)."""
+        try:
+            family = self.family(family_id)
+        except ConfigError:
+            return self.openrouter.max_tokens
+        return getattr(family, "max_tokens", None) or self.openrouter.max_tokens
 
     def masked(self) -> dict[str, Any]:
         """The configuration as a dict safe to log (credentials in URLs masked)."""

@@ -1,29 +1,52 @@
-"""The exception tree of arena.
+"""The exception tree of arena: every exception class arena defines lives here.
 
 ArenaError                      base of everything arena raises on purpose
 ├── UserError                   something the operator can fix; CLI prints one line, exit 2
 │   ├── ConfigError             invalid config file or environment (names the key)
-│   └── DatabaseUnavailable     missing database directory, unreachable PostgreSQL
+│   ├── DatabaseUnavailable     missing database directory, unreachable PostgreSQL
+│   └── ForecastsError          the analytics' forecasts input is unusable (also a ValueError)
+├── NotFound                    web: an unknown id (a 404 page, or a 404 JSON body)
 ├── LedgerError                 a trade that the ledger rules refuse (no state change)
 │   └── ExecutionError          a price outside (0, 1), an unknown side, too little cash
 │       ├── NoLiquidity         mode book: nothing (or less than the minimum order) fills
 │       │                       within the limit price
 │       └── NoBook              mode book: no order book for the token (404), or the CLOB
 │                               is unreachable
+├── BudgetExceeded              the worst case of the next decision does not fit the budget
 ├── SourceError                 the outside world failed (after retries)
+│   ├── TransientError          one attempt failed in a way worth retrying (429, 5xx, a body
+│   │                           that is not the JSON expected); never leaves a client
+│   ├── SourceNotFound          a 404 where the caller gives it a meaning (a gone market, a
+│   │                           missing book); never leaves a client
 │   ├── GammaError              Polymarket Gamma
 │   │   └── MarketParseError    one Gamma market row that cannot be parsed (skip it)
 │   ├── ClobError               Polymarket CLOB (order books, fees)
-│   │   └── BookMissing         a 404: no order book for a token (not proof the market closed)
+│   │   ├── BookMissing         a 404: no order book for a token (not proof the market closed)
+│   │   └── UnreadableField     one field of a CLOB body; the parser adds whose it is
 │   └── ProviderError           an LLM provider
-│       └── ProviderFatal       401/402: stop the whole run at once
+│       ├── ProviderFatal       401/402: stop the whole run at once
+│       ├── UnknownModelPriceError  OpenRouter's model list has no usable price for a model
+│       └── ProviderCallError   one failed call, carrying the attempt's metadata to store
+│           ├── TransientProviderError  worth retrying after a pause
+│           ├── PermanentProviderError  fails the same way again: not retried unchanged
+│           └── FatalProviderError      bad key or no credit (also a ProviderFatal)
 ├── MalformedResponse           a model's answer failed extraction or validation (repairable)
 ├── StorageFailed               a full disk or a database that refuses writes; CLI exits 1
-└── JobFailed                   a job ran and failed; CLI exits 1
-    └── UniverseUnavailable     no fresh, big enough universe: the decision run stores nothing
+├── JobFailed                   a job ran and failed; CLI exits 1
+│   ├── UniverseUnavailable     no fresh, big enough universe: the decision run stores nothing
+│   └── RunAborted              a provider refused the key or credit: the decision run stops
+└── FakeSignal                  arena.fakes only: a fake server's handler tells its transport
+    ├── FakeDrop                drop the connection without answering
+    └── FakeSlow                answer late
 """
 
 from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Literal
+
+FailureKind = Literal["transient", "permanent", "fatal"]
+"""How a failed provider call is treated: retried, not retried unchanged, or run-stopping."""
 
 
 class ArenaError(Exception):
@@ -42,6 +65,14 @@ class ConfigError(UserError):
 
 class DatabaseUnavailable(UserError):
     """The database cannot be opened or reached."""
+
+
+class ForecastsError(UserError, ValueError):
+    """The forecasts input is unusable (missing column, value out of range); names the row."""
+
+
+class NotFound(ArenaError):
+    """An unknown id asked of the web app: a 404 page, or a 404 JSON body under ``/api/``."""
 
 
 class LedgerError(ArenaError):
@@ -66,8 +97,30 @@ class NoBook(ExecutionError):
         self.unavailable = unavailable
 
 
+class BudgetExceeded(ArenaError):
+    """The worst-case cost of the next decision does not fit in the budget; the decision is
+    stored as skipped for budget."""
+
+
 class SourceError(ArenaError):
     """An outside service failed after retries."""
+
+
+class TransientError(SourceError):
+    """A failure worth retrying (429, 5xx, a body that is not the JSON expected).
+
+    The HTTP clients retry it and, after the last attempt, raise their own error instead.
+    ``retry_after`` is the wait the server asked for, in seconds, if any.
+    """
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+class SourceNotFound(SourceError):
+    """A 404 from an endpoint where the caller gives it a meaning (Gamma: the market is gone;
+    CLOB: the token has no book). Raised and caught inside one client."""
 
 
 class GammaError(SourceError):
@@ -96,12 +149,107 @@ class BookMissing(ClobError):
         self.token_id = token_id
 
 
+class UnreadableField(ClobError):
+    """One field of a CLOB body cannot be read; the parser catches it and raises a
+    :class:`ClobError` that adds whose field it is."""
+
+
 class ProviderError(SourceError):
     """An LLM provider failed."""
 
 
 class ProviderFatal(ProviderError):
     """Authentication or credit failure: the whole run must stop (401/402)."""
+
+
+class UnknownModelPriceError(ProviderError):
+    """``GET /models`` lists no usable price for this model id."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"no OpenRouter price for model {model!r}")
+        self.model = model
+
+
+class ProviderCallError(ProviderError):
+    """One failed call, carrying the attempt's metadata so the engine can store it.
+
+    ``reason`` is a short stable label (``http_429``, ``error_in_200``, ``null_choices``,
+    ``empty_content``, ``reasoning_only``, ``length_exhausted``, ``timeout``, ``connection``...).
+    """
+
+    kind: FailureKind = "transient"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        status: int | None = None,
+        error_code: int | str | None = None,
+        error_type: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        generation_id: str | None = None,
+        latency_ms: int | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        cost_usd: Decimal | None = None,
+        retry_after: float | None = None,
+        raw: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+        self.status = status
+        self.error_code = error_code
+        self.error_type = error_type
+        self.provider = provider
+        self.model = model
+        self.generation_id = generation_id
+        self.latency_ms = latency_ms
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.cost_usd = cost_usd
+        self.retry_after = retry_after
+        self.raw = raw
+
+    def as_dict(self) -> dict[str, Any]:
+        """The attempt's metadata as plain data (for storage and structured logs)."""
+        return {
+            "kind": self.kind,
+            "reason": self.reason,
+            "message": self.message,
+            "status": self.status,
+            "error_code": self.error_code,
+            "error_type": self.error_type,
+            "provider": self.provider,
+            "model": self.model,
+            "generation_id": self.generation_id,
+            "latency_ms": self.latency_ms,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
+            "retry_after": self.retry_after,
+            "raw": self.raw,
+        }
+
+
+class TransientProviderError(ProviderCallError):
+    """Worth retrying after a pause; ``retry_after`` (seconds) when the server said so."""
+
+    kind: FailureKind = "transient"
+
+
+class PermanentProviderError(ProviderCallError):
+    """The same request will fail the same way: do not retry it unchanged."""
+
+    kind: FailureKind = "permanent"
+
+
+class FatalProviderError(ProviderCallError, ProviderFatal):
+    """Bad key or no credit (401/402): stop the whole run, leave the rest retryable."""
+
+    kind: FailureKind = "fatal"
 
 
 class MalformedResponse(ArenaError):
@@ -126,3 +274,28 @@ class JobFailed(ArenaError):
 class UniverseUnavailable(JobFailed):
     """The market sync failed or listed too few tradable markets: no universe is frozen, no
     decision is stored, and the decision run fails retryably."""
+
+
+class RunAborted(JobFailed):
+    """The provider refused the key or credit (401/402): the decision run stops at once."""
+
+
+class FakeSignal(ArenaError):
+    """Raised by a fake server's handler (``arena.fakes``) to make its transport misbehave."""
+
+
+class FakeDrop(FakeSignal):
+    """The transport must drop the connection without answering."""
+
+    def __init__(self, kind: str = "drop") -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+class FakeSlow(FakeSignal):
+    """The transport must wait ``delay`` seconds before sending ``reply``."""
+
+    def __init__(self, delay: float, reply: tuple[int, dict[str, str], bytes]) -> None:
+        super().__init__(delay)
+        self.delay = delay
+        self.reply = reply

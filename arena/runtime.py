@@ -26,13 +26,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.clock import Clock, FixedClock, SystemClock, week_start
 from arena.config import Settings
 from arena.domain.book import Pricing
+from arena.domain.states import Blocked, DecisionStatus, JobRunStatus
 from arena.errors import JobFailed, UniverseUnavailable
 from arena.jobs.budget import Budget
 from arena.jobs.cohorts import CohortReport, complete_cohorts, start_cohort
 from arena.jobs.decide import DecisionRun
-from arena.jobs.decide_report import ALREADY_FINAL, AgentResult, DecideReport
+from arena.jobs.decide_report import AgentResult, DecideReport
 from arena.jobs.due import WeekDue, current_week_due, retry_pause
-from arena.jobs.guard import ALREADY_FINAL as ALREADY_DONE
 from arena.jobs.guard import GuardedRun, log_event, run_guarded
 from arena.jobs.markets import SyncReport, sync_markets
 from arena.jobs.prices import refresh_markets
@@ -185,8 +185,8 @@ class Runtime:
         """The scheduled decision run; fails (retryably) unless every decision is final."""
         report = self.decide(clock)
         counts = {
-            "decided": sum(r.status == "completed" for r in report.results),
-            "already_final": sum(r.status == ALREADY_FINAL for r in report.results),
+            "decided": sum(r.status == DecisionStatus.COMPLETED for r in report.results),
+            "already_final": sum(r.status == Blocked.ALREADY_FINAL for r in report.results),
             "unfinished": len(report.unfinished),
             "trades": sum(r.trades for r in report.results),
             "cost_usd": str(sum((r.cost_usd for r in report.results), Decimal(0))),
@@ -226,13 +226,13 @@ class Runtime:
         """Run ``job`` for its slot at ``clock.now()`` under the database guard."""
         slot = self.slot(job, clock.now())
         if self._settled.get(job) == slot:
-            return GuardedRun(job, slot, False, ALREADY_DONE)
+            return GuardedRun(job, slot, False, Blocked.ALREADY_FINAL)
         method: Callable[[Clock], dict[str, Any]] = getattr(self, job)
         # A weekly job acts as of its slot's week, even when it runs late (catch-up).
         result = run_guarded(
             self.factory, job, slot, lambda: method(clock), clock=clock, wall_clock=self.wall_clock
         )
-        if result.status == "succeeded":
+        if result.status == JobRunStatus.SUCCEEDED:
             self._settled[job] = slot  # done here: no need to ask the database again
         return result
 
@@ -281,7 +281,7 @@ class Runtime:
             run = session.execute(
                 select(JobRun).where(JobRun.job == job, JobRun.slot == slot)
             ).scalar_one_or_none()
-        if run is None or run.status != "failed":
+        if run is None or run.status != JobRunStatus.FAILED:
             return False
         return retry_pause(run.finished_at, now, DECISION_RETRY_MINUTES)
 
@@ -296,7 +296,7 @@ class Runtime:
         clock, wall = FixedClock(at), self.wall_clock or SystemClock()
         out = []
         for result in results:
-            if result.status == "held" and result.lease_until is not None:
+            if result.status == Blocked.HELD and result.lease_until is not None:
                 for _beat in range(int((result.lease_until - wall.now()).total_seconds()) + 2):
                     with self.factory() as session:
                         status = session.scalar(
@@ -304,7 +304,7 @@ class Runtime:
                                 JobRun.job == result.job, JobRun.slot == result.slot
                             )
                         )
-                    if status != "running" or self.stop_event.is_set():
+                    if status != JobRunStatus.RUNNING or self.stop_event.is_set():
                         break
                     self.wait(1.0)
                 result = self.run_job(result.job, clock)

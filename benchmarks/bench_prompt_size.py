@@ -22,7 +22,7 @@ from decimal import Decimal
 from bpe_openai import get_encoding
 
 from arena.domain.book import Touch
-from arena.domain.markets import Market
+from arena.domain.markets import MarketView
 from arena.domain.prompting import PositionView, PromptContext, ordered_markets, render_messages
 from arena.prompts import templates_for
 
@@ -102,9 +102,9 @@ def question(rng: random.Random) -> tuple[str, str | None]:
     )
 
 
-def universe(size: int, seed: int = 1) -> list[Market]:
+def universe(size: int, seed: int = 1) -> list[MarketView]:
     rng = random.Random(seed)
-    markets: list[Market] = []
+    markets: list[MarketView] = []
     start = datetime(2026, 3, 1, tzinfo=UTC)
     for index in range(size):
         market_id = str(rng.randrange(500_000, 1_300_000))
@@ -114,7 +114,7 @@ def universe(size: int, seed: int = 1) -> list[Market]:
             a, b = rng.sample(TEAMS, 2)
             p = Decimal(rng.randrange(50, 950)) / 1000
             markets.append(
-                Market(
+                MarketView(
                     id=market_id,
                     question=f"{a} vs. {b}",
                     outcomes=(a, b),
@@ -128,7 +128,7 @@ def universe(size: int, seed: int = 1) -> list[Market]:
         text, category = question(rng)
         p_yes = Decimal(rng.randrange(2, 999)) / 1000
         markets.append(
-            Market(
+            MarketView(
                 id=market_id,
                 question=text,
                 outcomes=("Yes", "No"),
@@ -145,7 +145,7 @@ def universe(size: int, seed: int = 1) -> list[Market]:
 TICK = Decimal("0.001")
 
 
-def with_books(markets: list[Market], seed: int = 3) -> list[Market]:
+def with_books(markets: list[MarketView], seed: int = 3) -> list[MarketView]:
     """The same markets with each outcome's frozen touch: bid and ask a tick or two around
     its price, as the fake CLOB's plausible books have them."""
     rng = random.Random(seed)
@@ -170,7 +170,7 @@ def with_books(markets: list[Market], seed: int = 3) -> list[Market]:
 
 
 def context(
-    markets: list[Market], positions: int, methodology: str, panel_size: int
+    markets: list[MarketView], positions: int, methodology: str, panel_size: int
 ) -> PromptContext:
     rng = random.Random(2)
     held = [

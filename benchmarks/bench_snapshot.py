@@ -64,10 +64,10 @@ from arena.store.models import (
     Cohort,
     Decision,
     Family,
+    Market,
     Position,
     Trade,
 )
-from arena.store.models import Market as MarketRow
 
 AGENTS_PER_COHORT = 7
 OPEN_PER_AGENT = 50
@@ -94,7 +94,7 @@ def synthetic_rows(
     rng = random.Random(seed)
     start = NOW - timedelta(days=7 * cohorts)
     families = [f"family-{i}" for i in range(AGENTS_PER_COHORT)]
-    models = (Family, Cohort, MarketRow, Agent, Decision, Position, Trade, BrierScore)
+    models = (Family, Cohort, Market, Agent, Decision, Position, Trade, BrierScore)
     tables: dict[str, Table] = {m.__tablename__: m.__table__ for m in models}  # type: ignore[misc]
     rows: dict[Table, list[dict[str, Any]]] = {table: [] for table in tables.values()}
     for family in families:
@@ -375,7 +375,7 @@ def fake_clob(rows: dict[Table, list[dict[str, Any]]], seed: int = 0) -> FakeClo
     market of the synthetic arena, half of them with the 4% taker fee."""
     rng = random.Random(seed)
     world = FakeClobWorld(seed=seed)
-    for market in rows[MarketRow.__table__]:  # type: ignore[index]
+    for market in rows[Market.__table__]:  # type: ignore[index]
         tokens, prices = market["clob_token_ids"], market["prices"]
         if not tokens or not prices or not Decimal("0.02") < Decimal(prices[0]) < Decimal("0.98"):
             continue

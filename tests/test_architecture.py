@@ -83,3 +83,49 @@ def test_the_rule_reader_sees_lazy_imports(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from arena.store.models import Agent\n    import httpx\n")
     assert imports(module) == {"arena.store.models", "httpx"}
+
+
+def test_every_exception_lives_in_the_one_tree() -> None:
+    """Exception classes are defined in ``arena/errors.py`` only, and all descend from
+    ``ArenaError``; elsewhere a module imports the one it raises."""
+    import inspect
+
+    from arena import errors
+
+    stray = [
+        f"{path.relative_to(ARENA)}: class {node.name}"
+        for path in sorted(ARENA.rglob("*.py"))
+        if path.name != "errors.py" or path.parent != ARENA
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+        and any(
+            (base.id if isinstance(base, ast.Name) else getattr(base, "attr", "")).endswith(
+                ("Exception", "Error", "Warning")
+            )
+            or (isinstance(base, ast.Name) and base.id in vars(errors))
+            for base in node.bases
+        )
+    ]
+    assert stray == []
+    defined = [
+        cls
+        for cls in vars(errors).values()
+        if inspect.isclass(cls)
+        and issubclass(cls, BaseException)
+        and cls.__module__ == errors.__name__
+    ]
+    assert all(issubclass(cls, errors.ArenaError) for cls in defined)
+    assert all(cls.__name__ in (errors.__doc__ or "") for cls in defined)
+
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines() -> None:
+    """A module past 500 lines holds two ideas: split it along its seam."""
+    long = {
+        str(path.relative_to(ARENA)): lines
+        for path in sorted(ARENA.rglob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}

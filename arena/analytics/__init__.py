@@ -13,6 +13,12 @@ Every analysis function takes the forecasts (:class:`Forecasts` or a DataFrame),
 a plain JSON-serialisable dict. The interval functions check their input and raise
 :class:`ValueError` naming the argument and row. Names load lazily, so importing this package
 costs nothing until one is used (``arena.cli`` stays fast).
+
+Two words here are not synonyms of the rest of the code's: a *forecaster* is the unit being
+scored, a family (``by="family"``, the default) or an agent (``by="agent"``); a *question* is one
+market outcome in one week, ``(market_id, outcome, week_start)``, so one market is several
+questions (see :mod:`arena.analytics.questions`). Where a name always means a family or a
+market, it says family or market.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ if TYPE_CHECKING:
     from arena.analytics.calibration import Calibration, calibrate
     from arena.analytics.loading import read_export
     from arena.analytics.options import AnalysisOptions
-    from arena.analytics.records import Forecasts, ForecastsError
+    from arena.analytics.records import Forecasts
     from arena.analytics.report import (
         calibration_report,
         difference,
@@ -41,13 +47,14 @@ if TYPE_CHECKING:
         weighted_bootstrap_interval,
         weighted_t_interval,
     )
+    from arena.errors import ForecastsError
 
 _HOMES = {
     "AnalysisOptions": "arena.analytics.options",
     "BootstrapInterval": "arena.analytics.significance",
     "Calibration": "arena.analytics.calibration",
     "Forecasts": "arena.analytics.records",
-    "ForecastsError": "arena.analytics.records",
+    "ForecastsError": "arena.errors",
     "SignTest": "arena.analytics.significance",
     "TInterval": "arena.analytics.significance",
     "calibrate": "arena.analytics.calibration",

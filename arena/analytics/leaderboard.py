@@ -55,6 +55,7 @@ from arena.domain.scores import (
     return_band,
     return_pct,
 )
+from arena.domain.states import FAILED_CALLS, AttemptOutcome, DecisionStatus, PositionStatus
 from arena.domain.valuation import position_value, side_mark
 from arena.errors import UserError
 from arena.store.consistent_read import consistent_read
@@ -70,9 +71,11 @@ from arena.store.models import (
 )
 
 STREAM_BATCH = 1_000
-FAILED_OUTCOMES = ("transient_error", "permanent_error", "fatal_error")
-FAILED_DECISION_STATUS = "retryable"
-NOT_A_CALL = "budget_skipped"  # an attempt row written when the budget forbade the call
+FAILED_OUTCOMES = FAILED_CALLS
+FAILED_DECISION_STATUS = DecisionStatus.RETRYABLE
+NOT_A_CALL = (
+    AttemptOutcome.BUDGET_SKIPPED
+)  # an attempt row written when the budget forbade the call
 SCORE_PLACES = 6
 RETURN_PLACES = 4
 
@@ -333,7 +336,7 @@ def _open_positions() -> Select:
         .join(Agent, Agent.id == Position.agent_id)
         .join(Market, Market.id == Position.market_id)
         .join(Cohort, Cohort.id == Position.cohort_id)
-        .where(Position.status == "OPEN")
+        .where(Position.status == PositionStatus.OPEN)
     )
 
 
@@ -359,7 +362,7 @@ def _add_attempts(session: Session, cohort_id: int | None, row: RowFor) -> None:
         standing = row(family_id)
         reliability = standing.reliability
         reliability.attempts += 1
-        reliability.malformed_attempts += outcome == "malformed"
+        reliability.malformed_attempts += outcome == AttemptOutcome.MALFORMED
         reliability.failures += outcome in FAILED_OUTCOMES
         standing.prompt_tokens += prompt or 0
         standing.completion_tokens += completion or 0

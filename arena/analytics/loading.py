@@ -18,13 +18,8 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pa_parquet
 
-from arena.analytics.records import (
-    COLUMNS,
-    FLOAT_COLUMNS,
-    STRING_COLUMNS,
-    Forecasts,
-    ForecastsError,
-)
+from arena.analytics.records import COLUMNS, FLOAT_COLUMNS, STRING_COLUMNS, Forecasts
+from arena.errors import ForecastsError
 
 FORECAST_FILES = ("forecasts.parquet", "forecasts.csv", "forecasts.jsonl")
 

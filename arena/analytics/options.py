@@ -26,9 +26,10 @@ from arena.analytics.questions import (
     index_questions,
     scorable,
 )
-from arena.analytics.records import Forecasts, ForecastsError, to_datetime64
+from arena.analytics.records import Forecasts, to_datetime64
 from arena.analytics.significance import check_confidence, check_resamples
 from arena.analytics.weights import cluster_labels, question_weights
+from arena.errors import ForecastsError
 
 if TYPE_CHECKING:
     from arena.config import Analysis

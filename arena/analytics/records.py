@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from arena.clock import parse_timestamp
-from arena.errors import UserError
+from arena.errors import ForecastsError
 
 REQUIRED = ("family_id", "market_id", "probability", "forecast_at")
 STRING_COLUMNS = (
@@ -67,10 +67,6 @@ COLUMNS = STRING_COLUMNS + FLOAT_COLUMNS + TIME_COLUMNS
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _WEEK_US = 7 * 24 * 3600 * 1_000_000
 _SUNDAY_OFFSET_US = 3 * 24 * 3600 * 1_000_000  # 1970-01-01 was a Thursday; Sunday is 3 days on
-
-
-class ForecastsError(UserError, ValueError):
-    """The forecasts input is unusable (missing column, value out of range); names the row."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,7 +37,7 @@ from arena.analytics.options import (
     with_at,
 )
 from arena.analytics.proxy_report import proxy_ranking
-from arena.analytics.records import ForecastsError, to_datetime
+from arena.analytics.records import to_datetime
 from arena.analytics.significance import (
     INSUFFICIENT,
     OK,
@@ -48,6 +48,7 @@ from arena.analytics.significance import (
     weighted_mean,
     weighted_t_interval,
 )
+from arena.errors import ForecastsError
 
 __all__ = [
     "AnalysisOptions",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from arena.cli.common import AtOption, WideOption, clock_for, console, runtime
+from arena.domain.states import DecisionStatus
 from arena.errors import JobFailed
 from arena.terminal import Column, fitted_table, show
 
@@ -52,7 +53,7 @@ RESULT_COLUMNS = [
 
 def print_report(report: DecideReport, wide: bool = False) -> None:
     show(console, fitted_table(RESULT_COLUMNS, report.results, wide=wide), wide)
-    done = sum(1 for r in report.results if r.status == "completed")
+    done = sum(1 for r in report.results if r.status == DecisionStatus.COMPLETED)
     final = sum(1 for r in report.results if r.final) - done
     console.print(
         f"{done} completed, {final} already final, {len(report.unfinished)} unfinished "

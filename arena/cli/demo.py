@@ -30,6 +30,7 @@ import typer
 
 from arena.cli.common import clock_for, console, state
 from arena.clock import week_start
+from arena.domain.states import JobRunStatus
 from arena.errors import JobFailed, UserError
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ def demo(
                 failures.extend(
                     f"{at:%Y-%m-%d %H:%M} {r.job}: {r.error}"
                     for r in results
-                    if r.status == "failed"
+                    if r.status == JobRunStatus.FAILED
                 )
                 progress.update(
                     task, advance=1, description=f"simulated time {at:%a %Y-%m-%d %H:%M} UTC"

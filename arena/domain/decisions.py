@@ -10,8 +10,9 @@ methodology.md, "What the model answers". Two stages:
    float arithmetic).
 
 Any failure raises :class:`~arena.errors.MalformedResponse` whose message names every problem
-found (up to :data:`MAX_ERRORS`) in words the repair prompt can quote, e.g.
-``bets[1].amount 12.0 is below the minimum bet 50``.
+found (up to :data:`~arena.domain.answer_shape.MAX_ERRORS`) in words the repair prompt can
+quote, e.g. ``bets[1].amount 12.0 is below the minimum bet 50``. The answer's shape (pydantic
+models, tolerant readers, shape errors) is :mod:`arena.domain.answer_shape`.
 
 Choices the methodology leaves open, made here:
 
@@ -23,36 +24,45 @@ Choices the methodology leaves open, made here:
 * v2 forecasts: ``{"market_id", "probability"}`` (probability of YES) for a YES/NO market,
   ``{"market_id", "probabilities": {outcome: p}}`` for a named-outcome market, covering every
   outcome and adding up to 1 within :data:`PROBABILITY_SUM_TOLERANCE`; probabilities lie in
-  [0, 1]; stored flat as :class:`Forecast` rows (outcome ``YES`` for YES/NO markets);
+  [0, 1]; stored flat as :class:`PanelForecast` rows (outcome ``YES`` for YES/NO markets);
 * under v1, ``probability`` and ``forecasts`` are ignored.
 """
 
 from __future__ import annotations
 
-import enum
-import functools
-import json
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
-from typing import Annotated, Any, Literal
+from decimal import Decimal
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
+from arena.domain.answer_shape import (
+    Action,
+    BetDecisionIn,
+    BetIn,
+    ForecastIn,
+    SellDecisionIn,
+    SellIn,
+    decision_adapter,
+    error_message,
+    forecasts_adapter,
+    shape_errors,
+    show,
+    to_decimal,
+)
 from arena.domain.extraction import extract_json_object
 from arena.domain.ledger import HUNDRED, ONE, ZERO
-from arena.domain.markets import YES, Market
+from arena.domain.markets import YES, MarketView
 from arena.domain.prompting import PromptContext, display_outcome, ordered_markets
 from arena.errors import MalformedResponse
 
 __all__ = [
     "Action",
     "BetOrder",
-    "Forecast",
     "MalformedResponse",
+    "PanelForecast",
     "SellOrder",
     "ValidDecision",
     "ValidationContext",
@@ -62,15 +72,7 @@ __all__ = [
     "validate_decision",
 ]
 
-MAX_ERRORS = 8
 PROBABILITY_SUM_TOLERANCE = Decimal("0.02")
-_NUMBER = re.compile(r"[+-]?(\d{1,20}(\.\d{0,12})?|\.\d{1,12})")
-
-
-class Action(enum.StrEnum):
-    BET = "BET"
-    SELL = "SELL"
-    HOLD = "HOLD"
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ class SellOrder:
 
 
 @dataclass(frozen=True)
-class Forecast:
+class PanelForecast:
     """One v2 panel probability: of YES for a YES/NO market, of one outcome otherwise."""
 
     market_id: str
@@ -102,7 +104,7 @@ class ValidDecision:
     bets: tuple[BetOrder, ...] = ()
     sells: tuple[SellOrder, ...] = ()
     reasoning: str = ""
-    forecasts: tuple[Forecast, ...] = ()
+    forecasts: tuple[PanelForecast, ...] = ()
 
     def to_json_dict(self) -> dict[str, Any]:
         """The decision in the answer format, JSON-safe, Decimals as exact strings."""
@@ -123,8 +125,8 @@ class ValidDecision:
         return data
 
 
-def _forecasts_json(forecasts: Sequence[Forecast]) -> list[dict[str, Any]]:
-    grouped: dict[str, list[Forecast]] = {}
+def _forecasts_json(forecasts: Sequence[PanelForecast]) -> list[dict[str, Any]]:
+    grouped: dict[str, list[PanelForecast]] = {}
     for forecast in forecasts:
         grouped.setdefault(forecast.market_id, []).append(forecast)
     out: list[dict[str, Any]] = []
@@ -141,13 +143,13 @@ def _forecasts_json(forecasts: Sequence[Forecast]) -> list[dict[str, Any]]:
 class ValidationContext:
     """What an answer is checked against: the prompt's universe, portfolio and limits."""
 
-    markets: Mapping[str, Market]  # the market list shown (BET targets), by id
+    markets: Mapping[str, MarketView]  # the market list shown (BET targets), by id
     position_ids: frozenset[str]  # this agent's open positions
     cash: Decimal  # the cash balance shown in the prompt
     min_bet: Decimal
     max_bet: Decimal
     methodology: str = "v1"
-    panel: Sequence[Market] = ()
+    panel: Sequence[MarketView] = ()
     held_market_ids: frozenset[str] = frozenset()  # markets shown under open positions
 
     @classmethod
@@ -164,168 +166,10 @@ class ValidationContext:
         )
 
 
-# --- shape (pydantic) -------------------------------------------------------------------------
-
-
-def _show(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _as_id(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(value, str) and value.strip():
-        return value.strip()
-    raise PydanticCustomError(
-        "arena_id", "{shown} is not an id (write it as a string)", {"shown": _show(value)}
-    )
-
-
-def to_decimal(value: Any) -> Decimal:
-    """A JSON number (or numeric string) as an exact Decimal; floats go through ``str``."""
-    if isinstance(value, bool):
-        raise PydanticCustomError(
-            "arena_number", "{shown} is not a number", {"shown": _show(value)}
-        )
-    if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise PydanticCustomError(
-                "arena_number", "{shown} is not a finite number", {"shown": _show(value)}
-            )
-        return Decimal(str(value))
-    if isinstance(value, Decimal) and value.is_finite():
-        return value
-    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
-        try:
-            return Decimal(value.strip())
-        except InvalidOperation:
-            pass
-    raise PydanticCustomError("arena_number", "{shown} is not a number", {"shown": _show(value)})
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str) and value.strip():
-        return value.strip()
-    raise PydanticCustomError(
-        "arena_text", "{shown} is not a non-empty string", {"shown": _show(value)}
-    )
-
-
-def _as_reasoning(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else _show(value)
-
-
-Id = Annotated[str, BeforeValidator(_as_id)]
-Number = Annotated[Decimal, BeforeValidator(to_decimal)]
-Text = Annotated[str, BeforeValidator(_as_text)]
-Reasoning = Annotated[str, BeforeValidator(_as_reasoning)]
-
-
-class _Shape(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class BetIn(_Shape):
-    market_id: Id
-    side: Text
-    amount: Number
-    probability: Any = None
-
-
-class SellIn(_Shape):
-    position_id: Id
-    percentage: Number
-
-
-class ForecastIn(_Shape):
-    market_id: Id
-    probability: Any = None  # checked by the rules, with the panel market in hand
-    probabilities: Any = None
-
-
-class BetDecisionIn(_Shape):
-    action: Literal["BET"]
-    bets: Annotated[list[BetIn], Field(min_length=1)]
-    reasoning: Reasoning = ""
-    forecasts: Any = None
-
-
-class SellDecisionIn(_Shape):
-    action: Literal["SELL"]
-    sells: Annotated[list[SellIn], Field(min_length=1)]
-    reasoning: Reasoning = ""
-    forecasts: Any = None
-
-
-class HoldDecisionIn(_Shape):
-    action: Literal["HOLD"]
-    reasoning: Reasoning = ""
-    forecasts: Any = None
-
-
-DecisionIn = Annotated[
-    BetDecisionIn | SellDecisionIn | HoldDecisionIn, Field(discriminator="action")
-]
-
-
-@functools.cache
-def _decision_adapter() -> TypeAdapter[BetDecisionIn | SellDecisionIn | HoldDecisionIn]:
-    return TypeAdapter(DecisionIn)
-
-
-@functools.cache
-def _forecasts_adapter() -> TypeAdapter[list[ForecastIn]]:
-    return TypeAdapter(list[ForecastIn])
-
-
-def _path(loc: Sequence[int | str]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def _shape_errors(exc: ValidationError, prefix: Sequence[int | str] = ()) -> list[str]:
-    errors: list[str] = []
-    for error in exc.errors():
-        loc = list(error["loc"])
-        if loc and loc[0] in Action.__members__:
-            loc = loc[1:]  # the discriminator tag pydantic puts first
-        path = _path([*prefix, *loc]) or "the answer"
-        kind = error["type"]
-        if kind == "missing":
-            errors.append(f"{path} is missing")
-        elif kind == "too_short":
-            errors.append(f"{path} must not be empty")
-        elif kind == "list_type":
-            errors.append(f"{path} must be a list, got {_show(error['input'])}")
-        elif kind in ("dict_type", "model_type", "model_attributes_type"):
-            errors.append(f"{path} must be an object, got {_show(error['input'])}")
-        elif kind.startswith("arena_"):
-            errors.append(f"{path} {error['msg']}")
-        else:
-            errors.append(f"{path}: {error['msg']}")
-    return errors
-
-
-def _message(errors: Sequence[str]) -> str:
-    shown = "; ".join(errors[:MAX_ERRORS])
-    more = len(errors) - MAX_ERRORS
-    return shown + (f" (and {more} more errors)" if more > 0 else "")
-
-
 # --- rules ------------------------------------------------------------------------------------
 
 
-def resolve_side(market: Market, side: str) -> str | None:
+def resolve_side(market: MarketView, side: str) -> str | None:
     """The canonical side for what the model wrote (any case; raw or displayed outcome name)."""
     wanted = side.strip().casefold()
     if market.is_binary:
@@ -336,7 +180,7 @@ def resolve_side(market: Market, side: str) -> str | None:
     return None
 
 
-def _sides_hint(market: Market) -> str:
+def _sides_hint(market: MarketView) -> str:
     return ", ".join(market.sides() if market.is_binary else map(display_outcome, market.outcomes))
 
 
@@ -359,17 +203,17 @@ def _probability(value: Any, path: str, errors: list[str]) -> Decimal | None:
 def validate_decision(payload: Mapping[str, Any], ctx: ValidationContext) -> ValidDecision:
     """Check an extracted answer against every rule; raises MalformedResponse naming each error."""
     if not isinstance(payload, Mapping):
-        raise MalformedResponse(f"the answer must be a JSON object, got {_show(payload)}")
+        raise MalformedResponse(f"the answer must be a JSON object, got {show(payload)}")
     action = payload.get("action")
     if action is None:
         raise MalformedResponse('action is missing: use one of "BET", "SELL", "HOLD"')
     normalised = action.strip().upper() if isinstance(action, str) else action
     if not isinstance(normalised, str) or normalised not in Action.__members__:
-        raise MalformedResponse(f'action {_show(action)} is not one of "BET", "SELL", "HOLD"')
+        raise MalformedResponse(f'action {show(action)} is not one of "BET", "SELL", "HOLD"')
     try:
-        shape = _decision_adapter().validate_python({**payload, "action": normalised})
+        shape = decision_adapter().validate_python({**payload, "action": normalised})
     except ValidationError as exc:
-        raise MalformedResponse(_message(_shape_errors(exc))) from None
+        raise MalformedResponse(error_message(shape_errors(exc))) from None
     errors: list[str] = []
     v2 = ctx.methodology == "v2"
     bets: list[BetOrder] = []
@@ -380,7 +224,7 @@ def validate_decision(payload: Mapping[str, Any], ctx: ValidationContext) -> Val
         sells = _check_sells(shape.sells, ctx, errors)
     forecasts = _check_forecasts(shape.forecasts, ctx, errors) if v2 else []
     if errors:
-        raise MalformedResponse(_message(errors))
+        raise MalformedResponse(error_message(errors))
     return ValidDecision(
         action=Action(normalised),
         bets=tuple(bets),
@@ -424,14 +268,14 @@ def _check_bets(
         side = resolve_side(market, bet.side)
         if side is None:
             errors.append(
-                f"{where}.side {_show(bet.side)} is not a side of market {market.id} "
+                f"{where}.side {show(bet.side)} is not a side of market {market.id} "
                 f"(use one of: {_sides_hint(market)})"
             )
             continue
         if (market.id, side) in seen:
             first = seen[(market.id, side)]
             errors.append(
-                f"{where} repeats market {market.id} side {_show(side)} of bets[{first}]: "
+                f"{where} repeats market {market.id} side {show(side)} of bets[{first}]: "
                 "one bet per market and side"
             )
             continue
@@ -466,7 +310,7 @@ def _check_sells(
     return out
 
 
-def _check_forecasts(raw: Any, ctx: ValidationContext, errors: list[str]) -> list[Forecast]:
+def _check_forecasts(raw: Any, ctx: ValidationContext, errors: list[str]) -> list[PanelForecast]:
     panel = ordered_markets(ctx.panel)
     if not panel:
         return []
@@ -474,12 +318,12 @@ def _check_forecasts(raw: Any, ctx: ValidationContext, errors: list[str]) -> lis
         errors.append(f"forecasts is missing: give one for each of the {len(panel)} panel markets")
         return []
     try:
-        entries = _forecasts_adapter().validate_python(raw)
+        entries = forecasts_adapter().validate_python(raw)
     except ValidationError as exc:
-        errors.extend(_shape_errors(exc, ("forecasts",)))
+        errors.extend(shape_errors(exc, ("forecasts",)))
         return []
     by_id = {m.id: m for m in panel}
-    given: dict[str, list[Forecast]] = {}
+    given: dict[str, list[PanelForecast]] = {}
     for i, entry in enumerate(entries):
         where = f"forecasts[{i}]"
         market = by_id.get(entry.market_id)
@@ -503,11 +347,11 @@ def _mentioned(entries: Sequence[ForecastIn]) -> set[str]:
 
 
 def _forecast_rows(
-    entry: ForecastIn, market: Market, where: str, errors: list[str]
-) -> list[Forecast] | None:
+    entry: ForecastIn, market: MarketView, where: str, errors: list[str]
+) -> list[PanelForecast] | None:
     probabilities = entry.probabilities
     if probabilities is not None and not isinstance(probabilities, dict):
-        errors.append(f"{where}.probabilities must be an object, got {_show(probabilities)}")
+        errors.append(f"{where}.probabilities must be an object, got {show(probabilities)}")
         return None
     if market.is_binary:
         if entry.probability is None and probabilities:
@@ -522,7 +366,7 @@ def _forecast_rows(
             )
             return None
         p = _probability(value, f"{where}.probability", errors)
-        return None if p is None else [Forecast(market.id, YES, p)]
+        return None if p is None else [PanelForecast(market.id, YES, p)]
     if not probabilities:
         errors.append(
             f'{where} (market {market.id}) needs "probabilities" for each outcome: '
@@ -533,10 +377,10 @@ def _forecast_rows(
     ok = True
     for key, raw in probabilities.items():
         outcome = resolve_side(market, str(key))
-        p = _probability(raw, f"{where}.probabilities[{_show(key)}]", errors)
+        p = _probability(raw, f"{where}.probabilities[{show(key)}]", errors)
         if outcome is None:
             errors.append(
-                f"{where}.probabilities has {_show(key)}, not an outcome of market {market.id} "
+                f"{where}.probabilities has {show(key)}, not an outcome of market {market.id} "
                 f"(outcomes: {_sides_hint(market)})"
             )
             ok = False
@@ -554,4 +398,4 @@ def _forecast_rows(
     if abs(total - ONE) > PROBABILITY_SUM_TOLERANCE:
         errors.append(f"{where}.probabilities add up to {total:f}, not 1")
         return None
-    return [Forecast(market.id, o, found[o]) for o in market.outcomes]
+    return [PanelForecast(market.id, o, found[o]) for o in market.outcomes]

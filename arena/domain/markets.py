@@ -16,8 +16,10 @@ YES, NO = "YES", "NO"
 
 
 @dataclass(frozen=True)
-class Market:
-    """A Polymarket market, parsed from Gamma, with exact-decimal outcome prices.
+class MarketView:
+    """A market as the jobs, the prompt and the baselines see it: parsed from Gamma (or loaded
+    from a frozen universe), with exact-decimal outcome prices. Not the ``markets`` table row
+    (:class:`arena.store.models.Market`).
 
     ``prices`` is index-aligned with ``outcomes`` (``None`` when Gamma gave none or they did
     not parse). A market is *binary* when its outcomes are exactly Yes/No (any case).

@@ -5,7 +5,7 @@ The templates (``arena/resources/prompts/<version>/{system,user,repair}.txt``, j
 this module reads no file and owns the *values*: it orders markets and positions deterministically,
 formats numbers, and sanitises every piece of market text before it reaches a template.
 
-Market text (questions, categories, outcome names) comes from a public website and is untrusted:
+MarketView text (questions, categories, outcome names) comes from a public website and is untrusted:
 control and format characters are removed, whitespace collapsed, length bounded, the table's
 column separator ``|`` replaced, and the block delimiters (``<<<`` / ``>>>``) neutralised, so a
 market can neither break out of its table row nor forge the end of a data block.
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 from arena.domain.book import Touch
 from arena.domain.ledger import MONEY, ONE, ZERO, to_money
-from arena.domain.markets import Market
+from arena.domain.markets import MarketView
 from arena.domain.valuation import position_value
 from arena.errors import ConfigError, ExecutionError
 
@@ -73,7 +73,7 @@ class PositionView:
     """
 
     position_id: str
-    market: Market
+    market: MarketView
     side: str
     shares: Decimal
     avg_entry_price: Decimal
@@ -114,9 +114,9 @@ class PromptContext:
     max_bet: Decimal
     min_bet: Decimal
     positions: Sequence[PositionView] = ()
-    markets: Sequence[Market] = ()
+    markets: Sequence[MarketView] = ()
     methodology: Methodology = "v1"
-    panel: Sequence[Market] = ()
+    panel: Sequence[MarketView] = ()
     max_bet_fraction: Decimal = Decimal("0.25")
     starting_balance: Decimal = Decimal(10000)
     cohort_id: str = ""
@@ -137,7 +137,7 @@ def prompt_version_for(methodology: str, pricing: str = "gamma") -> str:
 # --- ordering ---------------------------------------------------------------------------------
 
 
-def ordered_markets(markets: Iterable[Market]) -> list[Market]:
+def ordered_markets(markets: Iterable[MarketView]) -> list[MarketView]:
     """Volume descending (missing volume last), then id: the order every agent sees."""
     return sorted(markets, key=lambda m: (-(m.volume or ZERO), _id_key(m.id)))
 
@@ -181,7 +181,7 @@ def display_outcome(name: str) -> str:
     return clean_text(name, OUTCOME_LIMIT).replace(";", ",").replace("=", "-")
 
 
-def display_side(market: Market, side: str) -> str:
+def display_side(market: MarketView, side: str) -> str:
     return side if market.is_binary else display_outcome(side)
 
 
@@ -214,7 +214,7 @@ def fmt_volume(volume: Decimal | None) -> str:
     return f"{volume.quantize(ONE, rounding=ROUND_HALF_EVEN):f}"
 
 
-def fmt_prices(market: Market) -> str:
+def fmt_prices(market: MarketView) -> str:
     """``YES=0.62; NO=0.38`` for binary markets, ``Name=p; ...`` for named outcomes; in mode
     book each side's frozen ``bid/ask`` (``YES=0.61/0.62; NO=0.38/0.39``, ``-`` for an empty
     side)."""
@@ -244,7 +244,7 @@ def fmt_date(value: datetime | None) -> str:
     return "-" if value is None else value.astimezone(UTC).date().isoformat()
 
 
-def current_side_price(market: Market, side: str) -> Decimal | None:
+def current_side_price(market: MarketView, side: str) -> Decimal | None:
     """The side-correct price from a market's stored prices, ``None`` when it has none valid."""
     try:
         return market.side_price(side)
@@ -252,7 +252,7 @@ def current_side_price(market: Market, side: str) -> Decimal | None:
         return None
 
 
-def market_row(market: Market) -> dict[str, str]:
+def prompt_market(market: MarketView) -> dict[str, str]:
     category = market.category or (market.tags[0] if market.tags else None)
     return {
         "id": clean_text(market.id, ID_LIMIT),
@@ -280,7 +280,7 @@ def position_row(position: PositionView) -> dict[str, str]:
     }
 
 
-def panel_row(market: Market) -> dict[str, str]:
+def panel_row(market: MarketView) -> dict[str, str]:
     if market.is_binary:
         wanted = "probability of YES"
     else:
@@ -308,7 +308,7 @@ def template_values(ctx: PromptContext) -> dict[str, Any]:
         "starting_balance": fmt_money(ctx.starting_balance),
         "max_slippage": fmt_price(ctx.max_slippage),
         "positions": [position_row(p) for p in ordered_positions(ctx.positions)],
-        "markets": [market_row(m) for m in ordered_markets(ctx.markets)],
+        "markets": [prompt_market(m) for m in ordered_markets(ctx.markets)],
         "panel": [panel_row(m) for m in ordered_markets(ctx.panel)],
     }
 

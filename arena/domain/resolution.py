@@ -1,6 +1,6 @@
 """Decide from a market's Gamma state whether it is over, who won, and what settlement does.
 
-Pure functions over :class:`Market` (gamma-api.md "Resolution", methodology "Settlement"):
+Pure functions over :class:`MarketView` (gamma-api.md "Resolution", methodology "Settlement"):
 
 - Only a market that is ``closed`` *and* has ``umaResolutionStatus == "resolved"`` has a final
   result: a decisive winner (one price >= 0.99, every other <= 0.01, mapped through the
@@ -23,7 +23,8 @@ from decimal import Decimal
 
 from arena.clock import ensure_utc
 from arena.domain.ledger import ZERO, SettlementOutcome
-from arena.domain.markets import NO, YES, Market, Resolution, ResolutionState
+from arena.domain.markets import NO, YES, MarketView, Resolution, ResolutionState
+from arena.domain.states import MarketStatus
 
 WIN_MIN = Decimal("0.99")
 LOSE_MAX = Decimal("0.01")
@@ -32,7 +33,7 @@ HALF = Decimal("0.5")
 _WAITING = {"proposed": ResolutionState.PROPOSED, "disputed": ResolutionState.DISPUTED}
 
 
-def classify(market: Market) -> Resolution:
+def classify(market: MarketView) -> Resolution:
     """The resolution state of ``market`` and, when decided, the canonical winning side."""
     status = market.uma_resolution_status
     if not market.closed:
@@ -60,7 +61,7 @@ def classify(market: Market) -> Resolution:
     return Resolution(ResolutionState.CLOSED_AWAITING, reason=reason)
 
 
-def _resolved(market: Market) -> Resolution:
+def _resolved(market: MarketView) -> Resolution:
     prices = market.prices
     if prices is None:
         return Resolution(ResolutionState.AMBIGUOUS, reason="resolved without prices")
@@ -88,7 +89,7 @@ def winner_index(prices: tuple[Decimal, ...] | None) -> int | None:
     return None
 
 
-def winning_side(market: Market, index: int) -> str:
+def winning_side(market: MarketView, index: int) -> str:
     """The canonical side for outcome ``index``: YES/NO for binary, else the outcome name."""
     outcome = market.outcomes[index]
     if market.is_binary:
@@ -96,7 +97,7 @@ def winning_side(market: Market, index: int) -> str:
     return outcome
 
 
-def is_overdue(market: Market, now: datetime, cancel_after_days: int) -> bool:
+def is_overdue(market: MarketView, now: datetime, cancel_after_days: int) -> bool:
     """A closed market still without a result ``cancel_after_days`` after it closed.
 
     The close instant is ``closed_time``, else ``end_date``; with neither it is never overdue.
@@ -127,14 +128,14 @@ class Verdict:
     """What to do with one market: settle it with ``outcome`` for the winner, or wait."""
 
     state: str  # stored as markets.resolution_state
-    status: str  # markets.status: resolved | cancelled
+    status: MarketStatus  # markets.status: resolved | cancelled
     winner: str | None = None
     void: bool = False
     reason: str = ""
 
     @property
     def cancelled(self) -> bool:
-        return self.status == "cancelled"
+        return self.status is MarketStatus.CANCELLED
 
     def outcome_for(self, side: str) -> SettlementOutcome:
         if self.cancelled:
@@ -145,7 +146,7 @@ class Verdict:
 
 
 def settlement_verdict(
-    market: Market | None, known: Market, now: datetime, cancel_after_days: int
+    market: MarketView | None, known: MarketView, now: datetime, cancel_after_days: int
 ) -> Verdict | None:
     """The verdict for a market given its fresh Gamma state (``None``: gone), or ``None`` to wait.
 
@@ -153,20 +154,27 @@ def settlement_verdict(
     """
     if market is None:
         if is_overdue(replace(known, closed=True), now, cancel_after_days):
-            return Verdict(OVERDUE, "cancelled", reason="gone from Gamma and overdue")
+            return Verdict(OVERDUE, MarketStatus.CANCELLED, reason="gone from Gamma and overdue")
         return None
     resolution: Resolution = classify(market)
     if resolution.state is ResolutionState.RESOLVED_WINNER:
         return Verdict(
-            resolution.state.value, "resolved", winner=resolution.winner, reason=resolution.reason
+            resolution.state.value,
+            MarketStatus.RESOLVED,
+            winner=resolution.winner,
+            reason=resolution.reason,
         )
     if resolution.state is ResolutionState.RESOLVED_50_50:
-        return Verdict(resolution.state.value, "resolved", void=True, reason=resolution.reason)
+        return Verdict(
+            resolution.state.value, MarketStatus.RESOLVED, void=True, reason=resolution.reason
+        )
     if resolution.state is ResolutionState.AMBIGUOUS:
-        return Verdict(resolution.state.value, "cancelled", reason=resolution.reason)
+        return Verdict(resolution.state.value, MarketStatus.CANCELLED, reason=resolution.reason)
     if resolution.state in _UNSETTLED and is_overdue(market, now, cancel_after_days):
         days = cancel_after_days
-        return Verdict(OVERDUE, "cancelled", reason=f"{resolution.state.value} {days}+ days")
+        return Verdict(
+            OVERDUE, MarketStatus.CANCELLED, reason=f"{resolution.state.value} {days}+ days"
+        )
     return None
 
 

@@ -1,6 +1,8 @@
 """The research export: every table as JSON lines, CSV or Parquet, plus ``manifest.json``.
 
-* :mod:`arena.export.tables`: what each exported table holds (columns, joins, slices);
+* :mod:`arena.export.spec`: how a table is described (columns, kinds, the query);
+* :mod:`arena.export.slices`: which rows a slice (cohorts, families, times) keeps;
+* :mod:`arena.export.tables`: what each exported table holds;
 * :mod:`arena.export.writer`: streams the tables into files;
 * :mod:`arena.export.directory`: the export directory (atomic publishing, the manifest and
   its checksums).

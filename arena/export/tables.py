@@ -3,21 +3,34 @@
 One :class:`TableSpec` per exported file, in :data:`TABLES`. Column types come from the
 database columns they read (``ExactDecimal(p, s)`` -> decimal with that precision and scale,
 ``UTCDateTime`` -> UTC timestamp, ``JSON`` -> JSON text...), so the export follows the schema.
-``docs/EXPORT_SCHEMA.md`` documents every column; a test keeps the two in step.
+``docs/EXPORT_SCHEMA.md`` documents every column; a test keeps the two in step. The column
+machinery is :mod:`arena.export.spec`, the slices :mod:`arena.export.slices`.
 """
 
 from __future__ import annotations
 
-import enum
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
-from sqlalchemy import JSON, Boolean, Integer, Select, String, Text, cast, func, null, select, union
+from sqlalchemy import func
 
 from arena.clock import week_start
+from arena.export.slices import (
+    BRIER_SLICE,
+    DECISIONS_SLICE,
+    FORECASTS_SLICE,
+    POSITIONS_SLICE,
+    TRADES_SLICE,
+    agent_join,
+    cohorts_restrict,
+    families_restrict,
+    market_prices_restrict,
+    markets_restrict,
+    referenced_markets,
+    slice_on,
+    universes_restrict,
+)
+from arena.export.spec import TableSpec, col, from_table
 from arena.store.models import (
     Agent,
     BookMark,
@@ -35,171 +48,6 @@ from arena.store.models import (
     Trade,
     UniverseMarket,
 )
-from arena.store.types import ExactDecimal, UTCDateTime
-
-
-class Kind(enum.Enum):
-    INT = "integer"
-    TEXT = "string"
-    BOOL = "boolean"
-    DECIMAL = "decimal"
-    TIME = "timestamp"
-    JSON = "json"
-
-
-@dataclass(frozen=True)
-class ExportFilters:
-    """A slice: None means "all"; ``since`` inclusive, ``until`` exclusive."""
-
-    cohorts: tuple[int, ...] | None = None
-    families: tuple[str, ...] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-
-    @property
-    def any(self) -> bool:
-        return bool(self.cohorts or self.families or self.since or self.until)
-
-
-@dataclass(frozen=True)
-class Column:
-    """One exported column: its name, kind, and the SQL expression that reads it."""
-
-    name: str
-    kind: Kind
-    sql: Any
-    precision: int = 0
-    scale: int = 0
-    prompt: bool = False  # left out (null) when prompts are not exported
-    derive: Callable[[Any], Any] | None = None  # applied to the value read (derived columns)
-
-
-def col(
-    name: str,
-    expr: Any,
-    *,
-    prompt: bool = False,
-    derive: Callable[[Any], Any] | None = None,
-) -> Column:
-    """A column named ``name`` reading ``expr``, its kind taken from the expression's type."""
-    kind_of = expr.type
-    if isinstance(kind_of, ExactDecimal):
-        return Column(name, Kind.DECIMAL, expr, kind_of.precision, kind_of.scale, prompt)
-    if isinstance(kind_of, UTCDateTime):
-        return Column(name, Kind.TIME, expr, prompt=prompt, derive=derive)
-    if isinstance(kind_of, JSON):
-        return Column(name, Kind.JSON, cast(expr, Text), prompt=prompt, derive=derive)
-    if isinstance(kind_of, Boolean):
-        return Column(name, Kind.BOOL, expr, prompt=prompt)
-    if isinstance(kind_of, Integer):
-        return Column(name, Kind.INT, expr, prompt=prompt)
-    if isinstance(kind_of, String | Text):
-        return Column(name, Kind.TEXT, expr, prompt=prompt)
-    raise TypeError(f"export column {name}: unsupported type {kind_of!r}")
-
-
-Restrict = Callable[[Select, ExportFilters], Select]
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    name: str
-    columns: tuple[Column, ...]
-    source: Callable[[Select], Select]  # FROM and joins
-    order_by: Any
-    restrict: Restrict
-    batch_rows: int | None = None
-
-    def query(self, filters: ExportFilters, include_prompts: bool) -> Select:
-        selected = [
-            null().label(c.name) if c.prompt and not include_prompts else c.sql.label(c.name)
-            for c in self.columns
-        ]
-        statement = self.source(select(*selected))
-        order = self.order_by if isinstance(self.order_by, tuple) else (self.order_by,)
-        return self.restrict(statement, filters).order_by(*order)
-
-
-def slice_on(
-    cohort: Any = None,
-    family: Any = None,
-    time: Any = None,
-) -> Restrict:
-    """Restrict a query by cohort id, family id and time range on the given columns."""
-
-    def restrict(statement: Select, f: ExportFilters) -> Select:
-        if f.cohorts and cohort is not None:
-            statement = statement.where(cohort.in_(f.cohorts))
-        if f.families and family is not None:
-            statement = statement.where(family.in_(f.families))
-        if time is not None and f.since is not None:
-            statement = statement.where(time >= f.since)
-        if time is not None and f.until is not None:
-            statement = statement.where(time < f.until)
-        return statement
-
-    return restrict
-
-
-def _agent_join(table: Any, agent_id: Any) -> Callable[[Select], Select]:
-    return lambda statement: statement.select_from(table).join(Agent, Agent.id == agent_id)
-
-
-# The slice of each fact table, reused to find the markets a slice refers to.
-TRADES_SLICE = slice_on(Trade.cohort_id, Agent.family_id, Trade.executed_at)
-POSITIONS_SLICE = slice_on(Position.cohort_id, Agent.family_id, Position.opened_at)
-DECISIONS_SLICE = slice_on(Decision.cohort_id, Agent.family_id, Decision.created_at)
-BRIER_SLICE = slice_on(BrierScore.cohort_id, BrierScore.family_id, BrierScore.scored_at)
-FORECASTS_SLICE = slice_on(Forecast.cohort_id, Forecast.family_id, Forecast.forecast_at)
-
-
-def referenced_markets(f: ExportFilters) -> Any:
-    """Ids of the markets a slice refers to: traded, held, shown in a universe, scored, forecast."""
-    traded = TRADES_SLICE(_agent_join(Trade, Trade.agent_id)(select(Trade.market_id)), f)
-    held = POSITIONS_SLICE(_agent_join(Position, Position.agent_id)(select(Position.market_id)), f)
-    shown = DECISIONS_SLICE(
-        select(UniverseMarket.market_id)
-        .select_from(UniverseMarket)
-        .join(Decision, Decision.universe_id == UniverseMarket.universe_id)
-        .join(Agent, Agent.id == Decision.agent_id),
-        f,
-    )
-    scored = BRIER_SLICE(select(BrierScore.market_id), f)
-    forecast = FORECASTS_SLICE(select(Forecast.market_id), f)
-    return union(traded, held, shown, scored, forecast)
-
-
-def _markets_restrict(statement: Select, f: ExportFilters) -> Select:
-    """With any filter, only the markets the slice refers to; without, every market."""
-    return statement.where(Market.id.in_(referenced_markets(f))) if f.any else statement
-
-
-def _market_prices_restrict(statement: Select, f: ExportFilters) -> Select:
-    statement = slice_on(time=MarketPrice.observed_at)(statement, f)
-    return statement.where(MarketPrice.market_id.in_(referenced_markets(f))) if f.any else statement
-
-
-def _families_restrict(statement: Select, f: ExportFilters) -> Select:
-    if f.families:
-        statement = statement.where(Family.id.in_(f.families))
-    if f.cohorts:
-        members = select(Agent.family_id).where(Agent.cohort_id.in_(f.cohorts))
-        statement = statement.where(Family.id.in_(members))
-    return statement
-
-
-def _cohorts_restrict(statement: Select, f: ExportFilters) -> Select:
-    if f.cohorts:
-        statement = statement.where(Cohort.id.in_(f.cohorts))
-    if f.families:
-        members = select(Agent.cohort_id).where(Agent.family_id.in_(f.families))
-        statement = statement.where(Cohort.id.in_(members))
-    return statement
-
-
-def _from(table: Any) -> Callable[[Select], Select]:
-    return lambda statement: statement.select_from(table)
-
 
 FAMILIES = TableSpec(
     "families",
@@ -214,9 +62,9 @@ FAMILIES = TableSpec(
         col("first_seen_at", Family.first_seen_at),
         col("updated_at", Family.updated_at),
     ),
-    _from(Family),
+    from_table(Family),
     Family.id,
-    _families_restrict,
+    families_restrict,
 )
 
 COHORTS = TableSpec(
@@ -232,9 +80,9 @@ COHORTS = TableSpec(
         col("status", Cohort.status),
         col("completed_at", Cohort.completed_at),
     ),
-    _from(Cohort),
+    from_table(Cohort),
     Cohort.id,
-    _cohorts_restrict,
+    cohorts_restrict,
 )
 
 AGENTS = TableSpec(
@@ -255,7 +103,7 @@ AGENTS = TableSpec(
         col("realized_pnl", Agent.realized_pnl),
         col("created_at", Agent.created_at),
     ),
-    _from(Agent),
+    from_table(Agent),
     Agent.id,
     slice_on(Agent.cohort_id, Agent.family_id),
 )
@@ -283,7 +131,7 @@ DECISIONS = TableSpec(
         col("updated_at", Decision.updated_at),
         col("completed_at", Decision.completed_at),
     ),
-    _agent_join(Decision, Decision.agent_id),
+    agent_join(Decision, Decision.agent_id),
     Decision.id,
     DECISIONS_SLICE,
 )
@@ -364,7 +212,7 @@ TRADES = TableSpec(
         col("token_id", Trade.token_id),
         col("levels", Trade.levels),
     ),
-    _agent_join(Trade, Trade.agent_id),
+    agent_join(Trade, Trade.agent_id),
     Trade.id,
     TRADES_SLICE,
 )
@@ -388,7 +236,7 @@ POSITIONS = TableSpec(
         col("updated_at", Position.updated_at),
         col("closed_at", Position.closed_at),
     ),
-    _agent_join(Position, Position.agent_id),
+    agent_join(Position, Position.agent_id),
     Position.id,
     POSITIONS_SLICE,
 )
@@ -413,7 +261,7 @@ SNAPSHOTS = TableSpec(
         col("open_positions", PortfolioSnapshot.open_positions),
         col("exit_value", PortfolioSnapshot.exit_value),
     ),
-    _agent_join(PortfolioSnapshot, PortfolioSnapshot.agent_id),
+    agent_join(PortfolioSnapshot, PortfolioSnapshot.agent_id),
     PortfolioSnapshot.id,
     slice_on(PortfolioSnapshot.cohort_id, Agent.family_id, PortfolioSnapshot.taken_at),
 )
@@ -480,9 +328,9 @@ MARKETS = TableSpec(
         col("winning_outcome", Market.winning_outcome),
         col("resolved_at", Market.resolved_at),
     ),
-    _from(Market),
+    from_table(Market),
     Market.id,
-    _markets_restrict,
+    markets_restrict,
 )
 
 MARKET_PRICES = TableSpec(
@@ -495,9 +343,9 @@ MARKET_PRICES = TableSpec(
         col("yes_price", MarketPrice.yes_price),
         col("volume", MarketPrice.volume),
     ),
-    _from(MarketPrice),
+    from_table(MarketPrice),
     MarketPrice.id,
-    _market_prices_restrict,
+    market_prices_restrict,
 )
 
 # The columns arena.analytics.records reads (methodology v2 forecasts), exactly.
@@ -530,19 +378,6 @@ FORECASTS = TableSpec(
     Forecast.id,
     FORECASTS_SLICE,
 )
-
-
-def _universes_restrict(statement: Select, f: ExportFilters) -> Select:
-    """With any filter, the universes the slice's decisions were made on."""
-    if not f.any:
-        return statement
-    used = DECISIONS_SLICE(
-        select(Decision.universe_id)
-        .select_from(Decision)
-        .join(Agent, Agent.id == Decision.agent_id),
-        f,
-    )
-    return statement.where(UniverseMarket.universe_id.in_(used))
 
 
 def touch_field(name: str) -> Callable[[str], str]:
@@ -587,7 +422,7 @@ UNIVERSE_MARKETS = TableSpec(
         DecisionUniverse, DecisionUniverse.id == UniverseMarket.universe_id
     ),
     (UniverseMarket.universe_id, UniverseMarket.market_id),
-    _universes_restrict,
+    universes_restrict,
 )
 
 # Mode book: the last valid mark of each outcome token, which open positions are valued at.
@@ -604,7 +439,7 @@ BOOK_MARKS = TableSpec(
         col("book_timestamp", BookMark.book_timestamp),
         col("observed_at", BookMark.observed_at),
     ),
-    _from(BookMark),
+    from_table(BookMark),
     BookMark.token_id,
     lambda statement, f: (
         statement.where(BookMark.market_id.in_(referenced_markets(f))) if f.any else statement

@@ -46,7 +46,8 @@ from arena.clock import Clock, SystemClock, ensure_utc
 from arena.csv_safe import safe_cell
 from arena.errors import UserError
 from arena.export.directory import MANIFEST, check_target, publish, sha256_of, staging
-from arena.export.tables import TABLES, Column, ExportFilters, Kind, TableSpec
+from arena.export.spec import Column, ExportFilters, Kind, TableSpec
+from arena.export.tables import TABLES
 from arena.store.consistent_read import consistent_read
 from arena.store.models import Agent, Cohort, Family
 

@@ -11,7 +11,8 @@ never-valid: ``set_default(model, answer("oops"))``). Every request received is 
 The core is a pure handler, :meth:`FakeOpenRouter.handle`, exposed two ways: in-process with
 :meth:`FakeOpenRouter.transport` (an ``httpx.MockTransport``; a delay past the client's read
 timeout raises ``httpx.ReadTimeout``) and as a real HTTP server on 127.0.0.1 with
-:meth:`FakeOpenRouter.serve` (a delay is a real pause before answering).
+:meth:`FakeOpenRouter.serve` (a delay is a real pause before answering). The behaviours and
+their factories live in :mod:`arena.fakes.openrouter_script` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -31,138 +32,42 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
-Content = str | Callable[[list[dict[str, Any]]], str] | None
+from arena.fakes.openrouter_script import (
+    ERROR_MESSAGES,
+    Behaviour,
+    answer,
+    chatty,
+    empty_content,
+    error_in_200,
+    fenced,
+    http_error,
+    length_exhausted,
+    null_choices,
+    null_choices_rate_limited,
+    null_content,
+    reasoning_only,
+    slow,
+)
+
 Reply = tuple[int, dict[str, str], bytes]
 
-_ERROR_MESSAGES = {
-    400: "is not a valid model ID",
-    401: "No auth credentials found",
-    402: "Insufficient credits. Add more using https://openrouter.ai/settings/credits",
-    403: "Input was flagged by the moderation guardrail",
-    404: "No endpoints found that can handle the requested parameters.",
-    408: "Request timed out",
-    429: "Rate limit exceeded: too many requests",
-    502: "Provider returned error",
-    503: "No available providers for this model: service overloaded",
-}
-
-
-@dataclass(frozen=True)
-class Behaviour:
-    """How the fake answers one completion. Build with the factory functions below."""
-
-    kind: str  # answer | http_error | error_in_200 | null_choices
-    content: Content = None
-    reasoning: str | None = None
-    finish_reason: str = "stop"
-    status: int = 200
-    message: str | None = None
-    metadata: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None  # top-level error of a null-choices body
-    retry_after: str | None = None
-    delay: float = 0.0  # seconds before answering
-    provider: str | None = None  # overrides the model's default upstream
-
-
-def answer(
-    content: Content,
-    *,
-    reasoning: str | None = None,
-    finish_reason: str = "stop",
-    provider: str | None = None,
-    delay: float = 0.0,
-) -> Behaviour:
-    """A normal completion; ``content`` may be a callable receiving the request messages."""
-    return Behaviour(
-        "answer",
-        content=content,
-        reasoning=reasoning,
-        finish_reason=finish_reason,
-        provider=provider,
-        delay=delay,
-    )
-
-
-def fenced(obj: dict[str, Any]) -> Behaviour:
-    """The JSON answer wrapped in a ```json fence."""
-    return answer(f"```json\n{json.dumps(obj, indent=2)}\n```")
-
-
-def chatty(obj: dict[str, Any]) -> Behaviour:
-    """The JSON answer with prose before and after it."""
-    return answer(f"Let me think about these markets.\n{json.dumps(obj)}\nHope that helps!")
-
-
-def http_error(
-    status: int,
-    message: str | None = None,
-    *,
-    retry_after: str | float | None = None,
-    metadata: dict[str, Any] | None = None,
-) -> Behaviour:
-    """An HTTP error with OpenRouter's ``{"error": {code, message, metadata}}`` body."""
-    if metadata is None and status == 403:
-        metadata = {"reasons": ["violence"], "flagged_input": "...", "provider_name": "Fake"}
-    if metadata is None and status in (502, 503):
-        metadata = {"raw": "upstream unavailable", "provider_name": "FakeProvider"}
-    return Behaviour(
-        "http_error",
-        status=status,
-        message=message,
-        metadata=metadata,
-        retry_after=None if retry_after is None else str(retry_after),
-    )
-
-
-def error_in_200(
-    code: int = 502,
-    message: str = "Provider returned error",
-    metadata: dict[str, Any] | None = None,
-) -> Behaviour:
-    """HTTP 200 with ``finish_reason: "error"`` and ``choices[0].error``."""
-    meta = metadata if metadata is not None else {"raw": "stream interrupted"}
-    return Behaviour(
-        "error_in_200", finish_reason="error", message=message, metadata=meta, error={"code": code}
-    )
-
-
-def null_choices(error: dict[str, Any] | None = None) -> Behaviour:
-    """HTTP 200 with ``"choices": null``, with this top-level ``error`` or none at all."""
-    return Behaviour("null_choices", error=error)
-
-
-def null_choices_rate_limited(provider: str = "FakeProvider") -> Behaviour:
-    """The documented upstream 429 inside a 200 body with null choices."""
-    return null_choices(
-        {
-            "code": 429,
-            "message": "Provider returned error",
-            "metadata": {"raw": "Too Many Requests", "provider_name": provider},
-        }
-    )
-
-
-def empty_content() -> Behaviour:
-    return answer("")
-
-
-def null_content() -> Behaviour:
-    return answer(None)
-
-
-def reasoning_only(reasoning: str = "Thinking about the markets...") -> Behaviour:
-    """No content; the text (maybe holding the JSON answer) only in ``message.reasoning``."""
-    return answer(None, reasoning=reasoning)
-
-
-def length_exhausted() -> Behaviour:
-    """A reasoning model that spent all of ``max_tokens`` thinking: empty content, length."""
-    return answer("", reasoning="Let me weigh each market carefully...", finish_reason="length")
-
-
-def slow(seconds: float, then: Behaviour | None = None) -> Behaviour:
-    """``then`` (a default answer if omitted), delivered after ``seconds``."""
-    return replace(then or answer('{"action": "HOLD", "reasoning": "slow"}'), delay=seconds)
+__all__ = [
+    "Behaviour",
+    "FakeOpenRouter",
+    "RecordedRequest",
+    "answer",
+    "chatty",
+    "empty_content",
+    "error_in_200",
+    "fenced",
+    "http_error",
+    "length_exhausted",
+    "null_choices",
+    "null_choices_rate_limited",
+    "null_content",
+    "reasoning_only",
+    "slow",
+]
 
 
 @dataclass(frozen=True)
@@ -281,7 +186,7 @@ class FakeOpenRouter:
         if method == "GET" and route == "/models":
             return 0.0, self._models_list()
         if not self._authorised(lowered):
-            return 0.0, _error(401, _ERROR_MESSAGES[401])
+            return 0.0, _error(401, ERROR_MESSAGES[401])
         if method == "POST" and route == "/chat/completions":
             return self._chat(parsed)
         if method == "GET" and route == "/generation":
@@ -300,11 +205,11 @@ class FakeOpenRouter:
         with self._lock:
             model = self._models.get(model_id)
             if model is None:
-                return 0.0, _error(400, f"{model_id} {_ERROR_MESSAGES[400]}")
+                return 0.0, _error(400, f"{model_id} {ERROR_MESSAGES[400]}")
             behaviour = model.queue.popleft() if model.queue else model.default or self.default
         if behaviour.kind == "http_error":
             extra = {"Retry-After": behaviour.retry_after} if behaviour.retry_after else {}
-            message = behaviour.message or _ERROR_MESSAGES.get(behaviour.status, "Error")
+            message = behaviour.message or ERROR_MESSAGES.get(behaviour.status, "Error")
             if behaviour.status == 400 and behaviour.message is None:
                 message = f"{model_id} {message}"
             return behaviour.delay, _error(behaviour.status, message, behaviour.metadata, extra)

@@ -18,26 +18,22 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
+from arena.errors import FakeDrop, FakeSlow
+
 Reply = tuple[int, dict[str, str], bytes]
 Handler = Callable[[str, str, dict[str, list[str]]], Reply]
 BodyHandler = Callable[[str, str, dict[str, list[str]], bytes], Reply]
 
-
-class FakeDrop(Exception):
-    """The transport must drop the connection without answering."""
-
-    def __init__(self, kind: str = "drop") -> None:
-        super().__init__(kind)
-        self.kind = kind
-
-
-class FakeSlow(Exception):
-    """The transport must wait ``delay`` seconds before sending ``reply``."""
-
-    def __init__(self, delay: float, reply: Reply) -> None:
-        super().__init__(delay)
-        self.delay = delay
-        self.reply = reply
+__all__ = [
+    "BodyHandler",
+    "FakeDrop",
+    "FakeSlow",
+    "Handler",
+    "Reply",
+    "mock_transport",
+    "serve_body_handler",
+    "serve_handler",
+]
 
 
 @contextmanager

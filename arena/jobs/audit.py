@@ -20,6 +20,7 @@ from decimal import Decimal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from arena.domain.states import PositionStatus
 from arena.store.models import (
     Agent,
     BrierScore,
@@ -31,7 +32,7 @@ from arena.store.models import (
     Trade,
 )
 
-SETTLED = ("SETTLED", "CANCELLED")
+SETTLED = (PositionStatus.SETTLED, PositionStatus.CANCELLED)
 
 
 def check_ledger(session: Session) -> list[str]:
@@ -53,7 +54,7 @@ def check_ledger(session: Session) -> list[str]:
             violations.append(
                 f"position {position_id} (agent {agent_id}): shares {shares}, cost basis {basis}"
             )
-        if status == "OPEN":
+        if status == PositionStatus.OPEN:
             open_basis[agent_id] += basis
             if shares <= 0:
                 violations.append(f"position {position_id} (agent {agent_id}): OPEN with no shares")
@@ -102,7 +103,7 @@ def row_counts(session: Session) -> dict[str, int]:
         "attempts": select(func.count()).select_from(DecisionAttempt),
         "system_holds": select(func.count()).where(Decision.system_hold.is_(True)),
         "trades": select(func.count()).select_from(Trade),
-        "closed_positions": select(func.count()).where(Position.status != "OPEN"),
+        "closed_positions": select(func.count()).where(Position.status != PositionStatus.OPEN),
         "brier_scores": select(func.count()).select_from(BrierScore),
         "snapshots": select(func.count()).select_from(PortfolioSnapshot),
     }

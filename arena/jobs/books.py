@@ -28,10 +28,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.domain.book import FeeSchedule, OrderBook, Pricing, exit_proceeds, mark
 from arena.domain.ledger import ZERO
 from arena.domain.markets import side_index
+from arena.domain.states import PositionStatus
 from arena.errors import BookMissing, ClobError, ExecutionError, NoBook
 from arena.store.db import transaction
-from arena.store.models import BookMark, Cohort, MarketFee, Position, SystemLog
-from arena.store.models import Market as MarketRow
+from arena.store.models import BookMark, Cohort, Market, MarketFee, Position, SystemLog
 from arena.store.upsert import dialect_insert
 
 if TYPE_CHECKING:
@@ -233,7 +233,7 @@ def fetch_held_books(
         held_sides = (
             select(Position.market_id, Position.side)
             .join(Cohort, Cohort.id == Position.cohort_id)
-            .where(Position.status == "OPEN", Cohort.pricing == Pricing.BOOK)
+            .where(Position.status == PositionStatus.OPEN, Cohort.pricing == Pricing.BOOK)
             .distinct()
             .subquery()
         )
@@ -241,10 +241,10 @@ def fetch_held_books(
             select(
                 held_sides.c.market_id,
                 held_sides.c.side,
-                MarketRow.outcomes,
-                MarketRow.clob_token_ids,
-                MarketRow.condition_id,
-            ).join(MarketRow, MarketRow.id == held_sides.c.market_id)
+                Market.outcomes,
+                Market.clob_token_ids,
+                Market.condition_id,
+            ).join(Market, Market.id == held_sides.c.market_id)
         ).all()
     for market_id, side, outcomes, tokens, condition_id in rows:
         if tokens and len(tokens) == len(outcomes):

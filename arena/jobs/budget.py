@@ -18,17 +18,16 @@ from decimal import Decimal
 from typing import Any
 
 from arena import config
+from arena.errors import BudgetExceeded
 
 WorstCase = Callable[[str, int, int], Decimal]  # (model, prompt tokens, max tokens) -> USD
 CHARS_PER_TOKEN = 3
 
 
-class BudgetExceeded(Exception):
-    """The worst-case cost of the next decision does not fit in the budget."""
-
-
 class Budget:
-    def __init__(self, limits: config.Budget, pricing: WorstCase | None, rounds: int = 1) -> None:
+    def __init__(
+        self, limits: config.BudgetLimits, pricing: WorstCase | None, rounds: int = 1
+    ) -> None:
         self.limits = limits
         self.pricing = pricing
         self.rounds = rounds

@@ -18,11 +18,15 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
+from arena.domain.decisions import ValidDecision
+from arena.domain.states import Blocked, DecisionStatus
+from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
 from arena.jobs.holders import Heartbeat, holder_alive, label, this_process
 from arena.store.db import transaction
 from arena.store.models import Decision, DecisionAttempt
@@ -30,11 +34,7 @@ from arena.store.upsert import insert_ignore
 
 log = logging.getLogger(__name__)
 
-CLAIMED = "claimed"
-COMPLETED = "completed"
-RETRYABLE = "retryable"
-BUDGET_SKIPPED = "budget_skipped"
-TAKEOVER_STATUSES = (RETRYABLE, BUDGET_SKIPPED)
+TAKEOVER_STATUSES = (DecisionStatus.RETRYABLE, DecisionStatus.BUDGET_SKIPPED)
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,12 @@ class Refused:
 
     @property
     def held(self) -> bool:
-        return self.status == CLAIMED
+        return self.status == DecisionStatus.CLAIMED
 
     def describe(self) -> str:
         """``already final`` or ``held by HOST:PID until T``."""
         if not self.held:
-            return "already final"
+            return Blocked.ALREADY_FINAL
         until = self.lease_until.isoformat() if self.lease_until else "?"
         return f"held by {label(self.holder)} until {until}"
 
@@ -88,7 +88,7 @@ def claim_decision(
         Decision.decision_week == decision_week,
     )
     take_over = {
-        "status": CLAIMED,
+        "status": DecisionStatus.CLAIMED,
         "claim_token": token,
         "claimed_by": holder,
         "lease_expires_at": lease_until,
@@ -105,7 +105,7 @@ def claim_decision(
                 "cohort_id": cohort_id,
                 "decision_week": decision_week,
                 "universe_id": universe_id,
-                "status": CLAIMED,
+                "status": DecisionStatus.CLAIMED,
                 "claim_token": token,
                 "claimed_by": holder,
                 "lease_expires_at": lease_until,
@@ -124,7 +124,7 @@ def claim_decision(
                     *key,
                     or_(
                         Decision.status.in_(TAKEOVER_STATUSES),
-                        (Decision.status == CLAIMED)
+                        (Decision.status == DecisionStatus.CLAIMED)
                         & (Decision.lease_expires_at < lease_clock.now()),
                     ),
                 )
@@ -132,7 +132,10 @@ def claim_decision(
             )
             if result.rowcount != 1:  # type: ignore[attr-defined]
                 row = session.execute(select(Decision).where(*key)).scalar_one()
-                if row.status != CLAIMED or holder_alive(row.claimed_by) is not False:
+                if (
+                    row.status != DecisionStatus.CLAIMED
+                    or holder_alive(row.claimed_by) is not False
+                ):
                     return Refused(row.id, row.status, row.claimed_by, row.lease_expires_at)
                 # Its holder died on this host: take it over now, unless someone just did.
                 log.warning(
@@ -144,7 +147,7 @@ def claim_decision(
                     .values(**take_over)
                 )
                 if result.rowcount != 1:  # type: ignore[attr-defined]
-                    return Refused(row.id, CLAIMED, None, None)
+                    return Refused(row.id, DecisionStatus.CLAIMED, None, None)
         decision_id = session.execute(select(Decision.id).where(*key)).scalar_one()
         attempts = session.scalar(
             select(func.count())
@@ -159,7 +162,7 @@ def lock_claim(session: Session, claim: Claim) -> Decision | None:
     statement = select(Decision).where(
         Decision.id == claim.decision_id,
         Decision.claim_token == claim.token,
-        Decision.status == CLAIMED,
+        Decision.status == DecisionStatus.CLAIMED,
     )
     return session.execute(statement.with_for_update()).scalar_one_or_none()
 
@@ -174,7 +177,7 @@ def renew_lease(
             .where(
                 Decision.id == claim.decision_id,
                 Decision.claim_token == claim.token,
-                Decision.status == CLAIMED,
+                Decision.status == DecisionStatus.CLAIMED,
             )
             .values(lease_expires_at=lease_clock.now() + timedelta(seconds=lease_seconds))
         )
@@ -196,3 +199,43 @@ class LeaseKeeper(Heartbeat):
             lease_seconds / 3,
             f"lease-{claim.decision_id}",
         )
+
+
+def release_completed(
+    row: Decision,
+    decision: ValidDecision,
+    system_hold: bool,
+    cash_shown: Decimal,
+    failures: list[str],
+    refusals: list[dict[str, object]],
+    now: datetime,
+) -> None:
+    """Release a claim as final: the decision, its answer and any refused executions."""
+    row.status = DecisionStatus.COMPLETED
+    row.action = decision.action.value
+    row.system_hold = system_hold
+    row.cash_shown = cash_shown
+    row.reasoning = optional_text(decision.reasoning, MODEL_TEXT)
+    row.payload = storable_json(decision.to_json_dict())
+    row.error = optional_text("; ".join(failures), MODEL_TEXT) or None
+    row.refusals = storable_json(refusals) or None
+    row.completed_at = row.updated_at = now
+    row.lease_expires_at = None
+
+
+def release_failed(
+    row: Decision,
+    status: str,
+    error: str,
+    decision: ValidDecision | None,
+    refusals: list[dict[str, object]] | None,
+    now: datetime,
+) -> None:
+    """Release a claim in a failure state (retryable, budget skipped) with its error."""
+    row.status = status
+    row.error = optional_text(error, MODEL_TEXT)
+    row.action = decision.action.value if decision else None
+    row.payload = storable_json(decision.to_json_dict()) if decision else None
+    row.refusals = storable_json(refusals) if refusals else None
+    row.updated_at = now
+    row.lease_expires_at = None

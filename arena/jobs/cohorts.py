@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.clock import Clock, week_start
 from arena.config import BaselineFamily, OpenRouterFamily, Settings
 from arena.domain.prompting import prompt_version_for
+from arena.domain.states import CohortStatus, PositionStatus
 from arena.store.db import transaction
 from arena.store.models import Agent, Cohort, Family, Position
 from arena.store.upsert import insert_ignore, upsert
@@ -84,7 +85,7 @@ def start_cohort(factory: sessionmaker[Session], settings: Settings, clock: Cloc
                 ),
                 "pricing": settings.benchmark.pricing,
                 "starting_balance": settings.benchmark.starting_balance,
-                "status": "active",
+                "status": CohortStatus.ACTIVE,
             },
             conflict=["week_start"],
         )
@@ -137,7 +138,7 @@ def unfinished_cohorts(session: Session, now: datetime) -> list[Cohort]:
     """Cohorts not yet completed (snapshots and settlement still follow them)."""
     statement = (
         select(Cohort)
-        .where(Cohort.status != "completed", Cohort.week_start <= now)
+        .where(Cohort.status != CohortStatus.COMPLETED, Cohort.week_start <= now)
         .order_by(Cohort.week_start)
     )
     return list(session.execute(statement).scalars())
@@ -148,15 +149,17 @@ def complete_cohorts(factory: sessionmaker[Session], limit: int, clock: Clock) -
     now = clock.now()
     with transaction(factory) as session:
         window = {c.id for c in decision_window(session, limit, now)}
-        open_position = exists().where(Position.cohort_id == Cohort.id, Position.status == "OPEN")
+        open_position = exists().where(
+            Position.cohort_id == Cohort.id, Position.status == PositionStatus.OPEN
+        )
         candidates = session.execute(
-            select(Cohort.id).where(Cohort.status == "active", ~open_position)
+            select(Cohort.id).where(Cohort.status == CohortStatus.ACTIVE, ~open_position)
         ).scalars()
         done = [cohort_id for cohort_id in candidates if cohort_id not in window]
         if done:
             session.execute(
                 update(Cohort)
-                .where(Cohort.id.in_(done), Cohort.status == "active")
-                .values(status="completed", completed_at=now)
+                .where(Cohort.id.in_(done), Cohort.status == CohortStatus.ACTIVE)
+                .values(status=CohortStatus.COMPLETED, completed_at=now)
             )
     return done

@@ -49,33 +49,31 @@ from arena.domain.decisions import (
     validate_decision,
 )
 from arena.domain.prompting import PromptContext, render_messages, render_repair
-from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
-from arena.errors import ProviderFatal, UniverseUnavailable
-from arena.jobs.budget import Budget, BudgetExceeded
+from arena.domain.states import AttemptKind, AttemptOutcome, Blocked, DecisionStatus
+from arena.errors import (
+    BudgetExceeded,
+    ProviderCallError,
+    ProviderFatal,
+    RunAborted,
+    UniverseUnavailable,
+)
+from arena.jobs.budget import Budget
 from arena.jobs.claims import (
-    BUDGET_SKIPPED,
-    CLAIMED,
-    COMPLETED,
-    RETRYABLE,
     Claim,
     LeaseKeeper,
     Refused,
     claim_decision,
     lock_claim,
+    release_completed,
+    release_failed,
 )
 from arena.jobs.cohorts import decision_window
-from arena.jobs.decide_report import ALREADY_FINAL, HELD, AgentResult, AttemptLog, DecideReport
+from arena.jobs.decide_report import AgentResult, AttemptLog, DecideReport
 from arena.jobs.decide_view import book_prices, prompt_context, traded_sides
 from arena.jobs.execute import execute_decision, store_forecasts
 from arena.jobs.universe import FrozenUniverse, load_universe
 from arena.prompts import load_templates
-from arena.sources.providers import (
-    ModelProvider,
-    ModelReply,
-    ModelRequest,
-    ProviderCallError,
-    call_with_retries,
-)
+from arena.sources.providers import ModelProvider, ModelReply, ModelRequest, call_with_retries
 from arena.store.db import transaction
 from arena.store.models import Agent, Cohort, Decision
 
@@ -86,10 +84,6 @@ log = logging.getLogger(__name__)
 
 ProviderFor = Callable[[Agent], ModelProvider]
 FreezeUniverse = Callable[[Sequence[int]], int]
-
-
-class RunAborted(Exception):
-    """The provider refused the key or credit (401/402): stop the whole run now."""
 
 
 class DecisionRun:
@@ -151,7 +145,11 @@ class DecisionRun:
         universe: FrozenUniverse | None = None
         results: dict[int, AgentResult] = {}
         for round_no in range(2):  # the second round retakes what live holders released
-            todo = [(c, a) for c, a in pairs if a.id not in results or results[a.id].status == HELD]
+            todo = [
+                (c, a)
+                for c, a in pairs
+                if a.id not in results or results[a.id].status == Blocked.HELD
+            ]
             if round_no and todo:
                 self._wait_for_holders([results[a.id] for _c, a in todo])
             for cohort, agent in todo:
@@ -174,7 +172,7 @@ class DecisionRun:
                 results[agent.id] = result
                 if self.on_progress is not None:
                     self.on_progress(result)
-            if report.aborted or not any(r.status == HELD for r in results.values()):
+            if report.aborted or not any(r.status == Blocked.HELD for r in results.values()):
                 break
         report.results = [results[a.id] for _c, a in pairs if a.id in results]
         return report
@@ -203,7 +201,7 @@ class DecisionRun:
                 pending = session.scalar(
                     select(func.count())
                     .select_from(Decision)
-                    .where(Decision.id.in_(ids), Decision.status == CLAIMED)
+                    .where(Decision.id.in_(ids), Decision.status == DecisionStatus.CLAIMED)
                 )
             if not pending:
                 return
@@ -214,7 +212,7 @@ class DecisionRun:
     def decide_agent(self, cohort: Cohort, agent: Agent, universe: FrozenUniverse) -> AgentResult:
         now = self.clock.now()
         week = decision_week(cohort.week_start, now)
-        result = AgentResult(cohort.id, agent.id, agent.family_id, None, HELD)
+        result = AgentResult(cohort.id, agent.id, agent.family_id, None, Blocked.HELD)
         lease = self.settings.benchmark.claim_lease_seconds
         claim = claim_decision(
             self.factory,
@@ -230,7 +228,7 @@ class DecisionRun:
         )
         if isinstance(claim, Refused):
             result.decision_id = claim.decision_id
-            result.status = HELD if claim.held else ALREADY_FINAL
+            result.status = Blocked.HELD if claim.held else Blocked.ALREADY_FINAL
             result.lease_until = claim.lease_until
             if claim.held:
                 result.error = claim.describe()
@@ -251,7 +249,7 @@ class DecisionRun:
                 self._finish(
                     claim,
                     result,
-                    RETRYABLE,
+                    DecisionStatus.RETRYABLE,
                     error=f"internal error: {type(exc).__name__}: {exc}",
                     attempts=AttemptLog(self.factory, claim, agent.prompt_version, self.clock),
                 )
@@ -275,20 +273,26 @@ class DecisionRun:
         attempts = AttemptLog(self.factory, claim, agent.prompt_version, self.clock)
         provider = self.provider_for(agent)
         model = agent.openrouter_id or f"baseline/{agent.strategy}"
-        max_tokens = self._max_tokens(agent)
+        max_tokens = self.settings.max_tokens(agent.family_id)
         try:
             self.budget.reserve(
                 agent.family_id, model, messages, max_tokens, baseline=agent.kind == "baseline"
             )
         except BudgetExceeded as exc:
             attempts.store(
-                "initial", "budget_skipped", messages, self.clock.now(), message=str(exc)
+                AttemptKind.INITIAL,
+                AttemptOutcome.BUDGET_SKIPPED,
+                messages,
+                self.clock.now(),
+                message=str(exc),
             )
-            self._finish(claim, result, BUDGET_SKIPPED, error=str(exc), attempts=attempts)
+            self._finish(
+                claim, result, DecisionStatus.BUDGET_SKIPPED, error=str(exc), attempts=attempts
+            )
             return
         decision: ValidDecision | None = None
         parsed: dict[str, Any] | None = None
-        kind = "initial"
+        kind = AttemptKind.INITIAL
         last_error = ""
         for _round in range(self.settings.benchmark.malformed_retries + 1):
             reply = self._call(
@@ -304,7 +308,7 @@ class DecisionRun:
                 last_error = str(exc)
                 attempts.store(
                     kind,
-                    "malformed",
+                    AttemptOutcome.MALFORMED,
                     messages,
                     started,
                     reply=reply,
@@ -315,10 +319,15 @@ class DecisionRun:
                     *messages,
                     *render_repair(last_error, reply.content, templates),
                 ]
-                kind, parsed = "repair", None
+                kind, parsed = AttemptKind.REPAIR, None
                 continue
             attempts.store(
-                kind, "valid", messages, started, reply=reply, parsed=decision.to_json_dict()
+                kind,
+                AttemptOutcome.VALID,
+                messages,
+                started,
+                reply=reply,
+                parsed=decision.to_json_dict(),
             )
             break
         self.budget.settle(agent.family_id, attempts.cost)
@@ -330,13 +339,6 @@ class DecisionRun:
             )
             result.system_hold = True
         self._execute(claim, agent, decision, universe, cash_shown, attempts, result, pricing)
-
-    def _max_tokens(self, agent: Agent) -> int:
-        try:
-            family = self.settings.family(agent.family_id)
-        except Exception:
-            return self.settings.openrouter.max_tokens
-        return getattr(family, "max_tokens", None) or self.settings.openrouter.max_tokens
 
     def _call(
         self,
@@ -358,7 +360,7 @@ class DecisionRun:
             if isinstance(outcome, ProviderCallError):
                 attempts.store(
                     "retry" if number > 1 else kind,
-                    f"{outcome.kind}_error",
+                    AttemptOutcome(f"{outcome.kind}_error"),
                     messages,
                     started[0],
                     error=outcome,
@@ -379,13 +381,21 @@ class DecisionRun:
         except ProviderFatal as exc:
             self.budget.settle(agent.family_id, attempts.cost)
             self._finish(
-                claim, result, RETRYABLE, error=f"provider refused: {exc}", attempts=attempts
+                claim,
+                result,
+                DecisionStatus.RETRYABLE,
+                error=f"provider refused: {exc}",
+                attempts=attempts,
             )
             raise RunAborted(f"{agent.family_id}: {exc}") from exc
         except ProviderCallError as exc:
             self.budget.settle(agent.family_id, attempts.cost)
             self._finish(
-                claim, result, RETRYABLE, error=f"provider failed: {exc}", attempts=attempts
+                claim,
+                result,
+                DecisionStatus.RETRYABLE,
+                error=f"provider failed: {exc}",
+                attempts=attempts,
             )
             return None
 
@@ -415,7 +425,7 @@ class DecisionRun:
                 log.warning(
                     "decision %s: claim lost before execution; no trades written", claim.decision_id
                 )
-                result.status, result.error = HELD, "claim lost to another holder"
+                result.status, result.error = Blocked.HELD, "claim lost to another holder"
                 return
             locked_agent = session.execute(
                 select(Agent).where(Agent.id == agent.id).with_for_update()
@@ -436,7 +446,7 @@ class DecisionRun:
                 self._finish(
                     claim,
                     result,
-                    RETRYABLE,
+                    DecisionStatus.RETRYABLE,
                     error="all executions failed: " + "; ".join(execution.failures),
                     attempts=attempts,
                     decision=decision,
@@ -452,17 +462,11 @@ class DecisionRun:
                     markets=universe.by_id,
                     now=now,
                 )
-            row.status = COMPLETED
-            row.action = decision.action.value
-            row.system_hold = result.system_hold
-            row.cash_shown = cash_shown
-            row.reasoning = optional_text(decision.reasoning, MODEL_TEXT)
-            row.payload = storable_json(decision.to_json_dict())
-            row.error = optional_text("; ".join(execution.failures), MODEL_TEXT) or None
-            row.refusals = storable_json(execution.refusals) or None
-            row.completed_at = row.updated_at = now
-            row.lease_expires_at = None
-        result.status, result.action = COMPLETED, decision.action.value
+            release_completed(
+                row, decision, result.system_hold, cash_shown, execution.failures,
+                execution.refusals, now,
+            )  # fmt: skip
+        result.status, result.action = DecisionStatus.COMPLETED, decision.action.value
         result.trades, result.attempts, result.cost_usd = (
             execution.trades,
             attempts.count,
@@ -485,13 +489,7 @@ class DecisionRun:
         with transaction(self.factory) as session:
             row = lock_claim(session, claim)
             if row is not None:
-                row.status = status
-                row.error = optional_text(error, MODEL_TEXT)
-                row.action = decision.action.value if decision else None
-                row.payload = storable_json(decision.to_json_dict()) if decision else None
-                row.refusals = storable_json(refusals) if refusals else None
-                row.updated_at = now
-                row.lease_expires_at = None
+                release_failed(row, status, error, decision, refusals, now)
         result.status, result.error = status, error
         result.attempts, result.cost_usd = attempts.count, attempts.cost
         if decision is not None:

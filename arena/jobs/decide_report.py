@@ -11,14 +11,13 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
+from arena.domain.states import Blocked, DecisionStatus
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
-from arena.jobs.claims import BUDGET_SKIPPED, COMPLETED, RETRYABLE, Claim
-from arena.sources.providers import ModelReply, ProviderCallError
+from arena.errors import ProviderCallError
+from arena.jobs.claims import Claim
+from arena.sources.providers import ModelReply
 from arena.store.db import transaction
 from arena.store.models import DecisionAttempt
-
-ALREADY_FINAL = "already final"
-HELD = "held"
 
 
 @dataclass
@@ -38,15 +37,15 @@ class AgentResult:
 
     @property
     def failed(self) -> bool:
-        return self.status in (RETRYABLE, BUDGET_SKIPPED)
+        return self.status in (DecisionStatus.RETRYABLE, DecisionStatus.BUDGET_SKIPPED)
 
     @property
     def final(self) -> bool:
-        return self.status in (COMPLETED, ALREADY_FINAL)
+        return self.status in (DecisionStatus.COMPLETED, Blocked.ALREADY_FINAL)
 
     def describe(self) -> str:
         """``completed``, ``already final``, ``held by HOST:PID until T``, or the failure."""
-        if self.status == HELD or (self.status == ALREADY_FINAL and self.error):
+        if self.status == Blocked.HELD or (self.status == Blocked.ALREADY_FINAL and self.error):
             return self.error or self.status
         return self.status + (f": {self.error}" if self.error else "")
 

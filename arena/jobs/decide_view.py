@@ -19,13 +19,13 @@ from arena.domain import ledger
 from arena.domain.book import Pricing
 from arena.domain.decisions import ValidDecision
 from arena.domain.prompting import PositionView, PromptContext
+from arena.domain.states import PositionStatus
 from arena.domain.valuation import side_mark
 from arena.errors import ClobError, ExecutionError, NoBook
 from arena.jobs.books import fee_schedules, live_books, record_outage, stored_marks
 from arena.jobs.execute import BookPrices
 from arena.jobs.universe import FrozenUniverse
-from arena.store.models import Agent, Position
-from arena.store.models import Market as MarketRow
+from arena.store.models import Agent, Market, Position
 
 if TYPE_CHECKING:
     from arena.sources.clob import BookSource
@@ -49,7 +49,7 @@ def prompt_context(
         positions = list(
             session.scalars(
                 select(Position)
-                .where(Position.agent_id == agent.id, Position.status == "OPEN")
+                .where(Position.agent_id == agent.id, Position.status == PositionStatus.OPEN)
                 .order_by(Position.id)
             )
         )
@@ -135,8 +135,8 @@ def book_prices(
     books = live_books(factory, source, tokens, now, component="decision_run")
     with factory() as session:
         conditions = session.scalars(
-            select(MarketRow.condition_id).where(
-                MarketRow.id.in_([market_id for market_id, _side in traded])
+            select(Market.condition_id).where(
+                Market.id.in_([market_id for market_id, _side in traded])
             )
         ).all()
     try:

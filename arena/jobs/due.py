@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from arena.clock import decision_week, week_start
 from arena.config import Settings
-from arena.jobs.claims import CLAIMED, COMPLETED
+from arena.domain.states import DecisionStatus, JobRunStatus
 from arena.jobs.cohorts import decision_window
 from arena.jobs.holders import holder_alive, label
 from arena.slots import job_slot
@@ -89,7 +89,7 @@ def week_due(
     run = session.execute(
         select(JobRun).where(JobRun.job == "decision_run", JobRun.slot == decision_fire)
     ).scalar_one_or_none()
-    if run is None or run.status != "succeeded":
+    if run is None or run.status != JobRunStatus.SUCCEEDED:
         due.missing_decision_run = decision_fire
         due.decision_run_status = _run_state(run, lease_now)
     due.unfinished = unfinished_decisions(session, settings, now, lease_now)
@@ -128,7 +128,7 @@ def unfinished_decisions(
             .order_by(Agent.id)
         ).all()
         for agent, decision in rows:
-            if decision is not None and decision.status == COMPLETED:
+            if decision is not None and decision.status == DecisionStatus.COMPLETED:
                 continue
             out.append(
                 Unfinished(cohort.id, agent.id, agent.family_id, week, _reason(decision, lease_now))
@@ -139,7 +139,7 @@ def unfinished_decisions(
 def _reason(decision: Decision | None, lease_now: datetime) -> str:
     if decision is None:
         return "not decided yet"
-    if decision.status == CLAIMED:
+    if decision.status == DecisionStatus.CLAIMED:
         until = decision.lease_expires_at
         alive = holder_alive(decision.claimed_by)
         if alive is False or (until is not None and until < lease_now):
@@ -151,7 +151,7 @@ def _reason(decision: Decision | None, lease_now: datetime) -> str:
 def _run_state(run: JobRun | None, lease_now: datetime) -> str:
     if run is None:
         return "never ran"
-    if run.status == "running":
+    if run.status == JobRunStatus.RUNNING:
         if holder_alive(run.holder) is False or run.lease_expires_at < lease_now:
             return f"running by {label(run.holder)}, which is gone"
         return f"running, held by {label(run.holder)} until {run.lease_expires_at.isoformat()}"

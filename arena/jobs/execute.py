@@ -39,11 +39,11 @@ from arena.domain.book import (
     walk_sell,
 )
 from arena.domain.decisions import Action, ValidDecision
-from arena.domain.markets import Market
+from arena.domain.markets import MarketView
+from arena.domain.states import MarketStatus, PositionStatus
 from arena.errors import ExecutionError, NoBook, NoLiquidity
 from arena.jobs.books import touch_fee
-from arena.store.models import Agent, Forecast, Position, Trade
-from arena.store.models import Market as MarketRow
+from arena.store.models import Agent, Forecast, Market, Position, Trade
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def execute_decision(
     decision_id: int,
     agent: Agent,
     decision: ValidDecision,
-    markets: Mapping[str, Market],
+    markets: Mapping[str, MarketView],
     cash_shown: Decimal,
     max_bet_fraction: Decimal,
     now: datetime,
@@ -118,17 +118,17 @@ def execute_decision(
     return result
 
 
-def require_open(session: Session, market_id: str) -> MarketRow:
+def require_open(session: Session, market_id: str) -> Market:
     """Refuse an execution on a market that is closed, resolved, inactive or not accepting
     orders now (methodology: "Fresh prices, open markets only"), whatever the frozen
     universe showed. A plain read: a settlement committing after it finds the new position,
     as settlement takes every OPEN position whatever the market's local state."""
-    row = session.get(MarketRow, market_id)
+    row = session.get(Market, market_id)
     if row is None:
         raise ExecutionError(f"market {market_id} is unknown")
     state = (
         row.status
-        if row.status != "open"
+        if row.status != MarketStatus.OPEN
         else "closed"
         if row.closed
         else "inactive"
@@ -151,7 +151,7 @@ class _Trade:
         session: Session,
         decision_id: int,
         agent: Agent,
-        markets: Mapping[str, Market],
+        markets: Mapping[str, MarketView],
         now: datetime,
         book: BookPrices | None,
     ) -> None:
@@ -191,7 +191,7 @@ class _Trade:
                 side=side,
                 shares=bought.holding_after.shares,
                 cost_basis=bought.holding_after.cost_basis,
-                status="OPEN",
+                status=PositionStatus.OPEN,
                 realized_pnl=Decimal(0),
                 opened_at=self.now,
                 updated_at=self.now,
@@ -234,7 +234,7 @@ class _Trade:
             .where(Position.id == position_id, Position.agent_id == self.agent.id)
             .with_for_update()
         ).scalar_one_or_none()
-        if position is None or position.status != "OPEN":
+        if position is None or position.status != PositionStatus.OPEN:
             raise ExecutionError(f"position {position_id} is not an open position of this agent")
         market = self.markets.get(position.market_id)
         if market is None:
@@ -261,7 +261,7 @@ class _Trade:
         position.updated_at = self.now
         if sold.holding_after is None:
             position.shares, position.cost_basis = Decimal(0), Decimal(0)
-            position.status, position.closed_at = "CLOSED", self.now
+            position.status, position.closed_at = PositionStatus.CLOSED, self.now
         else:
             position.shares = sold.holding_after.shares
             position.cost_basis = sold.holding_after.cost_basis
@@ -293,13 +293,13 @@ class _Trade:
                 Position.agent_id == self.agent.id,
                 Position.market_id == market_id,
                 Position.side == side,
-                Position.status == "OPEN",
+                Position.status == PositionStatus.OPEN,
             )
             .with_for_update()  # FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE serialises
         ).scalar_one_or_none()
 
     def _fill(
-        self, market: Market, row: MarketRow, side: str, trade: TradeSide, quantity: Decimal
+        self, market: MarketView, row: Market, side: str, trade: TradeSide, quantity: Decimal
     ) -> Fill:
         """Walk the live book of a side's token up to the limit set from the touch shown."""
         assert self.book is not None
@@ -350,7 +350,7 @@ def store_forecasts(
     decision_id: int,
     agent: Agent,
     decision: ValidDecision,
-    markets: Mapping[str, Market],
+    markets: Mapping[str, MarketView],
     now: datetime,
 ) -> int:
     """Methodology v2: the panel forecasts and every bet's stated probability."""
@@ -383,7 +383,7 @@ def _forecast_row(
     outcome: str,
     probability: Decimal,
     source: str,
-    markets: Mapping[str, Market],
+    markets: Mapping[str, MarketView],
     now: datetime,
 ) -> Forecast:
     market = markets.get(market_id)

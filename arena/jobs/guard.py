@@ -23,6 +23,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, SystemClock
+from arena.domain.states import Blocked, JobRunStatus
 from arena.jobs.holders import Heartbeat, holder_alive, label, this_process
 from arena.store.db import transaction
 from arena.store.models import JobRun, SystemLog
@@ -31,8 +32,6 @@ from arena.store.upsert import insert_ignore
 log = logging.getLogger(__name__)
 
 DEFAULT_LEASE = timedelta(seconds=90)
-ALREADY_FINAL = "already final"
-HELD = "held"
 
 
 @dataclass(frozen=True)
@@ -48,11 +47,11 @@ class GuardedRun:
 
     @property
     def final(self) -> bool:
-        return self.status in ("succeeded", ALREADY_FINAL)
+        return self.status in (JobRunStatus.SUCCEEDED, Blocked.ALREADY_FINAL)
 
     def describe(self) -> str:
         """``succeeded``, ``already final``, ``held by HOST:PID until T``, or the failure."""
-        if self.status == HELD:
+        if self.status == Blocked.HELD:
             until = self.lease_until.isoformat() if self.lease_until else "?"
             return f"held by {label(self.holder)} until {until}"
         return self.status + (f": {self.error}" if self.error else "")
@@ -74,7 +73,7 @@ def _acquire(
     me = _holder()
     take = {
         "holder": me,
-        "status": "running",
+        "status": JobRunStatus.RUNNING,
         "started_at": started,
         "finished_at": None,
         "lease_expires_at": lease_until,
@@ -96,8 +95,8 @@ def _acquire(
             .where(
                 *key,
                 or_(
-                    JobRun.status == "failed",
-                    (JobRun.status == "running") & (JobRun.lease_expires_at < wall_now),
+                    JobRun.status == JobRunStatus.FAILED,
+                    (JobRun.status == JobRunStatus.RUNNING) & (JobRun.lease_expires_at < wall_now),
                 ),
             )
             .values(**take)
@@ -105,11 +104,11 @@ def _acquire(
         if result.rowcount == 1:  # type: ignore[attr-defined]
             return None
         row = session.execute(select(JobRun).where(*key)).scalar_one()
-        if row.status == "running" and holder_alive(row.holder) is False:
+        if row.status == JobRunStatus.RUNNING and holder_alive(row.holder) is False:
             log.warning("job %s slot %s: holder %s is dead; taking over", job, slot, row.holder)
             result = session.execute(
                 update(JobRun)
-                .where(*key, JobRun.holder == row.holder, JobRun.status == "running")
+                .where(*key, JobRun.holder == row.holder, JobRun.status == JobRunStatus.RUNNING)
                 .values(**take)
             )
             if result.rowcount == 1:  # type: ignore[attr-defined]
@@ -136,7 +135,7 @@ def run_guarded(
     wall = wall_clock or SystemClock()
     blocker = _acquire(factory, job, slot, clock.now(), wall.now() + lease, wall.now())
     if blocker is not None:
-        status = HELD if blocker.status == "running" else ALREADY_FINAL
+        status = Blocked.HELD if blocker.status == JobRunStatus.RUNNING else Blocked.ALREADY_FINAL
         log.info("job %s for slot %s: %s", job, slot, status)
         return GuardedRun(
             job, slot, False, status, holder=blocker.holder, lease_until=blocker.lease_expires_at
@@ -151,7 +150,7 @@ def run_guarded(
                     JobRun.job == job,
                     JobRun.slot == slot,
                     JobRun.holder == me,
-                    JobRun.status == "running",
+                    JobRun.status == JobRunStatus.RUNNING,
                 )
                 .values(lease_expires_at=wall.now() + lease)
             )
@@ -163,19 +162,19 @@ def run_guarded(
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
         log.error("job %s failed for slot %s: %s", job, slot, error)
-        _finish(factory, job, slot, clock, "failed", None, error)
+        _finish(factory, job, slot, clock, JobRunStatus.FAILED, None, error)
         log_event(
             factory,
             clock,
             job,
-            "failed",
+            JobRunStatus.FAILED,
             error,
             level="ERROR",
             details={"traceback": traceback.format_exc(limit=8)},
         )
-        return GuardedRun(job, slot, True, "failed", error=error)
-    _finish(factory, job, slot, clock, "succeeded", counts, None)
-    return GuardedRun(job, slot, True, "succeeded", counts)
+        return GuardedRun(job, slot, True, JobRunStatus.FAILED, error=error)
+    _finish(factory, job, slot, clock, JobRunStatus.SUCCEEDED, counts, None)
+    return GuardedRun(job, slot, True, JobRunStatus.SUCCEEDED, counts)
 
 
 def _finish(

@@ -26,10 +26,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
 from arena.config import Settings
+from arena.domain.states import MarketStatus
 from arena.jobs.prices import store_markets
 from arena.sources.gamma import FetchStats, MarketSource
 from arena.store.db import transaction
-from arena.store.models import Market as MarketRow
+from arena.store.models import Market
 from arena.store.queries import held_market_ids
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,9 @@ def sync_markets(
         held = set(session.scalars(held_market_ids()))
         believed_open = set(
             session.scalars(
-                select(MarketRow.id).where(MarketRow.closed.is_(False), MarketRow.status == "open")
+                select(Market.id).where(
+                    Market.closed.is_(False), Market.status == MarketStatus.OPEN
+                )
             )
         )
     wanted = sorted((held | believed_open) - listed_ids)

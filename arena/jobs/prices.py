@@ -38,11 +38,11 @@ from sqlalchemy import JSON, Text, bindparam, case, cast, func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
-from arena.domain.markets import Market, stored_prices
+from arena.domain.markets import MarketView, stored_prices
+from arena.domain.states import MarketStatus
 from arena.sources.gamma import MarketSource
 from arena.store.db import transaction
-from arena.store.models import Market as MarketRow
-from arena.store.models import MarketPrice
+from arena.store.models import Market, MarketPrice
 from arena.store.queries import held_market_ids
 from arena.store.upsert import dialect_insert, insert_ignore
 
@@ -77,7 +77,7 @@ class StoredMarkets:
         return self.inserted + self.updated + self.unchanged
 
 
-def store_markets(session: Session, markets: Iterable[Market], now: datetime) -> StoredMarkets:
+def store_markets(session: Session, markets: Iterable[MarketView], now: datetime) -> StoredMarkets:
     """Store fresh Gamma state of these markets by the rules above, in id order."""
     ordered = sorted({m.id: m for m in markets}.values(), key=lambda m: (len(m.id), m.id))
     counts = StoredMarkets()
@@ -87,9 +87,9 @@ def store_markets(session: Session, markets: Iterable[Market], now: datetime) ->
         # already serialises writers): concurrent writers queue instead of deadlocking.
         stored: dict[str, Any] = dict(
             session.execute(
-                select(MarketRow.id, MarketRow.prices)
-                .where(MarketRow.id.in_([m.id for m in chunk]))
-                .order_by(MarketRow.id)
+                select(Market.id, Market.prices)
+                .where(Market.id.in_([m.id for m in chunk]))
+                .order_by(Market.id)
                 .with_for_update()
             ).all()
         )
@@ -148,11 +148,11 @@ def refresh_held_markets(factory: sessionmaker[Session], source: MarketSource, c
 
 
 def _upsert(
-    session: Session, markets: Sequence[Market], now: datetime, existing: set[str]
+    session: Session, markets: Sequence[MarketView], now: datetime, existing: set[str]
 ) -> tuple[int, int]:
     """Insert new markets and update changed ones in one statement; (inserted, updated)."""
-    table = MarketRow.__table__
-    insert = dialect_insert(session, MarketRow.__table__).values(
+    table = Market.__table__
+    insert = dialect_insert(session, Market.__table__).values(
         prices=bindparam("prices", type_=_SQL_NULL_JSON),
         last_raw_prices=bindparam("last_raw_prices", type_=_SQL_NULL_JSON),
         clob_token_ids=bindparam("clob_token_ids", type_=_SQL_NULL_JSON),
@@ -196,7 +196,7 @@ def _last_history(session: Session, ids: list[str]) -> dict[str, Any]:
 
 
 def _price_history(
-    markets: Sequence[Market], stored: dict[str, Any], now: datetime
+    markets: Sequence[MarketView], stored: dict[str, Any], now: datetime
 ) -> list[dict[str, Any]]:
     """A ``market_prices`` row for each market whose mark differs from the stored one."""
     return [
@@ -212,14 +212,14 @@ def _price_history(
     ]
 
 
-def _mark(market: Market) -> tuple[Decimal, ...] | None:
+def _mark(market: MarketView) -> tuple[Decimal, ...] | None:
     """The prices that may become the mark: valid prices of an open market, else None."""
     if market.has_valid_prices and market.prices is not None and not market.closed:
         return market.prices
     return None
 
 
-def market_row(market: Market, now: datetime) -> dict[str, Any]:
+def market_row(market: MarketView, now: datetime) -> dict[str, Any]:
     """The ``markets`` row for a freshly parsed market (SQL NULL where Gamma gave nothing)."""
     mark = _mark(market)
     prices = [str(p) for p in market.prices] if market.prices is not None else None
@@ -256,7 +256,7 @@ def market_row(market: Market, now: datetime) -> dict[str, Any]:
         "first_seen_at": now,
         "updated_at": now,
         "prices_updated_at": now if mark is not None else None,
-        "status": "open",
+        "status": MarketStatus.OPEN,
     }
 
 

@@ -52,13 +52,13 @@ from arena.config import Settings
 from arena.domain.ledger import ZERO, Holding, SettlementOutcome, settle
 from arena.domain.resolution import Verdict, same_side, settlement_verdict
 from arena.domain.scores import brier
+from arena.domain.states import MarketStatus, PositionStatus
 from arena.errors import ArenaError, JobFailed
 from arena.jobs.prices import store_markets
 from arena.jobs.universe import market_from_row
 from arena.sources.gamma import MarketSource
 from arena.store.db import transaction
-from arena.store.models import Agent, BrierScore, Forecast, Position, Trade
-from arena.store.models import Market as MarketRow
+from arena.store.models import Agent, BrierScore, Forecast, Market, Position, Trade
 from arena.store.queries import held_market_ids
 from arena.store.upsert import insert_ignore
 
@@ -223,13 +223,13 @@ def _settle_locked(
     session: Session, market_id: str, verdict: Verdict, now: datetime
 ) -> MarketSettlement | None:
     row = session.execute(
-        select(MarketRow).where(MarketRow.id == market_id).with_for_update()
+        select(Market).where(Market.id == market_id).with_for_update()
     ).scalar_one_or_none()
     if row is None:
         return None
     # Lock order agents -> positions, as the decision run takes them, so a concurrent SELL
     # and this settlement queue instead of deadlocking.
-    open_positions = (Position.market_id == market_id, Position.status == "OPEN")
+    open_positions = (Position.market_id == market_id, Position.status == PositionStatus.OPEN)
     holders = session.execute(select(Position.agent_id).where(*open_positions)).scalars()
     agents = _lock_agents(session, set(holders))
     positions: Sequence[Position] = (
@@ -239,7 +239,7 @@ def _settle_locked(
         .scalars()
         .all()
     )
-    if row.status != "open" and not positions:
+    if row.status != MarketStatus.OPEN and not positions:
         return None  # settled before, and no position opened since
     late = {position.agent_id for position in positions} - set(agents)
     if late:  # an agent bought in between the two reads
@@ -250,7 +250,11 @@ def _settle_locked(
         agent = agents[position.agent_id]
         outcome = verdict.outcome_for(position.side)
         result = settle(agent.cash, Holding(position.shares, position.cost_basis), outcome)
-        position.status = "CANCELLED" if outcome is SettlementOutcome.CANCELLED else "SETTLED"
+        position.status = (
+            PositionStatus.CANCELLED
+            if outcome is SettlementOutcome.CANCELLED
+            else PositionStatus.SETTLED
+        )
         position.settlement_outcome = outcome.value
         position.payout = result.payout
         position.realized_pnl = position.realized_pnl + result.realized_pnl
@@ -266,7 +270,7 @@ def _settle_locked(
         brier_rows = _write_brier_rows(session, market_id, verdict.winner, now)
         forecasts = _score_forecasts(session, market_id, verdict.winner, now)
 
-    if row.status != "open":  # a position opened after the market settled (an orphan)
+    if row.status != MarketStatus.OPEN:  # a position opened after the market settled (an orphan)
         session.flush()
         return MarketSettlement(
             market_id, verdict.state, len(positions), total_payout, brier_rows, forecasts
@@ -358,7 +362,7 @@ def _score_forecasts(session: Session, market_id: str, winner: str, now: datetim
     return len(forecasts)
 
 
-def _candidates(session: Session) -> Sequence[MarketRow]:
+def _candidates(session: Session) -> Sequence[Market]:
     """Locally open markets with at least one position (of any status), or with a methodology
     v2 forecast still waiting for its score (panel markets nobody traded); and every market
     with an OPEN position whatever its local state, so no position is ever orphaned."""
@@ -367,15 +371,15 @@ def _candidates(session: Session) -> Sequence[MarketRow]:
     held = held_market_ids()
     return (
         session.execute(
-            select(MarketRow)
+            select(Market)
             .where(
                 (
-                    (MarketRow.status == "open")
-                    & (MarketRow.id.in_(traded) | MarketRow.id.in_(forecast))
+                    (Market.status == MarketStatus.OPEN)
+                    & (Market.id.in_(traded) | Market.id.in_(forecast))
                 )
-                | MarketRow.id.in_(held)
+                | Market.id.in_(held)
             )
-            .order_by(MarketRow.id)
+            .order_by(Market.id)
         )
         .scalars()
         .all()

@@ -45,6 +45,7 @@ from arena.config import Settings
 from arena.domain.book import Pricing
 from arena.domain.ledger import HUNDRED, ZERO
 from arena.domain.markets import side_index, stored_prices
+from arena.domain.states import CohortStatus, PositionStatus
 from arena.domain.valuation import position_value, side_mark
 from arena.errors import ArenaError, ExecutionError
 from arena.jobs.books import HeldBooks, fetch_held_books
@@ -52,8 +53,15 @@ from arena.jobs.prices import refresh_held_markets
 from arena.slots import job_slot
 from arena.sources.gamma import MarketSource
 from arena.store.db import transaction
-from arena.store.models import Agent, BookMark, BrierScore, Cohort, PortfolioSnapshot, Position
-from arena.store.models import Market as MarketRow
+from arena.store.models import (
+    Agent,
+    BookMark,
+    BrierScore,
+    Cohort,
+    Market,
+    PortfolioSnapshot,
+    Position,
+)
 from arena.store.queries import held_market_ids
 from arena.store.upsert import dialect_insert
 
@@ -175,7 +183,7 @@ def value_agents(
             options = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
         # Core rows on the session's connection: no ORM row processing for 10^5 positions.
         conn = session.connection(execution_options=options)
-        unfinished = (Cohort.status != "completed", Cohort.week_start <= now)
+        unfinished = (Cohort.status != CohortStatus.COMPLETED, Cohort.week_start <= now)
         agents = conn.execute(
             select(
                 Agent.id,
@@ -194,9 +202,9 @@ def value_agents(
         markets = {
             market_id: (outcomes, prices, tokens)
             for market_id, outcomes, prices, tokens in conn.execute(
-                select(
-                    MarketRow.id, MarketRow.outcomes, MarketRow.prices, MarketRow.clob_token_ids
-                ).where(MarketRow.id.in_(held_market_ids()))
+                select(Market.id, Market.outcomes, Market.prices, Market.clob_token_ids).where(
+                    Market.id.in_(held_market_ids())
+                )
             )
         }
         briers = _brier_totals(conn, unfinished)
@@ -218,7 +226,7 @@ def value_agents(
                 Cohort.pricing,
             )
             .join(Cohort, Cohort.id == Position.cohort_id)
-            .where(Position.status == "OPEN", *unfinished)
+            .where(Position.status == PositionStatus.OPEN, *unfinished)
         )
         for agent_id, market_id, side, shares, cost_basis, pricing in positions:
             book.add(agent_id, market_id, side, shares, cost_basis, pricing == Pricing.BOOK)

@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.config import Settings
+from arena.domain.states import MarketStatus, PositionStatus
 from arena.jobs.books import CLOB_UNAVAILABLE
 from arena.jobs.cohorts import decision_window, unfinished_cohorts
 from arena.jobs.due import current_week_due
@@ -90,7 +91,7 @@ def read_status(session: Session, settings: Settings, now: datetime, lease_now: 
     positions = _counts(
         session,
         select(Position.cohort_id, func.count()).where(
-            Position.cohort_id.in_(ids), Position.status == "OPEN"
+            Position.cohort_id.in_(ids), Position.status == PositionStatus.OPEN
         ),
     )
     lines = [
@@ -139,7 +140,7 @@ def awaiting_resolution(session: Session, now: datetime) -> list[str]:
     warnings: list[str] = []
     markets = (
         select(Market)
-        .where(Market.id.in_(held_market_ids()), Market.status == "open")
+        .where(Market.id.in_(held_market_ids()), Market.status == MarketStatus.OPEN)
         .order_by(Market.id)
     )
     for market in session.scalars(markets):

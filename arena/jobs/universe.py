@@ -25,12 +25,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.clock import week_start
 from arena.config import V2, Settings
 from arena.domain.book import OrderBook, Touch
-from arena.domain.markets import Market, stored_prices, valid_prices
+from arena.domain.markets import MarketView, stored_prices, valid_prices
+from arena.domain.states import MarketStatus
 from arena.errors import ClobError, UniverseUnavailable
 from arena.jobs.books import record_outage, store_marks
 from arena.store.db import transaction
-from arena.store.models import DecisionUniverse, UniverseMarket
-from arena.store.models import Market as MarketRow
+from arena.store.models import DecisionUniverse, Market, UniverseMarket
 from arena.store.queries import held_market_ids
 from arena.store.upsert import insert_ignore
 
@@ -42,9 +42,9 @@ if TYPE_CHECKING:
 class FrozenUniverse:
     id: int
     frozen_at: datetime
-    ranked: list[Market]  # new opportunities, by rank
-    by_id: dict[str, Market]  # every market of the universe, held-only ones included
-    panel: list[Market] = field(default_factory=list)  # methodology v2 forecast panel, by rank
+    ranked: list[MarketView]  # new opportunities, by rank
+    by_id: dict[str, MarketView]  # every market of the universe, held-only ones included
+    panel: list[MarketView] = field(default_factory=list)  # methodology v2 forecast panel, by rank
     pricing: str = "gamma"  # "book" when each market's touch was frozen with it
 
     def stale(self, now: datetime, max_age_minutes: int) -> bool:
@@ -68,8 +68,8 @@ def fresh_universe_id(
     ).scalar_one_or_none()
 
 
-def market_from_row(row: MarketRow) -> Market:
-    return Market(
+def market_from_row(row: Market) -> MarketView:
+    return MarketView(
         id=row.id,
         question=row.question,
         outcomes=tuple(row.outcomes),
@@ -128,7 +128,7 @@ def freeze_universe(
             return existing
         candidates = _tradable(session, listed, None if books is not None else size)
         held_ids = set(session.scalars(held_market_ids(list(cohort_ids))))
-        held = list(session.scalars(select(MarketRow).where(MarketRow.id.in_(held_ids))))
+        held = list(session.scalars(select(Market).where(Market.id.in_(held_ids))))
         session.expunge_all()
     touches: dict[str, list[dict[str, str | int | None]]] = {}
     if books is not None:
@@ -178,15 +178,15 @@ def freeze_universe(
     return universe_id
 
 
-def _tradable(session: Session, listed: Sequence[str] | None, limit: int | None) -> list[MarketRow]:
+def _tradable(session: Session, listed: Sequence[str] | None, limit: int | None) -> list[Market]:
     """Open, tradable stored markets by volume (only those Gamma just listed, when given)."""
-    query = select(MarketRow).where(
-        MarketRow.closed.is_(False), MarketRow.active.is_(True), MarketRow.status == "open"
+    query = select(Market).where(
+        Market.closed.is_(False), Market.active.is_(True), Market.status == MarketStatus.OPEN
     )
     if listed is not None:
-        query = query.where(MarketRow.id.in_(list(listed)))
-    ranked: list[MarketRow] = []
-    for row in session.scalars(query.order_by(MarketRow.volume.desc().nulls_last(), MarketRow.id)):
+        query = query.where(Market.id.in_(list(listed)))
+    ranked: list[Market] = []
+    for row in session.scalars(query.order_by(Market.volume.desc().nulls_last(), Market.id)):
         if market_from_row(row).is_tradable:
             ranked.append(row)
             if limit is not None and len(ranked) >= limit:
@@ -196,16 +196,16 @@ def _tradable(session: Session, listed: Sequence[str] | None, limit: int | None)
 
 def _booked(
     source: BookSource,
-    candidates: list[MarketRow],
-    held: list[MarketRow],
+    candidates: list[Market],
+    held: list[Market],
     size: int,
     factory: sessionmaker[Session],
     now: datetime,
-) -> tuple[list[MarketRow], dict[str, list[dict[str, str | int | None]]]]:
+) -> tuple[list[Market], dict[str, list[dict[str, str | int | None]]]]:
     """Keep the candidates (in order, up to ``size``) whose every outcome token has a book,
     fetching books a batch of candidates at a time; freeze the touch of each kept market's
     tokens and of the held markets' tokens. Stores the marks of every book fetched."""
-    kept: list[MarketRow] = []
+    kept: list[Market] = []
     touches: dict[str, list[dict[str, str | int | None]]] = {}
     fetched: list[tuple[str, OrderBook]] = []
     todo = [row for row in candidates if _tokens(row)]
@@ -237,7 +237,7 @@ def _booked(
     return kept, touches
 
 
-def _tokens(row: MarketRow) -> list[str]:
+def _tokens(row: Market) -> list[str]:
     """The CLOB token ids of a stored market, aligned with its outcomes (none if unknown)."""
     tokens = [str(token) for token in row.clob_token_ids or []]
     return tokens if tokens and len(tokens) == len(row.outcomes) else []
@@ -245,7 +245,7 @@ def _tokens(row: MarketRow) -> list[str]:
 
 def _universe_row(
     universe_id: int,
-    row: MarketRow,
+    row: Market,
     rank: int | None,
     held_only: bool,
     in_panel: bool,
@@ -281,11 +281,11 @@ def load_universe(session: Session, universe_id: int) -> FrozenUniverse:
         .where(UniverseMarket.universe_id == universe_id)
         .order_by(UniverseMarket.rank.asc().nulls_last(), UniverseMarket.market_id)
     )
-    ranked: list[Market] = []
-    by_id: dict[str, Market] = {}
-    panel: list[Market] = []
+    ranked: list[MarketView] = []
+    by_id: dict[str, MarketView] = {}
+    panel: list[MarketView] = []
     for row in rows:
-        market = Market(
+        market = MarketView(
             id=row.market_id,
             question=row.question,
             outcomes=tuple(row.outcomes),
@@ -305,11 +305,11 @@ def load_universe(session: Session, universe_id: int) -> FrozenUniverse:
     return FrozenUniverse(universe_id, frozen_at, ranked, by_id, panel, pricing)
 
 
-def panel_markets(ranked: Sequence[Market], v2: V2) -> list[Market]:
+def panel_markets(ranked: Sequence[MarketView], v2: V2) -> list[MarketView]:
     """Methodology v2 forecast panel: the top-K ranked markets that are not near-certain
     (every outcome price within [panel_min_price, panel_max_price]). Frozen with the universe
     (``in_panel``), so every agent of the run forecasts the same markets."""
-    panel: list[Market] = []
+    panel: list[MarketView] = []
     for market in ranked:
         if not valid_prices(market.outcomes, market.prices) or market.prices is None:
             continue

@@ -24,9 +24,10 @@ from typing import Any
 
 from arena.config import BaselineFamily
 from arena.domain.ledger import ONE, ZERO, money_floor
-from arena.domain.markets import Market
+from arena.domain.markets import MarketView
 from arena.domain.prompting import PromptContext, ordered_markets, ordered_positions
-from arena.sources.providers import ModelReply, ModelRequest, PermanentProviderError
+from arena.errors import PermanentProviderError
+from arena.sources.providers import ModelReply, ModelRequest
 
 STRATEGIES = ("always-hold", "market-follower", "random")
 PROVIDER_NAME = "arena baseline"
@@ -163,17 +164,17 @@ def random_bettor(ctx: PromptContext, seed: int) -> Payload:
 # --- forecasts (methodology v2) ---------------------------------------------------------------
 
 
-def favourite(market: Market) -> tuple[str, Decimal]:
+def favourite(market: MarketView) -> tuple[str, Decimal]:
     """The side with the highest price (ties: the first side), and that price."""
     best = max(market.sides(), key=lambda side: (market.side_price(side), -_index(market, side)))
     return best, market.side_price(best)
 
 
-def _index(market: Market, side: str) -> int:
+def _index(market: MarketView, side: str) -> int:
     return market.sides().index(side)
 
 
-def market_forecast(market: Market) -> Payload:
+def market_forecast(market: MarketView) -> Payload:
     """The market's own prices as a forecast (named outcomes normalised to add up to 1)."""
     if market.is_binary:
         return {"market_id": market.id, "probability": _number(market.side_price("YES"))}
@@ -181,19 +182,19 @@ def market_forecast(market: Market) -> Payload:
     return _distribution(market, list(prices))
 
 
-def uniform_forecast(market: Market) -> Payload:
+def uniform_forecast(market: MarketView) -> Payload:
     if market.is_binary:
         return {"market_id": market.id, "probability": 0.5}
     return _distribution(market, [ONE] * len(market.outcomes))
 
 
-def random_forecast(market: Market, rng: random.Random) -> Payload:
+def random_forecast(market: MarketView, rng: random.Random) -> Payload:
     if market.is_binary:
         return {"market_id": market.id, "probability": _number(_unit(rng))}
     return _distribution(market, [_unit(rng) + PROBABILITY_STEP for _ in market.outcomes])
 
 
-def _distribution(market: Market, weights: Sequence[Decimal]) -> Payload:
+def _distribution(market: MarketView, weights: Sequence[Decimal]) -> Payload:
     """Weights scaled to probabilities on a 0.0001 grid that add up to exactly 1."""
     total = sum(weights, ZERO)
     scaled = [(w / total).quantize(PROBABILITY_STEP, rounding=ROUND_DOWN) for w in weights]
@@ -205,7 +206,7 @@ def _distribution(market: Market, weights: Sequence[Decimal]) -> Payload:
 
 
 def _with_forecasts(
-    payload: Payload, ctx: PromptContext, forecaster: Callable[[Market], Payload]
+    payload: Payload, ctx: PromptContext, forecaster: Callable[[MarketView], Payload]
 ) -> Payload:
     if ctx.methodology == "v2" and ctx.panel:
         payload["forecasts"] = [forecaster(m) for m in ordered_markets(ctx.panel)]

@@ -37,11 +37,10 @@ import tenacity
 
 from arena.config import Polymarket
 from arena.domain.book import FeeSchedule, OrderBook
-from arena.errors import BookMissing, ClobError
+from arena.errors import BookMissing, ClobError, SourceNotFound, TransientError
 from arena.sources.clob_parse import book_hash, parse_book, parse_fee_schedule, parse_midpoints
 from arena.sources.http import (
     USER_AGENT,
-    TransientError,
     backoff_seconds,
     describe_error,
     error_text,
@@ -90,10 +89,6 @@ class BookSource(Protocol):
     def fee_schedule(self, condition_id: str) -> FeeSchedule: ...
 
     def close(self) -> None: ...
-
-
-class _NotFound(Exception):
-    """404 from an endpoint where the caller gives it a meaning."""
 
 
 class ClobClient:
@@ -154,7 +149,7 @@ class ClobClient:
             body = self._request(
                 "GET", "/book", dict, params={"token_id": token_id}, allow_404=True
             )
-        except _NotFound:
+        except SourceNotFound:
             raise BookMissing(token_id) from None
         book = parse_book(body)
         if book.token_id != token_id:
@@ -272,7 +267,7 @@ class ClobClient:
                 f"HTTP {status}{error_text(response)}", retry_after_seconds(response.headers)
             )
         if status == 404 and allow_404:
-            raise _NotFound()
+            raise SourceNotFound()
         if status >= 400:
             raise ClobError(f"{method} {path}: HTTP {status}{error_text(response)}")
         try:

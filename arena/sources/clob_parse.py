@@ -29,7 +29,7 @@ from typing import Any
 
 from arena.domain.book import NO_FEE, FeeSchedule, Level, OrderBook
 from arena.domain.ledger import ONE, ZERO
-from arena.errors import ClobError
+from arena.errors import ClobError, UnreadableField
 
 WIRE_KEYS = (
     "market",
@@ -43,10 +43,6 @@ WIRE_KEYS = (
     "neg_risk",
     "last_trade_price",
 )
-
-
-class _Unreadable(ValueError):
-    """One field of a body cannot be read; the caller adds whose it is."""
 
 
 def book_hash(raw: Mapping[str, Any]) -> str:
@@ -93,7 +89,7 @@ def parse_book(raw: Mapping[str, Any]) -> OrderBook:
             neg_risk=_flag(raw.get("neg_risk"), "neg_risk"),
             last_trade_price=_optional_decimal(raw.get("last_trade_price"), "last_trade_price"),
         )
-    except _Unreadable as exc:
+    except UnreadableField as exc:
         raise ClobError(f"book of token {token}: {exc}") from None
 
 
@@ -111,12 +107,12 @@ def parse_fee_schedule(raw: Mapping[str, Any], condition_id: str) -> FeeSchedule
         return NO_FEE
     try:
         if not isinstance(details, Mapping):
-            raise _Unreadable(f"fd must be an object, got {details!r}")
+            raise UnreadableField(f"fd must be an object, got {details!r}")
         rate = _decimal(details.get("r"), "fd.r")
         exponent = _decimal(details.get("e"), "fd.e")
         if rate < ZERO or exponent <= ZERO:
-            raise _Unreadable(f"fd out of range: r={rate}, e={exponent}")
-    except _Unreadable as exc:
+            raise UnreadableField(f"fd out of range: r={rate}, e={exponent}")
+    except UnreadableField as exc:
         raise ClobError(f"market {condition_id}: {exc}") from None
     return FeeSchedule(rate=rate, exponent=exponent)
 
@@ -134,7 +130,7 @@ def parse_midpoints(raw: Any, wanted: set[str]) -> dict[str, Decimal]:
             continue
         try:
             mids[token] = _decimal(value, "mid")
-        except _Unreadable as exc:
+        except UnreadableField as exc:
             raise ClobError(f"midpoint of token {token}: {exc}") from None
     return mids
 
@@ -143,17 +139,17 @@ def _levels(value: Any, side: str) -> tuple[Level, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise _Unreadable(f"{side} must be a list, got {type(value).__name__}")
+        raise UnreadableField(f"{side} must be a list, got {type(value).__name__}")
     levels = []
     for index, row in enumerate(value):
         if not isinstance(row, Mapping):
-            raise _Unreadable(f"{side}[{index}] must be an object")
+            raise UnreadableField(f"{side}[{index}] must be an object")
         price = _level_number(row.get("price"), side, index, "price")
         size = _level_number(row.get("size"), side, index, "size")
         if not ZERO < price < ONE:
-            raise _Unreadable(f"{side}[{index}].price {price} is not inside (0, 1)")
+            raise UnreadableField(f"{side}[{index}].price {price} is not inside (0, 1)")
         if size < ZERO:
-            raise _Unreadable(f"{side}[{index}].size {size} is negative")
+            raise UnreadableField(f"{side}[{index}].size {size} is negative")
         levels.append(Level(price=price, size=size))
     return tuple(levels)
 
@@ -175,13 +171,13 @@ def _level_number(value: Any, side: str, index: int, name: str) -> Decimal:
 def _decimal(value: Any, what: str) -> Decimal:
     """An exact decimal from a wire string (or a JSON number decoded as Decimal or int)."""
     if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
-        raise _Unreadable(f"{what} must be a decimal string, got {value!r}")
+        raise UnreadableField(f"{what} must be a decimal string, got {value!r}")
     try:
         number = Decimal(value.strip() if isinstance(value, str) else str(value))
     except InvalidOperation:
-        raise _Unreadable(f"{what} is not a number: {value!r}") from None
+        raise UnreadableField(f"{what} is not a number: {value!r}") from None
     if not number.is_finite():
-        raise _Unreadable(f"{what} is not finite: {value!r}")
+        raise UnreadableField(f"{what} is not finite: {value!r}")
     return number
 
 
@@ -193,14 +189,14 @@ def _optional_decimal(value: Any, what: str) -> Decimal | None:
 
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
-        raise _Unreadable(f"{what} must be a string, got {value!r}")
+        raise UnreadableField(f"{what} must be a string, got {value!r}")
     return value
 
 
 def _epoch_ms(value: Any) -> int:
     text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
     if not isinstance(text, str) or not (text.isascii() and text.isdigit()):
-        raise _Unreadable(f"timestamp must be epoch milliseconds as a string, got {value!r}")
+        raise UnreadableField(f"timestamp must be epoch milliseconds as a string, got {value!r}")
     return int(text)
 
 
@@ -208,5 +204,5 @@ def _flag(value: Any, what: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise _Unreadable(f"{what} must be a boolean, got {value!r}")
+        raise UnreadableField(f"{what} must be a boolean, got {value!r}")
     return value

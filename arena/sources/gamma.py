@@ -36,13 +36,12 @@ import httpx
 import tenacity
 
 from arena.config import Polymarket
-from arena.domain.markets import Market
-from arena.errors import GammaError
+from arena.domain.markets import MarketView
+from arena.errors import GammaError, SourceNotFound, TransientError
 from arena.sources.gamma_parse import parse_market, parse_rows, should_skip
 from arena.sources.http import BACKOFF_BASE_SECONDS as BACKOFF_BASE_SECONDS  # re-exported
 from arena.sources.http import USER_AGENT as USER_AGENT  # re-exported
 from arena.sources.http import (
-    TransientError,
     backoff_seconds,
     describe_error,
     error_text,
@@ -76,10 +75,6 @@ class FetchStats:
         return sum(self.skipped.values()) + len(self.parse_errors)
 
 
-class _GoneError(Exception):
-    """404 from a single-object endpoint."""
-
-
 class MarketSource(Protocol):
     """The market port: what the jobs need from Polymarket's market data.
 
@@ -87,11 +82,11 @@ class MarketSource(Protocol):
     does not know (404, gone) is simply absent from :meth:`markets_by_ids`.
     """
 
-    def top_markets(self, limit: int, stats: FetchStats | None = None) -> list[Market]: ...
+    def top_markets(self, limit: int, stats: FetchStats | None = None) -> list[MarketView]: ...
 
     def markets_by_ids(
         self, ids: Iterable[str], include_closed: bool = True, stats: FetchStats | None = None
-    ) -> dict[str, Market]: ...
+    ) -> dict[str, MarketView]: ...
 
 
 class GammaClient:
@@ -132,7 +127,7 @@ class GammaClient:
 
     # -- public operations -------------------------------------------------------------------
 
-    def top_markets(self, limit: int, stats: FetchStats | None = None) -> list[Market]:
+    def top_markets(self, limit: int, stats: FetchStats | None = None) -> list[MarketView]:
         """The ``limit`` highest-``volumeNum`` open, tradable markets, best first."""
         stats = stats if stats is not None else FetchStats()
         if limit <= 0:
@@ -144,7 +139,7 @@ class GammaClient:
             ("active", "true"),
             ("limit", str(self._page_size)),
         ]
-        chosen: dict[str, Market] = {}
+        chosen: dict[str, MarketView] = {}
         for rows in self._keyset_pages(filters, stats):
             for market in self._parse_page(rows, stats):
                 reason = universe_skip_reason(market)
@@ -161,14 +156,14 @@ class GammaClient:
 
     def markets_by_ids(
         self, ids: Iterable[str], include_closed: bool = True, stats: FetchStats | None = None
-    ) -> dict[str, Market]:
+    ) -> dict[str, MarketView]:
         """The markets with these ids that Gamma returns (unparseable or unknown ones are absent).
 
         With ``include_closed`` the ids not found open are asked again with ``closed=true``.
         """
         stats = stats if stats is not None else FetchStats()
         wanted = list(dict.fromkeys(str(i) for i in ids))
-        found: dict[str, Market] = {}
+        found: dict[str, MarketView] = {}
         passes = ("false", "true") if include_closed else ("false",)
         for closed in passes:
             missing = [i for i in wanted if i not in found]
@@ -183,14 +178,14 @@ class GammaClient:
         stats.stop_reason = f"found {len(found)} of {len(wanted)}"
         return found
 
-    def market(self, market_id: str) -> Market | None:
+    def market(self, market_id: str) -> MarketView | None:
         """One market by id; ``None`` when Gamma answers 404 (the market is gone).
 
         Raises :class:`MarketParseError` when the row cannot be parsed.
         """
         try:
             body = self._get_json(f"/markets/{market_id}", [], FetchStats(), allow_404=True)
-        except _GoneError:
+        except SourceNotFound:
             return None
         if not isinstance(body, Mapping):
             raise GammaError(f"GET /markets/{market_id}: expected an object")
@@ -241,7 +236,7 @@ class GammaClient:
         stats.stop_reason = "page limit"
 
     @staticmethod
-    def _parse_page(rows: list[Any], stats: FetchStats) -> list[Market]:
+    def _parse_page(rows: list[Any], stats: FetchStats) -> list[MarketView]:
         parsed = parse_rows(rows)
         stats.parse_errors.extend((e.market_id, e.reason) for e in parsed.errors)
         return parsed.markets
@@ -289,7 +284,7 @@ class GammaClient:
                 f"HTTP {status}{error_text(response)}", retry_after_seconds(response.headers)
             )
         if status == 404 and allow_404:
-            raise _GoneError()
+            raise SourceNotFound()
         if status >= 400:
             raise GammaError(f"GET {path}: HTTP {status}{error_text(response)}")
         try:
@@ -319,7 +314,7 @@ class GammaClient:
         )
 
 
-def universe_skip_reason(market: Market) -> str | None:
+def universe_skip_reason(market: MarketView) -> str | None:
     """Why a listed market is not in the tradable universe (methodology), or ``None``."""
     reason = should_skip(market)
     if reason is not None:

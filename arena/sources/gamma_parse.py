@@ -1,4 +1,4 @@
-"""Turn raw Polymarket Gamma market objects into domain :class:`Market` values.
+"""Turn raw Polymarket Gamma market objects into domain :class:`MarketView` values.
 
 Gamma omits null-valued keys, JSON-encodes list fields inside strings, mixes string and numeric
 volume fields and uses three timestamp formats (gamma-api.md, "A market object"). Everything
@@ -20,7 +20,7 @@ from typing import Any
 
 from arena.clock import ensure_utc, parse_timestamp
 from arena.domain.ledger import ONE, ZERO
-from arena.domain.markets import Market
+from arena.domain.markets import MarketView
 from arena.domain.storable import (
     LONG_TEXT,
     MAX_OUTCOME_LENGTH,
@@ -94,11 +94,11 @@ _TITLE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 class ParsedRows:
     """The outcome of parsing a batch: the markets, and one error per row that failed."""
 
-    markets: list[Market] = field(default_factory=list)
+    markets: list[MarketView] = field(default_factory=list)
     errors: list[MarketParseError] = field(default_factory=list)
 
 
-def parse_market(raw: Mapping[str, Any], event: Mapping[str, Any] | None = None) -> Market:
+def parse_market(raw: Mapping[str, Any], event: Mapping[str, Any] | None = None) -> MarketView:
     """Parse one raw Gamma market; ``event`` is the enclosing event for nested markets.
 
     Raises :class:`MarketParseError` when the row has no usable id, outcomes or prices.
@@ -116,7 +116,7 @@ def parse_market(raw: Mapping[str, Any], event: Mapping[str, Any] | None = None)
     tags = _tag_labels(event)
     question = _text(raw.get("question")) or ""
     event_title = _text(event.get("title")) if event else None
-    return Market(
+    return MarketView(
         id=market_id,
         question=optional_text(question, LONG_TEXT) or "",
         outcomes=outcomes,
@@ -184,12 +184,12 @@ _PLACEHOLDER_TITLE = re.compile(
 )
 
 
-def should_skip(market: Market) -> str | None:
+def should_skip(market: MarketView) -> str | None:
     """Why a market must stay out of the universe even if listed, or ``None`` to keep it.
 
     Catches multi-outcome placeholders ("Person X" children that are inactive, unpriced or
     never deployed) and ``negRiskOther`` catch-all children (gamma-api.md, Multi-outcome events).
-    Tradability itself (open, active, accepting orders, valid prices) is ``Market.is_tradable``.
+    Tradability itself (open, active, accepting orders, valid prices) is ``MarketView.is_tradable``.
     """
     if market.neg_risk_other:
         return "negRiskOther child"

@@ -9,19 +9,12 @@ from collections.abc import Callable, Mapping
 import httpx
 
 from arena import __version__
+from arena.errors import TransientError
 
 USER_AGENT = f"arena/{__version__} (+https://github.com/arena-benchmark/arena)"
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 30.0
 RETRY_AFTER_MAX_SECONDS = 120.0
-
-
-class TransientError(Exception):
-    """A failure worth retrying (429, 5xx, a body that is not the JSON expected)."""
-
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.retry_after = retry_after
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from tenacity import (
     RetryCallState,
@@ -29,11 +29,12 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from arena.errors import ProviderError, ProviderFatal
+from arena.errors import (
+    ProviderCallError,
+    TransientProviderError,
+)
 
 logger = logging.getLogger(__name__)
-
-FailureKind = Literal["transient", "permanent", "fatal"]
 
 
 @dataclass(frozen=True)
@@ -70,88 +71,6 @@ class ModelProvider(Protocol):
     """Anything that answers a :class:`ModelRequest` with one call."""
 
     def complete(self, request: ModelRequest) -> ModelReply: ...
-
-
-class ProviderCallError(ProviderError):
-    """One failed call, carrying the attempt's metadata so the engine can store it.
-
-    ``reason`` is a short stable label (``http_429``, ``error_in_200``, ``null_choices``,
-    ``empty_content``, ``reasoning_only``, ``length_exhausted``, ``timeout``, ``connection``...).
-    """
-
-    kind: FailureKind = "transient"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        reason: str,
-        status: int | None = None,
-        error_code: int | str | None = None,
-        error_type: str | None = None,
-        provider: str | None = None,
-        model: str | None = None,
-        generation_id: str | None = None,
-        latency_ms: int | None = None,
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-        cost_usd: Decimal | None = None,
-        retry_after: float | None = None,
-        raw: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.reason = reason
-        self.status = status
-        self.error_code = error_code
-        self.error_type = error_type
-        self.provider = provider
-        self.model = model
-        self.generation_id = generation_id
-        self.latency_ms = latency_ms
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-        self.cost_usd = cost_usd
-        self.retry_after = retry_after
-        self.raw = raw
-
-    def as_dict(self) -> dict[str, Any]:
-        """The attempt's metadata as plain data (for storage and structured logs)."""
-        return {
-            "kind": self.kind,
-            "reason": self.reason,
-            "message": self.message,
-            "status": self.status,
-            "error_code": self.error_code,
-            "error_type": self.error_type,
-            "provider": self.provider,
-            "model": self.model,
-            "generation_id": self.generation_id,
-            "latency_ms": self.latency_ms,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cost_usd": self.cost_usd,
-            "retry_after": self.retry_after,
-            "raw": self.raw,
-        }
-
-
-class TransientProviderError(ProviderCallError):
-    """Worth retrying after a pause; ``retry_after`` (seconds) when the server said so."""
-
-    kind: FailureKind = "transient"
-
-
-class PermanentProviderError(ProviderCallError):
-    """The same request will fail the same way: do not retry it unchanged."""
-
-    kind: FailureKind = "permanent"
-
-
-class FatalProviderError(ProviderCallError, ProviderFatal):
-    """Bad key or no credit (401/402): stop the whole run, leave the rest retryable."""
-
-    kind: FailureKind = "fatal"
 
 
 AttemptOutcome = ModelReply | ProviderCallError

@@ -33,6 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from arena.domain.states import CohortStatus, MarketStatus, PositionStatus
 from arena.store.types import Bps, Money, Price, Shares, Usd, UTCDateTime, Volume
 
 NAMING = {
@@ -77,7 +78,7 @@ class Cohort(Base):
     starting_balance: Mapped[Decimal] = mapped_column(Money())
     # book | gamma (methodology: "Executable prices"); cohorts from before it are gamma
     pricing: Mapped[str] = mapped_column(String(8), server_default="gamma")
-    status: Mapped[str] = mapped_column(String(16), default="active")  # active|completed
+    status: Mapped[str] = mapped_column(String(16), default=CohortStatus.ACTIVE)
     completed_at: Mapped[datetime | None]
 
 
@@ -139,7 +140,7 @@ class Market(Base):
     updated_at: Mapped[datetime]
     prices_updated_at: Mapped[datetime | None]
     # Local settlement state: open | resolved | cancelled (set only by the settling transaction)
-    status: Mapped[str] = mapped_column(String(16), default="open", index=True)
+    status: Mapped[str] = mapped_column(String(16), default=MarketStatus.OPEN, index=True)
     resolution_state: Mapped[str | None] = mapped_column(String(32))
     winning_outcome: Mapped[str | None] = mapped_column(String(300))
     resolved_at: Mapped[datetime | None]
@@ -274,8 +275,8 @@ class Position(Base):
             "market_id",
             "side",
             unique=True,
-            sqlite_where=text("status = 'OPEN'"),
-            postgresql_where=text("status = 'OPEN'"),
+            sqlite_where=text(f"status = '{PositionStatus.OPEN}'"),
+            postgresql_where=text(f"status = '{PositionStatus.OPEN}'"),
         ),
     )
 
@@ -287,7 +288,7 @@ class Position(Base):
     shares: Mapped[Decimal] = mapped_column(Shares())
     cost_basis: Mapped[Decimal] = mapped_column(Money())
     # OPEN | CLOSED (sold) | SETTLED (WON/LOST/VOID) | CANCELLED (refunded)
-    status: Mapped[str] = mapped_column(String(16), default="OPEN", index=True)
+    status: Mapped[str] = mapped_column(String(16), default=PositionStatus.OPEN, index=True)
     settlement_outcome: Mapped[str | None] = mapped_column(String(16))
     payout: Mapped[Decimal | None] = mapped_column(Money())
     realized_pnl: Mapped[Decimal] = mapped_column(Money(), default=Decimal(0))

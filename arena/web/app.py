@@ -26,9 +26,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena import __version__
 from arena.config import Settings
+from arena.errors import NotFound
 from arena.store.db import head_revision, session_factory
 from arena.web import filters
-from arena.web.context import NotFound, WebContext
+from arena.web.context import WebContext
 from arena.web.db import read_only_engine, readiness
 from arena.web.metrics import HttpMetrics, make_registry
 

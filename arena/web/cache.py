@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from arena.domain.states import MarketStatus
 from arena.store.models import (
     Agent,
     BrierScore,
@@ -54,7 +55,10 @@ def data_version(session: Session) -> tuple[Any, ...]:
     parts += [
         select(func.sum(Agent.cash)).scalar_subquery(),
         select(func.sum(Agent.realized_pnl)).scalar_subquery(),
-        select(func.count()).select_from(Market).where(Market.status != "open").scalar_subquery(),
+        select(func.count())
+        .select_from(Market)
+        .where(Market.status != MarketStatus.OPEN)
+        .scalar_subquery(),
         select(func.max(Market.prices_updated_at)).scalar_subquery(),
         newest_run.scalar_subquery(),
     ]

@@ -23,10 +23,6 @@ VERSION_TTL_S = 2.0
 MAX_PER_PAGE = 200
 
 
-class NotFound(Exception):
-    """An unknown id: a 404 page, or a 404 JSON body under ``/api/``."""
-
-
 @dataclass
 class WebContext:
     settings: Settings

@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from arena.domain.states import JobRunStatus, PositionStatus
 from arena.store.models import (
     Agent,
     Decision,
@@ -118,7 +119,7 @@ def _read(session: Session) -> dict[str, Any]:
             (job, finished.timestamp())
             for job, finished in session.execute(
                 select(JobRun.job, func.max(JobRun.finished_at))
-                .where(JobRun.status == "succeeded")
+                .where(JobRun.status == JobRunStatus.SUCCEEDED)
                 .group_by(JobRun.job)
             )
             if finished is not None
@@ -139,7 +140,9 @@ def _read(session: Session) -> dict[str, Any]:
         "cost": [(family, float(usd or 0)) for family, usd in cost],
         "open": int(
             session.scalar(
-                select(func.count()).select_from(Position).where(Position.status == "OPEN")
+                select(func.count())
+                .select_from(Position)
+                .where(Position.status == PositionStatus.OPEN)
             )
             or 0
         ),

@@ -11,6 +11,8 @@ from urllib.parse import quote
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from arena.domain.states import MarketStatus, PositionStatus
+from arena.errors import NotFound
 from arena.store.models import (
     Agent,
     BrierScore,
@@ -24,7 +26,6 @@ from arena.store.models import (
     Trade,
 )
 from arena.web.context import (
-    NotFound,
     Page,
     WebContext,
     columns,
@@ -49,14 +50,6 @@ MARKET_LIST_COLUMNS = (
     "closed",
     "winning_outcome",
 )
-
-
-class MarketStatus(enum.StrEnum):
-    """The local settlement state a market list can be filtered by."""
-
-    OPEN = "open"
-    RESOLVED = "resolved"
-    CANCELLED = "cancelled"
 
 
 class MarketSort(enum.StrEnum):
@@ -87,7 +80,7 @@ def markets(
         statement = statement.where(Market.category == category)
     if held:
         # IN without DISTINCT: SQLite plans a correlated EXISTS on the status index (seconds)
-        holders = select(Position.market_id).where(Position.status == "OPEN")
+        holders = select(Position.market_id).where(Position.status == PositionStatus.OPEN)
         statement = statement.where(Market.id.in_(holders))
     if sort is MarketSort.CLOSE:
         order = [Market.end_date.is_(None), Market.end_date, Market.id]

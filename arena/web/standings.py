@@ -15,6 +15,8 @@ from sqlalchemy import Float, case, cast, func, select
 from sqlalchemy.orm import Session
 
 from arena.analytics.leaderboard import FamilyStanding, compute_leaderboard, money_text, to_json
+from arena.domain.states import PositionStatus
+from arena.errors import NotFound
 from arena.store.models import (
     Agent,
     BrierScore,
@@ -28,7 +30,6 @@ from arena.store.models import (
     Trade,
 )
 from arena.web.context import (
-    NotFound,
     Page,
     WebContext,
     columns,
@@ -282,9 +283,9 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
         .where(Position.agent_id == found.id)
         .order_by(Position.opened_at.desc(), Position.id.desc())
     )
-    closed = mine.where(Position.status != "OPEN")
+    closed = mine.where(Position.status != PositionStatus.OPEN)
     # every open position (bounded by the universe), then the requested page of closed ones
-    open_positions = rows_of(session, mine.where(Position.status == "OPEN"))
+    open_positions = rows_of(session, mine.where(Position.status == PositionStatus.OPEN))
     closed_count = count(session, closed.with_only_columns(Position.id))
     closed_page = rows_of(session, page.apply(closed))
     trades = rows_of(

@@ -2,9 +2,10 @@
 
 Three cohorts (weeks of 2026-11-01, -08, -15), three families (two model families and a
 baseline), weekly decisions with attempts (valid, malformed + repair, a system HOLD, a failed
-call), BUY and SELL trades through the real ledger rules, settlement of decisive, 50-50 and
-cancelled markets with Brier rows, price history, portfolio snapshots, frozen universes and
-methodology-v2 forecasts. Deterministic (seeded); every agent satisfies the ledger invariant.
+call), BUY and SELL trades through the real execution (:mod:`arena.jobs.execute`, mode gamma),
+settlement of decisive, 50-50 and cancelled markets with Brier rows, price history, portfolio
+snapshots, frozen universes and methodology-v2 forecasts. Deterministic (seeded); every agent
+satisfies the ledger invariant.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.domain import ledger
-from arena.domain.markets import side_price
+from arena.domain.decisions import Action, BetOrder, SellOrder, ValidDecision
+from arena.domain.markets import MarketView, side_price
+from arena.domain.states import PositionStatus
+from arena.jobs.execute import execute_decision
 from arena.store.models import (
     Agent,
     BookMark,
@@ -315,91 +319,63 @@ def _buy(
     cash_shown: Decimal,
     at: datetime,
 ) -> None:
-    position = (
-        session.query(Position)
-        .filter_by(agent_id=agent.id, market_id=market_id, side=side, status="OPEN")
-        .one_or_none()
+    """BUY through the real execution (mode gamma), the model's probability being the price."""
+    market = session.get_one(Market, market_id)
+    frozen = MarketView(
+        id=market_id,
+        question=market.question,
+        outcomes=tuple(market.outcomes),
+        prices=tuple(D(p) for p in market.prices or []),
     )
-    holding = ledger.Holding(position.shares, position.cost_basis) if position else None
-    bought = ledger.buy(agent.cash, holding, amount, price)
-    if position is None:
-        position = Position(
-            agent_id=agent.id,
-            cohort_id=agent.cohort_id,
-            market_id=market_id,
-            side=side,
-            shares=D(0),
-            cost_basis=D(0),
-            status="OPEN",
-            realized_pnl=D(0),
-            opened_at=at,
-            updated_at=at,
-        )
-        session.add(position)
-    position.shares = bought.holding_after.shares
-    position.cost_basis = bought.holding_after.cost_basis
-    agent.cash = bought.cash_after
-    session.flush()
-    session.add(
-        Trade(
-            decision_id=decision.id,
-            agent_id=agent.id,
-            cohort_id=agent.cohort_id,
-            position_id=position.id,
-            market_id=market_id,
-            side=side,
-            trade_type="BUY",
-            amount=bought.amount,
-            shares=bought.shares,
-            price=price,
-            implied_confidence=ledger.implied_confidence(bought.amount, cash_shown, FRACTION),
-            probability=price,
-            cash_shown=cash_shown,
-            cash_after=bought.cash_after,
-            executed_at=at,
-        )
-    )
+    assert frozen.side_price(side) == price
+    order = BetOrder(market_id, side, amount, probability=price)
+    _execute(session, decision, agent, ValidDecision(Action.BET, bets=(order,)), frozen, at,
+             cash_shown)  # fmt: skip
 
 
 def _sell_first(session: Session, decision: Decision, agent: Agent, at: datetime) -> None:
+    """SELL half of the agent's first open position through the real execution."""
     position = (
         session.query(Position)
-        .filter_by(agent_id=agent.id, status="OPEN")
+        .filter_by(agent_id=agent.id, status=PositionStatus.OPEN)
         .order_by(Position.id)
         .first()
     )
     if position is None:
         return
     market = session.get_one(Market, position.market_id)
-    price = side_price(market.outcomes, [D(p) for p in market.prices or []], position.side)
-    sold = ledger.sell(
-        agent.cash, ledger.Holding(position.shares, position.cost_basis), D(50), price
+    frozen = MarketView(
+        id=market.id,
+        question=market.question,
+        outcomes=tuple(market.outcomes),
+        prices=tuple(D(p) for p in market.prices or []),
     )
-    assert sold.holding_after is not None
-    agent.cash = sold.cash_after
-    agent.realized_pnl += sold.realized_pnl
-    position.realized_pnl += sold.realized_pnl
-    position.shares = sold.holding_after.shares
-    position.cost_basis = sold.holding_after.cost_basis
-    session.add(
-        Trade(
-            decision_id=decision.id,
-            agent_id=agent.id,
-            cohort_id=agent.cohort_id,
-            position_id=position.id,
-            market_id=position.market_id,
-            side=position.side,
-            trade_type="SELL",
-            amount=sold.proceeds,
-            shares=sold.shares_sold,
-            price=price,
-            percentage=D(50),
-            basis_out=sold.basis_out,
-            realized_pnl=sold.realized_pnl,
-            cash_after=sold.cash_after,
-            executed_at=at,
-        )
+    order = SellOrder(str(position.id), D(50))
+    _execute(session, decision, agent, ValidDecision(Action.SELL, sells=(order,)), frozen, at,
+             agent.cash)  # fmt: skip
+
+
+def _execute(
+    session: Session,
+    decision: Decision,
+    agent: Agent,
+    valid: ValidDecision,
+    market: MarketView,
+    at: datetime,
+    cash_shown: Decimal,
+) -> None:
+    done = execute_decision(
+        session,
+        decision_id=decision.id,
+        agent=agent,
+        decision=valid,
+        markets={market.id: market},
+        cash_shown=cash_shown,
+        max_bet_fraction=FRACTION,
+        now=at,
     )
+    assert done.trades == 1, done.failures
+    session.flush()
 
 
 def _forecast(

@@ -14,13 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena.analytics.loading import read_export
-from arena.analytics.records import (
-    COLUMNS,
-    FLOAT_COLUMNS,
-    Forecasts,
-    ForecastsError,
-    to_datetime,
-)
+from arena.analytics.records import COLUMNS, FLOAT_COLUMNS, Forecasts, to_datetime
+from arena.errors import ForecastsError
 
 ROWS = [
     {

@@ -11,7 +11,6 @@ import pytest
 from rich.console import Console
 
 from arena.analytics.questions import index_questions, scorable
-from arena.analytics.records import ForecastsError
 from arena.analytics.render import (
     calibration_table,
     head_to_head_table,
@@ -26,6 +25,7 @@ from arena.analytics.report import (
     head_to_head,
     ranking,
 )
+from arena.errors import ForecastsError
 from tests.analytics.helpers import WEEK0, forecasts, row
 
 

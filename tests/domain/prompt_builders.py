@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from arena.domain.markets import Market
+from arena.domain.markets import MarketView
 from arena.domain.prompting import PositionView, PromptContext
 
 NOW = datetime(2026, 3, 1, 0, 5, tzinfo=UTC)
@@ -15,8 +15,8 @@ NOW = datetime(2026, 3, 1, 0, 5, tzinfo=UTC)
 
 def binary(
     market_id: str, p_yes: str = "0.62", volume: str | int = 1000, question: str = "", **kw: Any
-) -> Market:
-    return Market(
+) -> MarketView:
+    return MarketView(
         id=market_id,
         question=question or f"Will event {market_id} happen?",
         outcomes=("Yes", "No"),
@@ -35,8 +35,8 @@ def named(
     volume: str | int = 500,
     question: str = "",
     **kw: Any,
-) -> Market:
-    return Market(
+) -> MarketView:
+    return MarketView(
         id=market_id,
         question=question or f"Who wins match {market_id}?",
         outcomes=tuple(outcomes),
@@ -49,7 +49,7 @@ def named(
 
 def position(
     position_id: str,
-    market: Market,
+    market: MarketView,
     side: str = "YES",
     shares: str = "100",
     avg: str = "0.5",
@@ -72,11 +72,11 @@ def position(
 
 
 def context(
-    markets: Sequence[Market] = (),
+    markets: Sequence[MarketView] = (),
     positions: Sequence[PositionView] = (),
     cash: str = "10000",
     methodology: str = "v1",
-    panel: Sequence[Market] = (),
+    panel: Sequence[MarketView] = (),
     **kw: Any,
 ) -> PromptContext:
     cash_d = Decimal(cash)

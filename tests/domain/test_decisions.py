@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from arena.domain.decisions import (
     Action,
     BetOrder,
-    Forecast,
+    PanelForecast,
     SellOrder,
     ValidationContext,
     ValidDecision,
@@ -21,7 +21,7 @@ from arena.domain.decisions import (
     resolve_side,
     validate_decision,
 )
-from arena.domain.markets import Market
+from arena.domain.markets import MarketView
 from arena.errors import MalformedResponse
 from tests.domain.prompt_builders import binary, context, named, position
 
@@ -378,9 +378,9 @@ GOOD_FORECASTS = [
 def test_v2_hold_with_forecasts():
     decision = validate_decision({"action": "HOLD", "forecasts": GOOD_FORECASTS}, vctx("v2"))
     assert decision.forecasts == (
-        Forecast("559651", "YES", Decimal("0.7")),
-        Forecast("601234", "Lakers", Decimal("0.6")),
-        Forecast("601234", "Celtics", Decimal("0.4")),
+        PanelForecast("559651", "YES", Decimal("0.7")),
+        PanelForecast("601234", "Lakers", Decimal("0.6")),
+        PanelForecast("601234", "Celtics", Decimal("0.4")),
     )
 
 
@@ -402,7 +402,7 @@ def test_v2_bet_needs_a_probability():
 def test_binary_forecast_may_be_given_as_probabilities_of_yes():
     forecasts = [{"market_id": 559651, "probabilities": {"Yes": 0.3, "No": 0.7}}, GOOD_FORECASTS[1]]
     decision = validate_decision({"action": "HOLD", "forecasts": forecasts}, vctx("v2"))
-    assert decision.forecasts[0] == Forecast("559651", "YES", Decimal("0.3"))
+    assert decision.forecasts[0] == PanelForecast("559651", "YES", Decimal("0.3"))
 
 
 @pytest.mark.parametrize(
@@ -517,7 +517,7 @@ def _number(draw, value: Decimal):
     return float(value)
 
 
-def _outcome_spelling(draw, market: Market, side: str) -> str:
+def _outcome_spelling(draw, market: MarketView, side: str) -> str:
     spellings = [side, side.lower(), side.upper()]
     if not market.is_binary:
         from arena.domain.prompting import display_outcome
@@ -560,7 +560,7 @@ def valid_answers(draw, methodology: str):
                 {"position_id": position_id, "percentage": _number(draw, percentage)}
             )
             sells.append(SellOrder(position_id, percentage))
-    forecasts: list[Forecast] = []
+    forecasts: list[PanelForecast] = []
     if v2:
         answer["forecasts"] = []
         for market in draw(st.permutations([BIN, TEAM])):
@@ -580,14 +580,14 @@ def valid_answers(draw, methodology: str):
     return ctx, answer, expected
 
 
-def _expected_forecasts(entries: list[dict]) -> list[Forecast]:
+def _expected_forecasts(entries: list[dict]) -> list[PanelForecast]:
     by_id = {e["market_id"]: e for e in entries}
     yes = Decimal(str(by_id["559651"]["probability"]))
     team = by_id["601234"]["probabilities"]
     return [
-        Forecast("559651", "YES", yes),
-        Forecast("601234", "Lakers", Decimal(str(team["Lakers"]))),
-        Forecast("601234", "Celtics", Decimal(str(team["celtics"]))),
+        PanelForecast("559651", "YES", yes),
+        PanelForecast("601234", "Lakers", Decimal(str(team["Lakers"]))),
+        PanelForecast("601234", "Celtics", Decimal(str(team["celtics"]))),
     ]
 
 

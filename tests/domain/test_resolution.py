@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.domain.markets import Market, ResolutionState
+from arena.domain.markets import MarketView, ResolutionState
 from arena.domain.resolution import classify, is_overdue, winner_index
 from arena.sources.gamma_parse import parse_events, parse_market
 
@@ -19,7 +19,7 @@ EVENTS = "prediction-market-value-lab__tests__fixtures__polymarket_events.json"
 S = ResolutionState
 
 
-def fixture_market(name: str, market_id: str | None = None) -> Market:
+def fixture_market(name: str, market_id: str | None = None) -> MarketView:
     data = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
     if isinstance(data, list):
         markets = parse_events(data).markets
@@ -98,8 +98,8 @@ def make(
     prices: tuple[str, ...] | None = ("0.4", "0.6"),
     outcomes: tuple[str, ...] = ("Yes", "No"),
     **fields: object,
-) -> Market:
-    base = Market(
+) -> MarketView:
+    base = MarketView(
         id="1",
         question="q",
         outcomes=outcomes,
@@ -152,7 +152,7 @@ def make(
         (make(("1", "0"), closed=False, uma_resolution_status="disputed"), S.DISPUTED, None),
     ],
 )  # fmt: skip
-def test_classify_rules(market: Market, state: ResolutionState, winner: str | None) -> None:
+def test_classify_rules(market: MarketView, state: ResolutionState, winner: str | None) -> None:
     resolution = classify(market)
     assert (resolution.state, resolution.winner) == (state, winner)
 

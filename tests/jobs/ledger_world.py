@@ -1,7 +1,7 @@
 """A small builder of ledger states for job tests, and an in-memory market source.
 
-:class:`World` writes cohorts, agents, markets, BUY/SELL trades and positions straight into a
-test database using the real ledger rules (:mod:`arena.domain.ledger`), so settlement,
+:class:`World` writes cohorts, agents and markets into a test database and trades through the
+real execution (:func:`arena.jobs.execute.execute_decision`, mode gamma), so settlement,
 snapshots and the audit can be checked against exact hand-computed figures.
 :class:`FakeSource` implements :class:`arena.jobs.prices.MarketSource` from a dict.
 """
@@ -17,11 +17,12 @@ from typing import Any
 
 from sqlalchemy import select
 
-from arena.domain import ledger
-from arena.domain.markets import Market
+from arena.domain.decisions import Action, BetOrder, SellOrder, ValidDecision
+from arena.domain.markets import MarketView, is_binary_outcomes, side_index, yes_index
+from arena.domain.states import PositionStatus
 from arena.errors import GammaError
-from arena.store.models import Agent, Cohort, Decision, Family, Position, Trade
-from arena.store.models import Market as MarketRow
+from arena.jobs.execute import execute_decision
+from arena.store.models import Agent, Cohort, Decision, Family, Market, Position
 from tests.conftest import Database
 
 WEEK = datetime(2026, 11, 22, tzinfo=UTC)
@@ -40,9 +41,9 @@ def gamma_market(
     closed_time: datetime | None = None,
     end_date: datetime | None = None,
     accepting_orders: bool | None = True,
-) -> Market:
+) -> MarketView:
     """A domain market as Gamma would give it."""
-    return Market(
+    return MarketView(
         id=market_id,
         question=f"Question {market_id}?",
         outcomes=tuple(outcomes),
@@ -60,15 +61,17 @@ def gamma_market(
 class FakeSource:
     """In-memory markets by id; ``error`` makes every call fail, ``barrier`` syncs threads."""
 
-    markets: dict[str, Market] = field(default_factory=dict)
+    markets: dict[str, MarketView] = field(default_factory=dict)
     error: str | None = None
     barrier: threading.Barrier | None = None
     calls: list[list[str]] = field(default_factory=list)
 
-    def put(self, market: Market) -> None:
+    def put(self, market: MarketView) -> None:
         self.markets[market.id] = market
 
-    def markets_by_ids(self, ids: Iterable[str], include_closed: bool = True) -> dict[str, Market]:
+    def markets_by_ids(
+        self, ids: Iterable[str], include_closed: bool = True
+    ) -> dict[str, MarketView]:
         wanted = list(ids)
         self.calls.append(wanted)
         if self.barrier is not None:
@@ -133,7 +136,7 @@ class World:
             session.flush()
             return agent.id
 
-    def market(self, market: Market, **row: Any) -> str:
+    def market(self, market: MarketView, **row: Any) -> str:
         with self.db.factory.begin() as session:
             values: dict[str, Any] = {
                 "id": market.id,
@@ -148,7 +151,7 @@ class World:
                 "updated_at": self.now,
             }
             values.update(row)
-            session.add(MarketRow(**values))
+            session.add(Market(**values))
         return market.id
 
     def _decision(self, session: Any, agent: Agent) -> int:
@@ -169,99 +172,68 @@ class World:
         return decision.id
 
     def buy(self, agent_id: int, market_id: str, side: str, amount: str, price: str) -> int:
-        """BUY at ``price`` (the side price); returns the position id."""
+        """BUY at ``price`` (the side price) through the real execution; returns the position
+        id."""
         with self.db.factory.begin() as session:
             agent = session.get_one(Agent, agent_id)
-            position = session.execute(
-                select(Position).where(
+            order = BetOrder(market_id, side, D(amount))
+            self._execute(session, agent, ValidDecision(Action.BET, bets=(order,)), side, price)
+            return session.execute(
+                select(Position.id).where(
                     Position.agent_id == agent_id,
                     Position.market_id == market_id,
                     Position.side == side,
-                    Position.status == "OPEN",
+                    Position.status == PositionStatus.OPEN,
                 )
-            ).scalar_one_or_none()
-            holding = ledger.Holding(position.shares, position.cost_basis) if position else None
-            cash_shown = agent.cash
-            bought = ledger.buy(agent.cash, holding, D(amount), D(price))
-            if position is None:
-                position = Position(
-                    agent_id=agent_id,
-                    cohort_id=agent.cohort_id,
-                    market_id=market_id,
-                    side=side,
-                    shares=bought.holding_after.shares,
-                    cost_basis=bought.holding_after.cost_basis,
-                    status="OPEN",
-                    realized_pnl=D(0),
-                    opened_at=self.now,
-                    updated_at=self.now,
-                )
-                session.add(position)
-                session.flush()
-            else:
-                position.shares = bought.holding_after.shares
-                position.cost_basis = bought.holding_after.cost_basis
-            agent.cash = bought.cash_after
-            session.add(
-                Trade(
-                    decision_id=self._decision(session, agent),
-                    agent_id=agent_id,
-                    cohort_id=agent.cohort_id,
-                    position_id=position.id,
-                    market_id=market_id,
-                    side=side,
-                    trade_type="BUY",
-                    amount=bought.amount,
-                    shares=bought.shares,
-                    price=D(price),
-                    implied_confidence=ledger.implied_confidence(
-                        bought.amount, cash_shown, MAX_BET_FRACTION
-                    ),
-                    cash_shown=cash_shown,
-                    cash_after=bought.cash_after,
-                    executed_at=self.now,
-                )
-            )
-            return position.id
+            ).scalar_one()
 
     def sell(self, position_id: int, percentage: str, price: str) -> None:
+        """SELL ``percentage`` of a position at ``price`` through the real execution."""
         with self.db.factory.begin() as session:
             position = session.get_one(Position, position_id)
             agent = session.get_one(Agent, position.agent_id)
-            sold = ledger.sell(
-                agent.cash,
-                ledger.Holding(position.shares, position.cost_basis),
-                D(percentage),
-                D(price),
-            )
-            agent.cash = sold.cash_after
-            agent.realized_pnl += sold.realized_pnl
-            position.realized_pnl += sold.realized_pnl
-            if sold.holding_after is None:
-                position.shares, position.cost_basis = D(0), D(0)
-                position.status, position.closed_at = "CLOSED", self.now
-            else:
-                position.shares = sold.holding_after.shares
-                position.cost_basis = sold.holding_after.cost_basis
-            session.add(
-                Trade(
-                    decision_id=self._decision(session, agent),
-                    agent_id=agent.id,
-                    cohort_id=agent.cohort_id,
-                    position_id=position.id,
-                    market_id=position.market_id,
-                    side=position.side,
-                    trade_type="SELL",
-                    amount=sold.proceeds,
-                    shares=sold.shares_sold,
-                    price=D(price),
-                    percentage=D(percentage),
-                    basis_out=sold.basis_out,
-                    realized_pnl=sold.realized_pnl,
-                    cash_after=sold.cash_after,
-                    executed_at=self.now,
-                )
-            )
+            order = SellOrder(str(position_id), D(percentage))
+            decision = ValidDecision(Action.SELL, sells=(order,))
+            self._execute(session, agent, decision, position.side, price, position.market_id)
+
+    def _execute(
+        self,
+        session: Any,
+        agent: Agent,
+        decision: ValidDecision,
+        side: str,
+        price: str,
+        market_id: str | None = None,
+    ) -> None:
+        """Run :func:`arena.jobs.execute.execute_decision` (mode gamma) with the market frozen
+        at ``price`` for ``side``; a refused execution fails the test."""
+        market_id = market_id or decision.bets[0].market_id
+        row = session.get_one(Market, market_id)
+        frozen = priced_at(market_id, row.outcomes, side, D(price))
+        done = execute_decision(
+            session,
+            decision_id=self._decision(session, agent),
+            agent=agent,
+            decision=decision,
+            markets={market_id: frozen},
+            cash_shown=agent.cash,
+            max_bet_fraction=MAX_BET_FRACTION,
+            now=self.now,
+        )
+        assert done.trades == 1, done.failures
+
+
+def priced_at(market_id: str, outcomes: list[str], side: str, price: Decimal) -> MarketView:
+    """A frozen market whose ``side`` trades at ``price`` (the other outcomes at their
+    complement share, which no test trades)."""
+    others = (1 - price) / max(len(outcomes) - 1, 1)
+    index = side_index(outcomes, side)
+    if is_binary_outcomes(outcomes):
+        p_yes = price if index == yes_index(outcomes) else 1 - price
+        prices = tuple(p_yes if i == yes_index(outcomes) else 1 - p_yes for i in range(2))
+    else:
+        prices = tuple(price if i == index else others for i in range(len(outcomes)))
+    return MarketView(id=market_id, question="", outcomes=tuple(outcomes), prices=prices)
 
 
 def days_before(now: datetime, days: float) -> datetime:

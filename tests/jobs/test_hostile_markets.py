@@ -21,7 +21,7 @@ from arena.jobs.markets import sync_markets
 from arena.sources import gamma as gamma_module
 from arena.sources.gamma import GammaClient
 from arena.store.db import transaction
-from arena.store.models import Market as MarketRow
+from arena.store.models import Market
 from tests.conftest import Database
 
 NOW = datetime(2026, 11, 1, 0, 5, tzinfo=UTC)
@@ -64,9 +64,9 @@ def client(world: FakeGammaWorld) -> Iterator[GammaClient]:
         yield GammaClient(Polymarket(gamma_url="http://gamma.test"), http=http)
 
 
-def stored(db: Database) -> dict[str, MarketRow]:
+def stored(db: Database) -> dict[str, Market]:
     with transaction(db.factory) as session:
-        rows = session.scalars(select(MarketRow)).all()
+        rows = session.scalars(select(Market)).all()
         session.expunge_all()
     return {row.id: row for row in rows}
 

@@ -21,8 +21,7 @@ from arena.jobs.universe import freeze_universe, load_universe
 from arena.sources import gamma as gamma_module
 from arena.sources.gamma import GammaClient
 from arena.store.db import transaction
-from arena.store.models import Agent, Cohort, Family, MarketPrice, Position
-from arena.store.models import Market as MarketRow
+from arena.store.models import Agent, Cohort, Family, Market, MarketPrice, Position
 from tests.conftest import Database
 
 NOW = datetime(2026, 11, 1, 0, 5, tzinfo=UTC)
@@ -51,13 +50,13 @@ def sync(db: Database, client: GammaClient, at: datetime = NOW) -> SyncReport:
 
 def stored_ids(db: Database) -> set[str]:
     with transaction(db.factory) as session:
-        return set(session.scalars(select(MarketRow.id)))
+        return set(session.scalars(select(Market.id)))
 
 
 def table_state(db: Database) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """Every column of every markets and market_prices row, for before/after comparisons."""
     with transaction(db.factory) as session:
-        markets = session.execute(select(MarketRow.__table__).order_by(MarketRow.id)).all()
+        markets = session.execute(select(Market.__table__).order_by(Market.id)).all()
         history = session.execute(select(MarketPrice.__table__).order_by(MarketPrice.id)).all()
     return [tuple(r) for r in markets], [tuple(r) for r in history]
 
@@ -109,7 +108,7 @@ def test_stored_values_are_exact(db: Database, world: FakeGammaWorld, client: Ga
     sync(db, client)
     top = world.markets[world.expected_top(1)[0]]
     with transaction(db.factory) as session:
-        row = session.get(MarketRow, top.id)
+        row = session.get(Market, top.id)
         assert row is not None
         assert row.prices == [str(p) for p in top.prices or ()]
         if top.outcomes == ["Yes", "No"]:
@@ -175,7 +174,7 @@ def test_missing_fields_never_overwrite_known_values(
 ) -> None:
     sync(db, client)
     with transaction(db.factory) as session:
-        before = {row.id: row for row in session.scalars(select(MarketRow))}
+        before = {row.id: row for row in session.scalars(select(Market))}
     target = world.expected_top(3)[2]
     for key in (
         "volumeNum",
@@ -194,7 +193,7 @@ def test_missing_fields_never_overwrite_known_values(
     world.missing_fields = True
     sync(db, client, NOW + timedelta(minutes=5))
     with transaction(db.factory) as session:
-        for row in session.scalars(select(MarketRow)):
+        for row in session.scalars(select(Market)):
             old = before[row.id]
             for column in (
                 "volume",
@@ -227,7 +226,7 @@ def test_price_history_grows_only_for_changed_prices(
         )
         for market_id in moved:
             assert counts[market_id] == 2
-            row = session.get(MarketRow, market_id)
+            row = session.get(Market, market_id)
             assert row is not None
             assert [Decimal(p) for p in row.prices or ()] == world.markets[market_id].prices
             assert row.prices_updated_at == later
@@ -249,14 +248,14 @@ def test_held_markets_are_refreshed_after_leaving_the_top_or_closing(
     report = sync(db, client, NOW + timedelta(minutes=5))
     assert report.held == 2
     with transaction(db.factory) as session:
-        done = session.get(MarketRow, resolved)
+        done = session.get(Market, resolved)
         assert done is not None
         assert done.closed
         assert done.uma_resolution_status == "resolved"
         assert done.last_raw_prices == ["1", "0"]
         assert done.prices == [str(p) for p in prices_before or ()]  # the last valid mark
         assert done.closed_time == world.markets[resolved].closed_time
-        out = session.get(MarketRow, outside)
+        out = session.get(Market, outside)
         assert out is not None
         assert out.prices == ["0.123", "0.877"]
         assert out.volume == Decimal(1)
@@ -275,10 +274,10 @@ def test_a_market_that_closed_outside_any_position_is_not_left_open(
     assert report.refreshed == 2
     assert report.missing == []
     with transaction(db.factory) as session:
-        closed = session.get(MarketRow, gone[0])
+        closed = session.get(Market, gone[0])
         assert closed is not None
         assert closed.closed
-        paused = session.get(MarketRow, gone[1])
+        paused = session.get(Market, gone[1])
         assert paused is not None
         assert paused.accepting_orders is False
     universe_id = freeze_universe(db.factory, Settings(), NOW + timedelta(minutes=6), [])

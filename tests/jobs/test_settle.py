@@ -14,8 +14,7 @@ from arena.errors import JobFailed
 from arena.jobs import settle as settle_module
 from arena.jobs.audit import check_ledger
 from arena.jobs.settle import SettleReport, settle_markets
-from arena.store.models import Agent, BrierScore, Decision, Forecast, Position
-from arena.store.models import Market as MarketRow
+from arena.store.models import Agent, BrierScore, Decision, Forecast, Market, Position
 from tests.conftest import Database
 from tests.jobs.ledger_world import NOW, FakeSource, World, days_before, gamma_market
 
@@ -37,9 +36,9 @@ def _position(db: Database, position_id: int) -> Position:
         return session.get_one(Position, position_id)
 
 
-def _market(db: Database, market_id: str) -> MarketRow:
+def _market(db: Database, market_id: str) -> Market:
     with db.factory() as session:
-        return session.get_one(MarketRow, market_id)
+        return session.get_one(Market, market_id)
 
 
 def _briers(db: Database) -> list[BrierScore]:

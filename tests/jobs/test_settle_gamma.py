@@ -18,8 +18,7 @@ from arena.jobs.markets import sync_markets
 from arena.jobs.settle import settle_markets
 from arena.jobs.snapshots import take_snapshots
 from arena.sources.gamma import GammaClient
-from arena.store.models import BrierScore, PortfolioSnapshot, Position
-from arena.store.models import Market as MarketRow
+from arena.store.models import BrierScore, Market, PortfolioSnapshot, Position
 from tests.conftest import Database
 from tests.jobs.ledger_world import World
 
@@ -39,12 +38,12 @@ def client(gamma: FakeGammaWorld) -> Iterator[GammaClient]:
         yield GammaClient(settings, http=http, sleep=lambda _seconds: None)
 
 
-def _open_markets(db: Database) -> tuple[list[MarketRow], list[MarketRow]]:
+def _open_markets(db: Database) -> tuple[list[Market], list[Market]]:
     with db.factory() as session:
         rows = session.scalars(
-            select(MarketRow)
-            .where(MarketRow.closed.is_(False), MarketRow.prices.is_not(None))
-            .order_by(MarketRow.id)
+            select(Market)
+            .where(Market.closed.is_(False), Market.prices.is_not(None))
+            .order_by(Market.id)
         ).all()
     binary = [r for r in rows if [o.lower() for o in r.outcomes] == ["yes", "no"]]
     named = [r for r in rows if r not in binary]
@@ -82,7 +81,7 @@ def test_a_week_of_resolutions_through_the_gamma_client(
         outcomes = dict(
             session.execute(select(Position.market_id, Position.settlement_outcome)).all()
         )
-        marks = dict(session.execute(select(MarketRow.id, MarketRow.prices)).all())
+        marks = dict(session.execute(select(Market.id, Market.prices)).all())
         briers = session.scalar(select(func.count()).select_from(BrierScore))
         (snap,) = session.scalars(select(PortfolioSnapshot)).all()
         assert check_ledger(session) == []

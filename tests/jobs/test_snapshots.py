@@ -14,8 +14,7 @@ from arena.config import Settings
 from arena.jobs.prices import refresh_held_markets
 from arena.jobs.settle import settle_markets
 from arena.jobs.snapshots import SnapshotReport, take_snapshots
-from arena.store.models import Agent, MarketPrice, PortfolioSnapshot, Position
-from arena.store.models import Market as MarketRow
+from arena.store.models import Agent, Market, MarketPrice, PortfolioSnapshot, Position
 from tests.conftest import Database
 from tests.jobs.ledger_world import NOW, WEEK, FakeSource, World, gamma_market
 
@@ -118,7 +117,7 @@ def test_closed_unsettled_market_keeps_last_valid_mark(db: Database) -> None:
     values = {(r.taken_at, r.agent_id): r.positions_value for r in _rows(db)}
     assert set(values.values()) == {D("140.00"), D("60.00")}  # 200 x 0.7 and 200 x 0.3
     with db.factory() as session:
-        market = session.get_one(MarketRow, "m1")
+        market = session.get_one(Market, "m1")
         history = session.scalar(select(func.count()).select_from(MarketPrice))
     assert (market.prices, market.yes_price, market.closed) == (["0.7", "0.3"], D("0.7"), True)
     assert market.last_raw_prices == ["0.5", "0.5"]  # prices Gamma left out overwrite nothing
@@ -132,7 +131,7 @@ def test_market_without_any_valid_price_is_valued_at_cost(db: Database) -> None:
     world.market(gamma_market("m5", ("0.25", "0.75"), ("Red", "Blue")))
     world.buy(a, "m5", "Blue", "75", "0.75")
     with db.factory.begin() as session:
-        session.get_one(MarketRow, "m5").prices = None
+        session.get_one(Market, "m5").prices = None
 
     report = _snap(db)
 
@@ -164,7 +163,7 @@ def test_price_history_appended_only_on_change(db: Database) -> None:
         history = session.execute(
             select(MarketPrice.observed_at, MarketPrice.prices).order_by(MarketPrice.observed_at)
         ).all()
-        market = session.get_one(MarketRow, "m1")
+        market = session.get_one(Market, "m1")
     assert [tuple(h) for h in history] == [(NOW + timedelta(minutes=10), ["0.65", "0.35"])]
     assert market.prices == ["0.65", "0.35"]
     assert market.last_raw_prices == ["1", "0"]

@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.config import BaselineFamily
-from arena.domain.decisions import Action, Forecast, ValidationContext, parse_decision
+from arena.domain.decisions import Action, PanelForecast, ValidationContext, parse_decision
 from arena.domain.prompting import PromptContext
+from arena.errors import PermanentProviderError
 from arena.sources.baselines import STRATEGIES, BaselineProvider, favourite
-from arena.sources.providers import ModelProvider, ModelRequest, PermanentProviderError
+from arena.sources.providers import ModelProvider, ModelRequest
 from tests.domain.prompt_builders import binary, context, named, position
 
 MARKETS = [
@@ -88,7 +89,7 @@ def test_market_follower_bets_favourites_of_top_unheld_markets():
 def test_market_follower_forecasts_the_market_in_v2():
     ctx = context(markets=MARKETS, methodology="v2", panel=MARKETS)
     _, decision = ask(BaselineProvider("market-follower"), ctx)
-    assert Forecast("1", "YES", Decimal("0.8")) in decision.forecasts
+    assert PanelForecast("1", "YES", Decimal("0.8")) in decision.forecasts
     named_rows = [f for f in decision.forecasts if f.market_id == "3"]
     assert [f.outcome for f in named_rows] == ["Lakers", "Celtics", "Bulls"]
     assert sum(f.probability for f in named_rows) == 1  # prices normalised from 1.01

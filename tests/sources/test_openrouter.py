@@ -16,7 +16,14 @@ import pytest
 from pydantic import SecretStr
 
 from arena.config import OpenRouter, OpenRouterFamily, Settings
-from arena.errors import ProviderFatal
+from arena.errors import (
+    FatalProviderError,
+    PermanentProviderError,
+    ProviderCallError,
+    ProviderFatal,
+    TransientProviderError,
+    UnknownModelPriceError,
+)
 from arena.fakes.openrouter import (
     FakeOpenRouter,
     answer,
@@ -32,23 +39,9 @@ from arena.fakes.openrouter import (
     reasoning_only,
     slow,
 )
-from arena.sources.openrouter import (
-    KeyStatus,
-    ModelPrice,
-    OpenRouterProvider,
-    UnknownModelPriceError,
-    classify_completion,
-    has_json_object,
-)
-from arena.sources.providers import (
-    FatalProviderError,
-    ModelReply,
-    ModelRequest,
-    PermanentProviderError,
-    ProviderCallError,
-    TransientProviderError,
-    call_with_retries,
-)
+from arena.sources.openrouter import KeyStatus, ModelPrice, OpenRouterProvider
+from arena.sources.openrouter_replies import classify_completion, has_json_object
+from arena.sources.providers import ModelReply, ModelRequest, call_with_retries
 
 KEY = "sk-or-v1-test-secret-0123456789abcdef"
 MODEL = "openai/gpt-4o-mini"

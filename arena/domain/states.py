@@ -1,0 +1,114 @@
+"""Every status arena stores or reports, one enum each.
+
+The values are what the database holds and the exports carry, so they never change here. One
+casing: lower case (``snake_case``), except where the value is part of the interface contract
+and is exported as it stands: position statuses are upper case, like the decision actions
+(``BET``), the sides (``YES``) and the settlement outcomes (``WON``) beside them in the
+``positions`` and ``trades`` exports. Member names are always upper case.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class CohortStatus(enum.StrEnum):
+    """A cohort's life: it trades until its window ends and every position has settled."""
+
+    ACTIVE = "active"
+    """Trading or waiting for its positions to settle."""
+    COMPLETED = "completed"
+    """Past its window with no open position left; nothing will change it again."""
+
+
+class MarketStatus(enum.StrEnum):
+    """A market's local settlement state, set only by the settling transaction."""
+
+    OPEN = "open"
+    """Not settled here (Gamma may already show it closed)."""
+    RESOLVED = "resolved"
+    """Settled on a winner (or 50-50): positions paid, forecasts scored."""
+    CANCELLED = "cancelled"
+    """Settled without a winner (or overdue): cost bases refunded, nothing scored."""
+
+
+class PositionStatus(enum.StrEnum):
+    """A position's state. Upper case: the contract's ``positions`` export carries it."""
+
+    OPEN = "OPEN"
+    """Holds shares; valued at each snapshot."""
+    CLOSED = "CLOSED"
+    """Sold in full before settlement."""
+    SETTLED = "SETTLED"
+    """Paid out at settlement (won, lost or void)."""
+    CANCELLED = "CANCELLED"
+    """Refunded at its cost basis: the market settled without a winner."""
+
+
+class DecisionStatus(enum.StrEnum):
+    """A weekly decision's claim state (methodology: claims)."""
+
+    CLAIMED = "claimed"
+    """A daemon or a CLI run holds it under a lease."""
+    COMPLETED = "completed"
+    """Final: the decision is stored and its trades executed."""
+    RETRYABLE = "retryable"
+    """Failed (provider, internal error); a later run may take it again."""
+    BUDGET_SKIPPED = "budget_skipped"
+    """Not asked: its worst-case cost did not fit the budget."""
+
+
+class AttemptKind(enum.StrEnum):
+    """Why a model call of a decision was made."""
+
+    INITIAL = "initial"
+    """The first call of a round."""
+    REPAIR = "repair"
+    """A call that quotes the previous answer's error back to the model."""
+    TRANSIENT_RETRY = "transient-retry"
+    """The same request again after a transient failure."""
+
+
+class AttemptOutcome(enum.StrEnum):
+    """What one model call (or baseline answer) came to."""
+
+    VALID = "valid"
+    """A valid decision."""
+    MALFORMED = "malformed"
+    """An answer that failed extraction or validation (repairable)."""
+    TRANSIENT_ERROR = "transient_error"
+    """A provider failure worth retrying."""
+    PERMANENT_ERROR = "permanent_error"
+    """A provider failure that repeats on the same request."""
+    FATAL_ERROR = "fatal_error"
+    """Bad key or no credit: the run stops."""
+    BUDGET_SKIPPED = "budget_skipped"
+    """No call: the budget forbade it (a row is written so the skip is visible)."""
+
+
+FAILED_CALLS = (
+    AttemptOutcome.TRANSIENT_ERROR,
+    AttemptOutcome.PERMANENT_ERROR,
+    AttemptOutcome.FATAL_ERROR,
+)
+"""The outcomes of calls the provider failed."""
+
+
+class JobRunStatus(enum.StrEnum):
+    """A scheduled job's run for one slot."""
+
+    RUNNING = "running"
+    """Started; its holder renews the lease."""
+    SUCCEEDED = "succeeded"
+    """Done; the slot is never run again."""
+    FAILED = "failed"
+    """Failed; a later tick (or the CLI) may run the slot again."""
+
+
+class Blocked(enum.StrEnum):
+    """Why a job slot or a decision was not run by this caller. The CLI prints these values."""
+
+    HELD = "held"
+    """Another live holder has it under a lease."""
+    ALREADY_FINAL = "already final"
+    """It was done before (a job run succeeded, a decision is final)."""

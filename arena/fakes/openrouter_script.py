@@ -1,0 +1,142 @@
+"""How the fake OpenRouter answers one completion: :class:`Behaviour` and the factories that
+build one per failure mode of ``openrouter-api.md`` (:func:`answer`, :func:`http_error`,
+:func:`error_in_200`, :func:`null_choices`...). :mod:`arena.fakes.openrouter` serves them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+Content = str | Callable[[list[dict[str, Any]]], str] | None
+ERROR_MESSAGES = {
+    400: "is not a valid model ID",
+    401: "No auth credentials found",
+    402: "Insufficient credits. Add more using https://openrouter.ai/settings/credits",
+    403: "Input was flagged by the moderation guardrail",
+    404: "No endpoints found that can handle the requested parameters.",
+    408: "Request timed out",
+    429: "Rate limit exceeded: too many requests",
+    502: "Provider returned error",
+    503: "No available providers for this model: service overloaded",
+}
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """How the fake answers one completion. Build with the factory functions below."""
+
+    kind: str  # answer | http_error | error_in_200 | null_choices
+    content: Content = None
+    reasoning: str | None = None
+    finish_reason: str = "stop"
+    status: int = 200
+    message: str | None = None
+    metadata: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None  # top-level error of a null-choices body
+    retry_after: str | None = None
+    delay: float = 0.0  # seconds before answering
+    provider: str | None = None  # overrides the model's default upstream
+
+
+def answer(
+    content: Content,
+    *,
+    reasoning: str | None = None,
+    finish_reason: str = "stop",
+    provider: str | None = None,
+    delay: float = 0.0,
+) -> Behaviour:
+    """A normal completion; ``content`` may be a callable receiving the request messages."""
+    return Behaviour(
+        "answer",
+        content=content,
+        reasoning=reasoning,
+        finish_reason=finish_reason,
+        provider=provider,
+        delay=delay,
+    )
+
+
+def fenced(obj: dict[str, Any]) -> Behaviour:
+    """The JSON answer wrapped in a ```json fence."""
+    return answer(f"```json\n{json.dumps(obj, indent=2)}\n```")
+
+
+def chatty(obj: dict[str, Any]) -> Behaviour:
+    """The JSON answer with prose before and after it."""
+    return answer(f"Let me think about these markets.\n{json.dumps(obj)}\nHope that helps!")
+
+
+def http_error(
+    status: int,
+    message: str | None = None,
+    *,
+    retry_after: str | float | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Behaviour:
+    """An HTTP error with OpenRouter's ``{"error": {code, message, metadata}}`` body."""
+    if metadata is None and status == 403:
+        metadata = {"reasons": ["violence"], "flagged_input": "...", "provider_name": "Fake"}
+    if metadata is None and status in (502, 503):
+        metadata = {"raw": "upstream unavailable", "provider_name": "FakeProvider"}
+    return Behaviour(
+        "http_error",
+        status=status,
+        message=message,
+        metadata=metadata,
+        retry_after=None if retry_after is None else str(retry_after),
+    )
+
+
+def error_in_200(
+    code: int = 502,
+    message: str = "Provider returned error",
+    metadata: dict[str, Any] | None = None,
+) -> Behaviour:
+    """HTTP 200 with ``finish_reason: "error"`` and ``choices[0].error``."""
+    meta = metadata if metadata is not None else {"raw": "stream interrupted"}
+    return Behaviour(
+        "error_in_200", finish_reason="error", message=message, metadata=meta, error={"code": code}
+    )
+
+
+def null_choices(error: dict[str, Any] | None = None) -> Behaviour:
+    """HTTP 200 with ``"choices": null``, with this top-level ``error`` or none at all."""
+    return Behaviour("null_choices", error=error)
+
+
+def null_choices_rate_limited(provider: str = "FakeProvider") -> Behaviour:
+    """The documented upstream 429 inside a 200 body with null choices."""
+    return null_choices(
+        {
+            "code": 429,
+            "message": "Provider returned error",
+            "metadata": {"raw": "Too Many Requests", "provider_name": provider},
+        }
+    )
+
+
+def empty_content() -> Behaviour:
+    return answer("")
+
+
+def null_content() -> Behaviour:
+    return answer(None)
+
+
+def reasoning_only(reasoning: str = "Thinking about the markets...") -> Behaviour:
+    """No content; the text (maybe holding the JSON answer) only in ``message.reasoning``."""
+    return answer(None, reasoning=reasoning)
+
+
+def length_exhausted() -> Behaviour:
+    """A reasoning model that spent all of ``max_tokens`` thinking: empty content, length."""
+    return answer("", reasoning="Let me weigh each market carefully...", finish_reason="length")
+
+
+def slow(seconds: float, then: Behaviour | None = None) -> Behaviour:
+    """``then`` (a default answer if omitted), delivered after ``seconds``."""
+    return replace(then or answer('{"action": "HOLD", "reasoning": "slow"}'), delay=seconds)

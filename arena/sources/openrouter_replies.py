@@ -1,0 +1,238 @@
+"""Reading OpenRouter's answers: a chat completion becomes a :class:`ModelReply` or raises its
+classified :class:`ProviderCallError`, and so does an exception of the ``openai`` SDK.
+
+Classification (``reason`` in brackets), see ``openrouter-api.md``, Failures:
+
+- HTTP 401, 402 -> :class:`FatalProviderError` [http_401, http_402]: stop the whole run.
+- HTTP 408, 429, 5xx -> :class:`TransientProviderError` [http_<status>], with ``Retry-After``.
+- Other HTTP 4xx (400, 403, 404...) -> :class:`PermanentProviderError` [http_<status>].
+- Timeout / network failure -> transient [timeout, connection]; unreadable body -> transient
+  [invalid_body].
+- 200 with ``finish_reason: "error"`` or ``choices: null`` plus an ``error`` object -> classified
+  by the error's ``code`` with the same table [error_in_200]; a missing code is transient.
+- 200 with ``choices`` null or empty and no error -> transient [null_choices].
+- Empty or null content with ``finish_reason: "length"`` -> permanent [length_exhausted]: the
+  model spent ``max_tokens`` (usually on reasoning); raise ``max_tokens`` or lower the effort.
+- Empty content, ``message.reasoning`` holding a JSON object -> a reply whose content is the
+  reasoning text (``content_from_reasoning=True``): some models put the answer only there, and
+  the decision parser extracts the last valid object from it.
+- Empty content, reasoning without any JSON object -> permanent [reasoning_only].
+- Empty or null content and no reasoning -> transient [empty_content] (a cold start).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import openai
+
+from arena.errors import (
+    FatalProviderError,
+    PermanentProviderError,
+    ProviderCallError,
+    TransientProviderError,
+)
+from arena.sources.http import retry_after_seconds
+from arena.sources.providers import ModelReply
+
+_JSON_SCAN_LIMIT = 200  # candidate "{" positions tried when looking for a JSON object
+
+
+def classify_completion(
+    status: int, headers: Mapping[str, str], text: str, latency_ms: int
+) -> ModelReply:
+    """Turn one HTTP 200 chat completion into a reply, or raise its classified failure."""
+    body = parse_json(text)
+    generation_id = _header(headers, "x-generation-id")
+    if not isinstance(body, dict):
+        raise TransientProviderError(
+            "unreadable response body",
+            reason="invalid_body",
+            status=status,
+            generation_id=generation_id,
+            latency_ms=latency_ms,
+            raw={"text": text[:2000]},
+        )
+    meta = _metadata(body, generation_id, latency_ms, status)
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        if isinstance(body.get("error"), dict):
+            raise _error_from_object(body["error"], "error_in_200", meta)
+        raise TransientProviderError("response without choices", reason="null_choices", **meta)
+    choice = choices[0]
+    finish_reason = choice.get("finish_reason")
+    if finish_reason == "error" or isinstance(choice.get("error"), dict):
+        raise _error_from_object(choice.get("error") or {}, "error_in_200", meta)
+    message = _dict(choice.get("message"))
+    content = _text(message.get("content"))
+    reasoning = _text(message.get("reasoning"))
+    reply_fields = {k: meta[k] for k in _REPLY_META}
+    if content and content.strip():
+        return ModelReply(
+            content=content, reasoning=reasoning, finish_reason=finish_reason, **reply_fields
+        )
+    if finish_reason == "length":
+        raise PermanentProviderError(
+            "empty answer: the model used all of max_tokens (often on reasoning); raise "
+            "max_tokens or lower the reasoning effort",
+            reason="length_exhausted",
+            **meta,
+        )
+    if reasoning and reasoning.strip():
+        if has_json_object(reasoning):
+            return ModelReply(
+                content=reasoning,
+                reasoning=reasoning,
+                finish_reason=finish_reason,
+                content_from_reasoning=True,
+                **reply_fields,
+            )
+        raise PermanentProviderError(
+            "empty content; the reasoning holds no JSON answer", reason="reasoning_only", **meta
+        )
+    raise TransientProviderError("empty content", reason="empty_content", **meta)
+
+
+_REPLY_META = (
+    "provider",
+    "model",
+    "generation_id",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "latency_ms",
+    "raw",
+)
+
+
+def has_json_object(text: str) -> bool:
+    """True when some ``{`` in ``text`` starts a complete JSON object (last ones tried first)."""
+    decoder = json.JSONDecoder()
+    starts = [i for i, char in enumerate(text) if char == "{"][-_JSON_SCAN_LIMIT:]
+    for start in reversed(starts):
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return True
+    return False
+
+
+def classify_status(code: int | None) -> type[ProviderCallError]:
+    """The failure class for an HTTP status or an OpenRouter error code."""
+    if code in (401, 402):
+        return FatalProviderError
+    if code is None or code in (408, 429) or code >= 500 or code < 400:
+        return TransientProviderError
+    return PermanentProviderError
+
+
+def error_from_sdk(exc: openai.APIError, latency_ms: int) -> ProviderCallError:
+    if isinstance(exc, openai.APITimeoutError):
+        return TransientProviderError("request timed out", reason="timeout", latency_ms=latency_ms)
+    if isinstance(exc, openai.APIConnectionError):
+        return TransientProviderError(
+            f"connection failed: {type(exc.__cause__ or exc).__name__}",
+            reason="connection",
+            latency_ms=latency_ms,
+        )
+    if isinstance(exc, openai.APIStatusError):
+        response = exc.response
+        body = parse_json(response.text)
+        raw: dict[str, Any] = body if isinstance(body, dict) else {"text": response.text[:2000]}
+        meta = _metadata(raw, _header(response.headers, "x-generation-id"), latency_ms, None)
+        meta["status"] = response.status_code
+        meta["retry_after"] = retry_after_seconds(response.headers)
+        error = _dict(raw.get("error"))
+        return _error_from_object(
+            {"code": response.status_code, **error}, f"http_{response.status_code}", meta
+        )
+    return TransientProviderError(
+        f"SDK error: {type(exc).__name__}", reason="sdk_error", latency_ms=latency_ms
+    )
+
+
+def _error_from_object(
+    error: dict[str, Any], reason: str, meta: dict[str, Any]
+) -> ProviderCallError:
+    code = error.get("code")
+    numeric = code if isinstance(code, int) and not isinstance(code, bool) else None
+    cls = classify_status(meta.get("status") if reason.startswith("http_") else numeric)
+    metadata = _dict(error.get("metadata"))
+    message = str(error.get("message") or reason)
+    if metadata.get("raw") and isinstance(metadata["raw"], str):
+        message = f"{message}: {metadata['raw'][:300]}"
+    provider = metadata.get("provider_name") or meta.get("provider")  # who failed, if named
+    return cls(
+        message,
+        reason=reason,
+        error_code=code,
+        error_type=metadata.get("error_type"),
+        **{**meta, "provider": provider},
+    )
+
+
+def _metadata(
+    body: dict[str, Any], generation_id: str | None, latency_ms: int, status: int | None
+) -> dict[str, Any]:
+    usage = _dict(body.get("usage"))
+    body_id = body.get("id")
+    return {
+        "status": status,
+        "provider": body.get("provider") if isinstance(body.get("provider"), str) else None,
+        "model": body.get("model") if isinstance(body.get("model"), str) else None,
+        "generation_id": generation_id or (body_id if isinstance(body_id, str) else None),
+        "prompt_tokens": _int(usage.get("prompt_tokens")),
+        "completion_tokens": _int(usage.get("completion_tokens")),
+        "cost_usd": optional_decimal(usage.get("cost")),
+        "latency_ms": latency_ms,
+        "raw": body,
+    }
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header by name, case-insensitively (httpx headers or a plain dict)."""
+    value = headers.get(name)
+    if value is None:
+        value = next((v for k, v in headers.items() if k.lower() == name), None)
+    return value
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def parse_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _text(value: Any) -> str | None:
+    """Content as text; a list of content parts is joined."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [p.get("text", "") for p in value if isinstance(p, dict)]
+        return "".join(p for p in parts if isinstance(p, str))
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def optional_decimal(value: Any) -> Decimal | None:
+    """A JSON number or decimal string as an exact Decimal (floats via their shortest repr)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        result = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return None
+    return result if result.is_finite() else None
