@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.routing import APIRoute
 
 from arena.web import records, standings
 from arena.web.context import WebContext
@@ -24,7 +27,24 @@ from arena.web.params import (
     page_of,
 )
 
-router = APIRouter(prefix="/api/v1", tags=["api"])
+
+class JSONReadyRoute(APIRoute):
+    """An API route whose endpoint returns JSON-ready dicts and lists (the rows the pages
+    render, already made plain by :func:`arena.web.context.jsonable`): they are serialised once
+    by ``json.dumps``, skipping FastAPI's validation and re-encoding of every value against the
+    ``dict[str, Any]`` return annotation (a third of the agent route's time). The annotation
+    still documents the route in ``/api/docs``."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        @functools.wraps(endpoint)
+        def respond(*args: Any, **kw: Any) -> Any:
+            body = endpoint(*args, **kw)
+            return body if isinstance(body, Response) else JSONResponse(body)
+
+        super().__init__(path, respond, **kwargs)
+
+
+router = APIRouter(prefix="/api/v1", tags=["api"], route_class=JSONReadyRoute)
 # The repository's METHODOLOGY.md, shipped in the package (arena/resources links to it).
 METHODOLOGY = Path(str(resources.files("arena") / "resources" / "METHODOLOGY.md"))
 
