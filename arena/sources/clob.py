@@ -43,8 +43,7 @@ from arena.sources.http import (
     USER_AGENT,
     backoff_seconds,
     describe_error,
-    error_text,
-    retry_after_seconds,
+    json_body,
 )
 
 __all__ = [
@@ -261,23 +260,16 @@ class ClobClient:
             headers=headers,
             timeout=self._timeout,
         )
-        status = response.status_code
-        if status == 429 or status >= 500:
-            raise TransientError(
-                f"HTTP {status}{error_text(response)}", retry_after_seconds(response.headers)
-            )
-        if status == 404 and allow_404:
-            raise SourceNotFound()
-        if status >= 400:
-            raise ClobError(f"{method} {path}: HTTP {status}{error_text(response)}")
-        try:
-            body = json.loads(response.content, parse_float=Decimal)
-        except ValueError:
-            kind = response.headers.get("content-type", "no content type")
-            raise TransientError(f"HTTP {status} body is not JSON ({kind})") from None
+        body = json_body(
+            response,
+            allow_404=allow_404,
+            refused=lambda reason: ClobError(f"{method} {path}: {reason}"),
+        )
         if not isinstance(body, expect):
             wanted = "an array" if expect is list else "an object"
-            raise TransientError(f"HTTP {status} body is not {wanted}: {type(body).__name__}")
+            raise TransientError(
+                f"HTTP {response.status_code} body is not {wanted}: {type(body).__name__}"
+            )
         return body
 
     def _wait(self, state: tenacity.RetryCallState) -> float:

@@ -22,14 +22,12 @@ re-sort, so a row whose volume fields are missing still keeps its rank.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Protocol
 
 import httpx
@@ -44,8 +42,7 @@ from arena.sources.http import USER_AGENT as USER_AGENT  # re-exported
 from arena.sources.http import (
     backoff_seconds,
     describe_error,
-    error_text,
-    retry_after_seconds,
+    json_body,
 )
 
 logger = logging.getLogger(__name__)
@@ -278,19 +275,11 @@ class GammaClient:
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
             timeout=self._timeout,
         )
-        status = response.status_code
-        if status == 429 or status >= 500:
-            raise TransientError(
-                f"HTTP {status}{error_text(response)}", retry_after_seconds(response.headers)
-            )
-        if status == 404 and allow_404:
-            raise SourceNotFound()
-        if status >= 400:
-            raise GammaError(f"GET {path}: HTTP {status}{error_text(response)}")
-        try:
-            body = json.loads(response.content, parse_float=Decimal)
-        except ValueError:
-            raise TransientError("malformed JSON body") from None
+        body = json_body(
+            response,
+            allow_404=allow_404,
+            refused=lambda reason: GammaError(f"GET {path}: {reason}"),
+        )
         if keyset and not _is_keyset_envelope(body):
             raise TransientError("body is not a keyset page")
         return body

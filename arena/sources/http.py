@@ -1,15 +1,19 @@
 """What the HTTP clients (Gamma, CLOB, OpenRouter) share: the wait a server asks for, the
-backoff between attempts, and how a failure is described in logs and errors."""
+backoff between attempts, how a failure is described in logs and errors, and how a Polymarket
+data API answer is read."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import Any
 
 import httpx
 
 from arena import __version__
-from arena.errors import TransientError
+from arena.errors import SourceNotFound, TransientError
 
 USER_AGENT = f"arena/{__version__} (+https://github.com/arena-benchmark/arena)"
 BACKOFF_BASE_SECONDS = 0.5
@@ -64,3 +68,27 @@ def describe_error(exc: BaseException | None) -> str:
     if isinstance(exc, httpx.TransportError):
         return f"connection error ({type(exc).__name__}: {exc})"
     return str(exc)
+
+
+def json_body(
+    response: httpx.Response, *, allow_404: bool, refused: Callable[[str], Exception]
+) -> Any:
+    """The body of a Polymarket data API answer (Gamma, CLOB) as JSON with exact decimals, or
+    the exception that says what the answer was: :class:`TransientError` for a 429 (with its
+    ``Retry-After``), a 5xx or a body that is not JSON (an HTML error page): retried;
+    :class:`SourceNotFound` for a 404 the caller gives a meaning; ``refused(reason)`` for any
+    other 4xx: final."""
+    status = response.status_code
+    if status == 429 or status >= 500:
+        raise TransientError(
+            f"HTTP {status}{error_text(response)}", retry_after_seconds(response.headers)
+        )
+    if status == 404 and allow_404:
+        raise SourceNotFound()
+    if status >= 400:
+        raise refused(f"HTTP {status}{error_text(response)}")
+    try:
+        return json.loads(response.content, parse_float=Decimal)
+    except ValueError:
+        kind = response.headers.get("content-type", "no content type")
+        raise TransientError(f"HTTP {status} body is not JSON ({kind})") from None

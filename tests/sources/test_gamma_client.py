@@ -188,7 +188,7 @@ def test_transient_faults_are_retried_with_backoff(
         "500": "cannot get the information",
         "drop": "connection error",
         "connect_error": "connection error",
-        "malformed": "malformed JSON body",
+        "malformed": "body is not JSON",
         "slow": "timeout",
     }[kind]
     assert expected in caplog.text
