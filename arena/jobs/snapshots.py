@@ -216,20 +216,23 @@ def value_agents(
             ).all()
         )
         book = _Book(markets, token_marks, held)
-        positions = conn.execution_options(yield_per=STREAM_ROWS).execute(
-            select(
-                Position.agent_id,
-                Position.market_id,
-                Position.side,
-                Position.shares,
-                Position.cost_basis,
-                Cohort.pricing,
+        # one stream per pricing mode (a mode-book position is valued at its token's mark), so
+        # no row carries its cohort's mode
+        for mode in Pricing:
+            positions = conn.execution_options(yield_per=STREAM_ROWS).execute(
+                select(
+                    Position.agent_id,
+                    Position.market_id,
+                    Position.side,
+                    Position.shares,
+                    Position.cost_basis,
+                )
+                .join(Cohort, Cohort.id == Position.cohort_id)
+                .where(Position.status == PositionStatus.OPEN, Cohort.pricing == mode, *unfinished)
             )
-            .join(Cohort, Cohort.id == Position.cohort_id)
-            .where(Position.status == PositionStatus.OPEN, *unfinished)
-        )
-        for agent_id, market_id, side, shares, cost_basis, pricing in positions:
-            book.add(agent_id, market_id, side, shares, cost_basis, pricing == Pricing.BOOK)
+            in_book = mode is Pricing.BOOK
+            for agent_id, market_id, side, shares, cost_basis in positions:
+                book.add(agent_id, market_id, side, shares, cost_basis, in_book)
 
     rows: list[dict[str, Any]] = []
     for agent_id, cohort_id, starting, cash, realized, pricing in agents:
