@@ -278,10 +278,12 @@ class Position(Base):
             sqlite_where=text(f"status = '{PositionStatus.OPEN}'"),
             postgresql_where=text(f"status = '{PositionStatus.OPEN}'"),
         ),
+        # an agent's positions by status (its leading column serves every lookup by agent)
+        Index("ix_positions_agent_id_status", "agent_id", "status"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id"), index=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id"))
     cohort_id: Mapped[int] = mapped_column(ForeignKey("cohorts.id"), index=True)
     market_id: Mapped[str] = mapped_column(ForeignKey("markets.id"), index=True)
     side: Mapped[str] = mapped_column(String(300))  # YES | NO | outcome name
