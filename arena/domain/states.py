@@ -112,3 +112,8 @@ class Blocked(enum.StrEnum):
     """Another live holder has it under a lease."""
     ALREADY_FINAL = "already final"
     """It was done before (a job run succeeded, a decision is final)."""
+
+
+CLOB_UNAVAILABLE = "clob_unavailable"
+"""The system-log event of a CLOB outage: written where a book could not be fetched
+(:mod:`arena.jobs.books`), listed by ``arena status`` (:mod:`arena.jobs.status`)."""

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.domain.book import FeeSchedule, OrderBook, Pricing, exit_proceeds, mark
 from arena.domain.ledger import ZERO
 from arena.domain.markets import side_index
-from arena.domain.states import PositionStatus
+from arena.domain.states import CLOB_UNAVAILABLE, PositionStatus
 from arena.errors import BookMissing, ClobError, ExecutionError, NoBook
 from arena.store.db import transaction
 from arena.store.models import BookMark, Cohort, Market, MarketFee, Position, SystemLog
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FEE_MAX_AGE = timedelta(days=1)
-CLOB_UNAVAILABLE = "clob_unavailable"  # the system-log event of an outage
 
 
 def store_marks(

@@ -16,8 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.config import Settings
-from arena.domain.states import MarketStatus, PositionStatus
-from arena.jobs.books import CLOB_UNAVAILABLE
+from arena.domain.states import CLOB_UNAVAILABLE, MarketStatus, PositionStatus
 from arena.jobs.cohorts import decision_window, unfinished_cohorts
 from arena.jobs.due import current_week_due
 from arena.jobs.guard import latest_runs
