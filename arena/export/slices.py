@@ -12,6 +12,7 @@ from sqlalchemy import Select, select, union
 from arena.export.spec import ExportFilters, Restrict
 from arena.store.models import (
     Agent,
+    BookMark,
     BrierScore,
     Cohort,
     Decision,
@@ -74,14 +75,22 @@ def referenced_markets(f: ExportFilters) -> Any:
     return union(traded, held, shown, scored, forecast)
 
 
-def markets_restrict(statement: Select, f: ExportFilters) -> Select:
-    """With any filter, only the markets the slice refers to; without, every market."""
-    return statement.where(Market.id.in_(referenced_markets(f))) if f.any else statement
+def of_referenced_markets(market_id: Any) -> Restrict:
+    """With any filter, only rows of the markets the slice refers to; without, every row."""
+
+    def restrict(statement: Select, f: ExportFilters) -> Select:
+        return statement.where(market_id.in_(referenced_markets(f))) if f.any else statement
+
+    return restrict
+
+
+markets_restrict = of_referenced_markets(Market.id)
+book_marks_restrict = of_referenced_markets(BookMark.market_id)  # current state: no time cut
 
 
 def market_prices_restrict(statement: Select, f: ExportFilters) -> Select:
     statement = slice_on(time=MarketPrice.observed_at)(statement, f)
-    return statement.where(MarketPrice.market_id.in_(referenced_markets(f))) if f.any else statement
+    return of_referenced_markets(MarketPrice.market_id)(statement, f)
 
 
 def families_restrict(statement: Select, f: ExportFilters) -> Select:

@@ -22,11 +22,11 @@ from arena.export.slices import (
     POSITIONS_SLICE,
     TRADES_SLICE,
     agent_join,
+    book_marks_restrict,
     cohorts_restrict,
     families_restrict,
     market_prices_restrict,
     markets_restrict,
-    referenced_markets,
     slice_on,
     universes_restrict,
 )
@@ -441,9 +441,7 @@ BOOK_MARKS = TableSpec(
     ),
     from_table(BookMark),
     BookMark.token_id,
-    lambda statement, f: (
-        statement.where(BookMark.market_id.in_(referenced_markets(f))) if f.any else statement
-    ),
+    book_marks_restrict,
 )
 
 TABLES: tuple[TableSpec, ...] = (
