@@ -80,6 +80,16 @@ class BookWorld:
     def answer(self, obj: dict[str, Any]) -> None:
         self.world.fake.set_default(MODELS[FED], fake_answer(obj))
 
+    def answer_bets(self, *bets: tuple[str, str, int]) -> None:
+        """The scripted family answers BET with these (market id, side, amount) bets."""
+        self.answer(
+            {
+                "action": "BET",
+                "bets": [{"market_id": m, "side": side, "amount": a} for m, side, a in bets],
+                "reasoning": "r",
+            }
+        )
+
     def run(self, at: Any = DECIDE_AT) -> Any:
         registry = self.world.registry()
         clock = FixedClock(at)
@@ -161,10 +171,7 @@ def test_new_cohorts_are_book_and_the_universe_keeps_only_booked_markets(
 
 
 def test_buy_fills_across_three_levels_and_stops_at_the_limit(book_world: BookWorld) -> None:
-    book_world.answer(
-        {"action": "BET", "bets": [{"market_id": "1001", "side": "YES", "amount": 500}],
-         "reasoning": "r"}
-    )  # fmt: skip
+    book_world.answer_bets(("1001", "YES", 500))
     book_world.run()
     (trade,) = book_world.trades()
     assert trade.pricing == "book"
@@ -187,10 +194,7 @@ def test_buy_fills_across_three_levels_and_stops_at_the_limit(book_world: BookWo
 
 
 def test_no_bet_walks_the_mirrored_book_and_pays_the_fee(book_world: BookWorld) -> None:
-    book_world.answer(
-        {"action": "BET", "bets": [{"market_id": "1004", "side": "NO", "amount": 100}],
-         "reasoning": "r"}
-    )  # fmt: skip
+    book_world.answer_bets(("1004", "NO", 100))
     book_world.run()
     (trade,) = book_world.trades()
     # NO asks mirror YES bids: 0.54 -> NO ask 0.46, fee 0.04 * 0.46 * 0.54 per share
@@ -204,10 +208,7 @@ def test_no_bet_walks_the_mirrored_book_and_pays_the_fee(book_world: BookWorld) 
 
 
 def test_sell_into_the_bids(book_world: BookWorld) -> None:
-    book_world.answer(
-        {"action": "BET", "bets": [{"market_id": "1001", "side": "YES", "amount": 100}],
-         "reasoning": "r"}
-    )  # fmt: skip
+    book_world.answer_bets(("1001", "YES", 100))
     book_world.run()
     with book_world.world.db.factory() as session:
         position = session.execute(
@@ -239,10 +240,7 @@ def test_sell_into_the_bids(book_world: BookWorld) -> None:
 def test_a_book_that_vanished_before_execution_fails_with_its_reason(
     book_world: BookWorld,
 ) -> None:
-    book_world.answer(
-        {"action": "BET", "bets": [{"market_id": "1001", "side": "YES", "amount": 100}],
-         "reasoning": "r"}
-    )  # fmt: skip
+    book_world.answer_bets(("1001", "YES", 100))
     factory, settings = book_world.world.db.factory, book_world.world.settings
     with factory() as session:
         cohort_ids = list(session.scalars(select(Cohort.id)))
@@ -256,10 +254,7 @@ def test_a_book_that_vanished_before_execution_fails_with_its_reason(
 
 
 def test_a_clob_outage_during_the_run_never_falls_back_to_gamma(book_world: BookWorld) -> None:
-    book_world.answer(
-        {"action": "BET", "bets": [{"market_id": "1004", "side": "YES", "amount": 100}],
-         "reasoning": "r"}
-    )  # fmt: skip
+    book_world.answer_bets(("1004", "YES", 100))
     factory, settings = book_world.world.db.factory, book_world.world.settings
     with factory() as session:
         cohort_ids = list(session.scalars(select(Cohort.id)))
@@ -283,10 +278,7 @@ def test_a_clob_outage_during_the_run_never_falls_back_to_gamma(book_world: Book
 
 
 def test_snapshot_marks_at_the_mid_and_stores_the_exit_value(book_world: BookWorld) -> None:
-    book_world.answer(
-        {"action": "BET", "bets": [{"market_id": "1004", "side": "YES", "amount": 1000}],
-         "reasoning": "r"}
-    )  # fmt: skip
+    book_world.answer_bets(("1004", "YES", 1000))
     book_world.run()
     (trade,) = book_world.trades()
     # the book moves: bid 0.60 x 100 then 0.58 x lots, ask 0.62 (mid 0.61)
@@ -334,11 +326,7 @@ def test_a_held_market_unknown_to_the_clob_does_not_void_the_other_exit_values(
 ) -> None:
     """A held market the CLOB no longer knows (its book gone, ``/clob-markets`` 404) adds no
     exit proceeds; it must not turn the whole snapshot's exit values into unknowns."""
-    book_world.answer(
-        {"action": "BET", "bets": [{"market_id": "1001", "side": "YES", "amount": 60},
-                                   {"market_id": "1004", "side": "YES", "amount": 1000}],
-         "reasoning": "r"}
-    )  # fmt: skip
+    book_world.answer_bets(("1001", "YES", 60), ("1004", "YES", 1000))
     book_world.run()
     assert len(book_world.trades()) == 2
     with book_world.clob._lock:

@@ -12,10 +12,7 @@ from tests.jobs.test_book_pricing import FED, BookWorld, book_world, clob  # noq
 
 
 def test_leaderboard_and_decision_pages_show_the_fills(book_world: BookWorld) -> None:  # noqa: F811
-    book_world.answer(
-        {"action": "BET", "bets": [{"market_id": "1001", "side": "YES", "amount": 500}],
-         "reasoning": "r"}
-    )  # fmt: skip
+    book_world.answer_bets(("1001", "YES", 500))
     book_world.run()
     with book_world.world.db.factory() as session:
         decision_id = session.execute(
