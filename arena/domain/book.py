@@ -15,7 +15,7 @@ Rounding, beside the ledger's own rules (:mod:`arena.domain.ledger`):
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from functools import cached_property
@@ -273,14 +273,10 @@ def walk_sell(
     touch = book.best_bid
     if touch is None:
         raise NoLiquidity(f"token {book.token_id} has no bids")
-    left = shares
-    taken: list[LevelFill] = []
-    for level in book.bids_best_first():
-        if (limit is not None and level.price < limit) or left <= ZERO:
-            break
-        take = min(level.size, left)
-        taken.append(LevelFill(level.price, take, take * fee.per_share(level.price)))
-        left -= take
+    taken = [
+        LevelFill(price, take, take * fee.per_share(price))
+        for price, take in _bids_taken(book, shares, limit)
+    ]
     fill = _fill(book, TradeSide.SELL, taken, limit if limit is not None else ZERO, touch)
     if fill is None:
         raise NoLiquidity(
@@ -295,19 +291,32 @@ def exit_proceeds(book: OrderBook, shares: Decimal, fee: FeeSchedule = NO_FEE) -
     """What selling ``shares`` into the current bids would bring, fees included, to the cent
     (rounded down); 0 when the bids take nothing.
 
-    The cash of ``walk_sell(book, shares, None, fee)``, computed with the same operations in
-    the same order but without building the fill: a snapshot asks it of every open position
-    (a property test keeps the two equal)."""
-    left, notional, fees = shares, ZERO, ZERO
+    The cash of ``walk_sell(book, shares, None, fee)``: the same levels and rounding, summed
+    without building the fill, since a snapshot asks it of every open position (a property
+    test keeps the two equal)."""
+    notional = fees = ZERO
+    for price, take in _bids_taken(book, shares, None):
+        notional += take * price
+        fees += take * fee.per_share(price)
+    return _sell_cash(notional, fees) if notional > ZERO else ZERO
+
+
+def _bids_taken(
+    book: OrderBook, shares: Decimal, limit: Decimal | None
+) -> Iterator[tuple[Decimal, Decimal]]:
+    """(price, shares) taken from each bid, best first, until ``shares`` are sold or a bid is
+    below ``limit``."""
+    left = shares
     for level in book.bids_best_first():
-        if left <= ZERO:
-            break
+        if (limit is not None and level.price < limit) or left <= ZERO:
+            return
         take = min(level.size, left)
-        notional += take * level.price
-        fees += take * fee.per_share(level.price)
+        yield level.price, take
         left -= take
-    if notional <= ZERO:
-        return ZERO
+
+
+def _sell_cash(notional: Decimal, fees: Decimal) -> Decimal:
+    """A SELL's cash in: levels minus fees, rounded down to the cent (against the agent)."""
     return max(ZERO, (notional - fees).quantize(MONEY, rounding=ROUND_FLOOR))
 
 
@@ -355,7 +364,7 @@ def _fill(
     if side is TradeSide.BUY:
         cash = (notional + fee).quantize(MONEY, rounding=ROUND_CEILING)
     else:
-        cash = max(ZERO, (notional - fee).quantize(MONEY, rounding=ROUND_FLOOR))
+        cash = _sell_cash(notional, fee)
     return Fill(
         side=side,
         shares=shares,
