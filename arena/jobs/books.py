@@ -30,6 +30,7 @@ from arena.domain.ledger import ZERO
 from arena.domain.markets import side_index
 from arena.domain.states import CLOB_UNAVAILABLE, PositionStatus
 from arena.errors import BookMissing, ClobError, ExecutionError, NoBook
+from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import BookMark, Cohort, Market, MarketFee, Position, SystemLog
 from arena.store.upsert import dialect_insert
@@ -64,7 +65,7 @@ def store_marks(
             }
         )
     if rows:
-        statement = dialect_insert(session, BookMark.__table__)
+        statement = dialect_insert(session, schema.book_marks)
         excluded = statement.excluded
         session.execute(
             statement.on_conflict_do_update(
@@ -125,7 +126,7 @@ def fee_schedules(
     fetched = {cid: source.fee_schedule(cid) for cid in wanted if cid not in schedules}
     if fetched:
         with transaction(factory) as session:
-            statement = dialect_insert(session, MarketFee.__table__)
+            statement = dialect_insert(session, schema.market_fees)
             session.execute(
                 statement.on_conflict_do_update(
                     index_elements=["condition_id"],

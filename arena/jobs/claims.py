@@ -28,6 +28,7 @@ from arena.domain.decisions import ValidDecision
 from arena.domain.states import Blocked, DecisionStatus
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
 from arena.jobs.holders import Heartbeat, holder_alive, label, this_process
+from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import Decision, DecisionAttempt
 from arena.store.upsert import insert_ignore
@@ -99,7 +100,7 @@ def claim_decision(
     with transaction(factory) as session:
         inserted = insert_ignore(
             session,
-            Decision.__table__,  # type: ignore[arg-type]
+            schema.decisions,
             {
                 "agent_id": agent_id,
                 "cohort_id": cohort_id,

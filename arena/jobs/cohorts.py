@@ -18,8 +18,9 @@ from arena.clock import Clock, week_start
 from arena.config import BaselineFamily, OpenRouterFamily, Settings
 from arena.domain.prompting import prompt_version_for
 from arena.domain.states import CohortStatus, PositionStatus
+from arena.store import schema
 from arena.store.db import transaction
-from arena.store.models import Agent, Cohort, Family, Position
+from arena.store.models import Agent, Cohort, Position
 from arena.store.upsert import insert_ignore, upsert
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def sync_families(session: Session, settings: Settings, now: datetime) -> None:
     rows = [family_row(family, now) for family in settings.families]
     upsert(
         session,
-        Family.__table__,  # type: ignore[arg-type]
+        schema.families,
         rows,
         conflict=["id"],
         update=[
@@ -75,7 +76,7 @@ def start_cohort(factory: sessionmaker[Session], settings: Settings, clock: Cloc
         sync_families(session, settings, now)
         created = insert_ignore(
             session,
-            Cohort.__table__,  # type: ignore[arg-type]
+            schema.cohorts,
             {
                 "week_start": start,
                 "created_at": now,

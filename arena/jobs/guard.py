@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.clock import Clock, SystemClock
 from arena.domain.states import Blocked, JobRunStatus
 from arena.jobs.holders import Heartbeat, holder_alive, label, this_process
+from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import JobRun, SystemLog
 from arena.store.upsert import insert_ignore
@@ -84,7 +85,7 @@ def _acquire(
     with transaction(factory) as session:
         inserted = insert_ignore(
             session,
-            JobRun.__table__,  # type: ignore[arg-type]
+            schema.job_runs,
             {"job": job, "slot": slot, **take},
             conflict=["job", "slot"],
         )

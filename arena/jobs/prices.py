@@ -41,6 +41,7 @@ from arena.clock import Clock
 from arena.domain.markets import MarketView, stored_prices
 from arena.domain.states import MarketStatus
 from arena.sources.gamma import MarketSource
+from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import Market, MarketPrice
 from arena.store.queries import held_market_ids
@@ -102,7 +103,7 @@ def store_markets(session: Session, markets: Iterable[MarketView], now: datetime
         stored.update(_last_history(session, [m.id for m in chunk]))
         counts.price_changes += insert_ignore(
             session,
-            MarketPrice.__table__,  # type: ignore[arg-type]
+            schema.market_prices,
             _price_history(chunk, stored, now),
             conflict=["market_id", "observed_at"],
         )
@@ -151,8 +152,8 @@ def _upsert(
     session: Session, markets: Sequence[MarketView], now: datetime, existing: set[str]
 ) -> tuple[int, int]:
     """Insert new markets and update changed ones in one statement; (inserted, updated)."""
-    table = Market.__table__
-    insert = dialect_insert(session, Market.__table__).values(
+    table = schema.markets
+    insert = dialect_insert(session, schema.markets).values(
         prices=bindparam("prices", type_=_SQL_NULL_JSON),
         last_raw_prices=bindparam("last_raw_prices", type_=_SQL_NULL_JSON),
         clob_token_ids=bindparam("clob_token_ids", type_=_SQL_NULL_JSON),

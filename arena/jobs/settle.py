@@ -57,8 +57,9 @@ from arena.errors import ArenaError, JobFailed
 from arena.jobs.prices import store_markets
 from arena.jobs.universe import market_from_row
 from arena.sources.gamma import MarketSource
+from arena.store import schema
 from arena.store.db import transaction
-from arena.store.models import Agent, BrierScore, Forecast, Market, Position, Trade
+from arena.store.models import Agent, Forecast, Market, Position, Trade
 from arena.store.queries import held_market_ids
 from arena.store.upsert import insert_ignore
 
@@ -336,7 +337,7 @@ def _write_brier_rows(session: Session, market_id: str, winner: str, now: dateti
     for start in range(0, len(rows), INSERT_CHUNK):
         written += insert_ignore(
             session,
-            BrierScore.__table__,  # type: ignore[arg-type]
+            schema.brier_scores,
             rows[start : start + INSERT_CHUNK],
             conflict=["trade_id"],
         )

@@ -37,7 +37,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Table, func, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
@@ -52,6 +52,7 @@ from arena.jobs.books import HeldBooks, fetch_held_books
 from arena.jobs.prices import refresh_held_markets
 from arena.slots import job_slot
 from arena.sources.gamma import MarketSource
+from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import (
     Agent,
@@ -59,7 +60,6 @@ from arena.store.models import (
     BrierScore,
     Cohort,
     Market,
-    PortfolioSnapshot,
     Position,
 )
 from arena.store.queries import held_market_ids
@@ -346,7 +346,7 @@ def insert_snapshots(session: Session, rows: list[dict[str, Any]]) -> int:
     One statement compiled once and executed for all rows (SQLAlchemy batches the VALUES and
     the RETURNING), instead of compiling a fresh multi-row VALUES per chunk.
     """
-    table: Table = PortfolioSnapshot.__table__  # type: ignore[assignment]
+    table = schema.portfolio_snapshots
     insert = dialect_insert(session, table)
     statement = insert.on_conflict_do_nothing(index_elements=["agent_id", "taken_at"]).returning(
         table.c.id

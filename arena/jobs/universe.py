@@ -29,6 +29,7 @@ from arena.domain.markets import MarketView, stored_prices, valid_prices
 from arena.domain.states import MarketStatus
 from arena.errors import ClobError, UniverseUnavailable
 from arena.jobs.books import record_outage, store_marks
+from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import DecisionUniverse, Market, UniverseMarket
 from arena.store.queries import held_market_ids
@@ -146,7 +147,7 @@ def freeze_universe(
     with transaction(factory) as session:
         inserted = insert_ignore(
             session,
-            DecisionUniverse.__table__,  # type: ignore[arg-type]
+            schema.decision_universes,
             {
                 "run_slot": slot,
                 "frozen_at": now,

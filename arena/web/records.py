@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from arena.domain.states import MarketStatus, PositionStatus
 from arena.errors import NotFound
+from arena.store import schema
 from arena.store.models import (
     Agent,
     BrierScore,
@@ -68,7 +69,7 @@ def markets(
     held: bool = False,
 ) -> dict[str, Any]:
     """Markets matching the search and filters; ``held`` keeps those with an open position."""
-    statement = select(*(Market.__table__.c[name] for name in MARKET_LIST_COLUMNS))
+    statement = select(*(schema.markets.c[name] for name in MARKET_LIST_COLUMNS))
     if q:
         pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         statement = statement.where(

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from arena.analytics.leaderboard import FamilyStanding, compute_leaderboard, money_text, to_json
 from arena.domain.states import PositionStatus
 from arena.errors import NotFound
+from arena.store import schema
 from arena.store.models import (
     Agent,
     BrierScore,
@@ -169,7 +170,7 @@ def decisions(
     family_id: str | None = None,
 ) -> dict[str, Any]:
     """Decisions, newest first, with their agent's family."""
-    wanted = [Decision.__table__.c[name] for name in DECISION_COLUMNS]
+    wanted = [schema.decisions.c[name] for name in DECISION_COLUMNS]
     statement = select(*wanted, Agent.family_id, Agent.display_name).join(
         Agent, Agent.id == Decision.agent_id
     )
@@ -198,7 +199,7 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
         .scalar_subquery()
     )
     lineage = [
-        Agent.__table__.c[name]
+        schema.agents.c[name]
         for name in (
             "id",
             "cohort_id",
@@ -213,7 +214,7 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
         )
     ]
     snapshot = [
-        PortfolioSnapshot.__table__.c[name].label(f"snapshot_{name}")
+        schema.portfolio_snapshots.c[name].label(f"snapshot_{name}")
         for name in ("taken_at", "total_value", "pnl", "pnl_pct", "brier", "resolved_bets")
     ]
     per_cohort = []

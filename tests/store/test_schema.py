@@ -11,7 +11,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped
 
+from arena.store import schema
 from arena.store.db import current_revision, upgrade
 from arena.store.models import (
     Agent,
@@ -35,6 +37,27 @@ def test_migration_head_matches_models(db: Database) -> None:
         context = MigrationContext.configure(connection, opts={"compare_type": True})
         assert compare_metadata(context, Base.metadata) == []
     assert current_revision(db.engine) is not None
+
+
+def test_every_orm_class_types_exactly_its_tables_columns() -> None:
+    """The ORM classes are mapped onto the Core tables of ``arena.store.schema``; their
+    annotations (what mypy checks attribute use against) name every column once, and say
+    ``| None`` exactly where the column is nullable."""
+    import typing
+
+    import arena.store.models as models
+
+    mapped = {m.class_.__name__: m.class_ for m in Base.registry.mappers}
+    assert {c.__table__.name for c in mapped.values()} == set(schema.metadata.tables)
+    for name, cls in mapped.items():
+        annotations = typing.get_type_hints(cls, vars(models))
+        typed = {
+            key: "None" in str(hint)
+            for key, hint in annotations.items()
+            if typing.get_origin(hint) is Mapped
+        }
+        columns = {c.key: c.nullable for c in cls.__table__.columns}
+        assert typed == columns, name
 
 
 def test_upgrade_is_idempotent(db: Database) -> None:
