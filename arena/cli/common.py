@@ -65,11 +65,11 @@ class AppState:
             self._factory = session_factory(self.engine)
         return self._factory
 
-    def reader(self) -> sessionmaker[Session]:
-        """A session factory for commands that only read (status, leaderboard, export,
-        analyze): it never writes, so it works on a read-only database. A database already at
-        the latest schema is not migrated; one behind is migrated first if it can be."""
-        if self._reader is None:
+    def read_engine(self) -> Engine:
+        """An engine for commands that only read (status, leaderboard, export, analyze): it
+        never writes, so it works on a read-only database. A database already at the latest
+        schema is not migrated; one behind is migrated first if it can be."""
+        if self._read_engine is None:
             from sqlalchemy.exc import DBAPIError
 
             from arena.store.db import (
@@ -77,7 +77,6 @@ class AppState:
                 current_revision,
                 head_revision,
                 make_engine,
-                session_factory,
                 upgrade,
             )
 
@@ -94,7 +93,14 @@ class AppState:
                         f"not {head_revision()}, and the database cannot be migrated "
                         f"({storage_failure(exc)}); run `arena db upgrade` with write access"
                     ) from None
-            self._reader = session_factory(engine)
+        return self._read_engine
+
+    def reader(self) -> sessionmaker[Session]:
+        """ORM sessions on :meth:`read_engine`."""
+        if self._reader is None:
+            from arena.store.db import session_factory
+
+            self._reader = session_factory(self.read_engine())
         return self._reader
 
     def close(self) -> None:

@@ -114,8 +114,10 @@ def status(
     from arena.jobs.status import read_status
 
     app_state = state(ctx)
-    with app_state.reader()() as session:
-        report = read_status(session, app_state.settings, clock_for(at).now(), SystemClock().now())
+    with app_state.read_engine().connect() as connection:  # Core only: no ORM to load
+        report = read_status(
+            connection, app_state.settings, clock_for(at).now(), SystemClock().now()
+        )
     if fmt == "json":
         typer.echo(json.dumps(report.to_json(), indent=2))
         return

@@ -21,6 +21,7 @@ from arena.domain.states import CohortStatus, PositionStatus
 from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import Agent, Cohort, Position
+from arena.store.queries import decision_window
 from arena.store.upsert import insert_ignore, upsert
 
 log = logging.getLogger(__name__)
@@ -124,32 +125,11 @@ def new_agent(
     )
 
 
-def decision_window(session: Session, limit: int, now: datetime) -> list[Cohort]:
-    """The newest ``limit`` cohorts that have started by ``now``: the ones that still decide."""
-    statement = (
-        select(Cohort)
-        .where(Cohort.week_start <= now)
-        .order_by(Cohort.week_start.desc())
-        .limit(limit)
-    )
-    return list(session.execute(statement).scalars())
-
-
-def unfinished_cohorts(session: Session, now: datetime) -> list[Cohort]:
-    """Cohorts not yet completed (snapshots and settlement still follow them)."""
-    statement = (
-        select(Cohort)
-        .where(Cohort.status != CohortStatus.COMPLETED, Cohort.week_start <= now)
-        .order_by(Cohort.week_start)
-    )
-    return list(session.execute(statement).scalars())
-
-
 def complete_cohorts(factory: sessionmaker[Session], limit: int, clock: Clock) -> list[int]:
     """Mark completed every cohort outside the decision window with no open position."""
     now = clock.now()
     with transaction(factory) as session:
-        window = {c.id for c in decision_window(session, limit, now)}
+        window = {c.id for c in session.execute(decision_window(limit, now))}
         open_position = exists().where(
             Position.cohort_id == Cohort.id, Position.status == PositionStatus.OPEN
         )

@@ -67,7 +67,6 @@ from arena.jobs.claims import (
     release_completed,
     release_failed,
 )
-from arena.jobs.cohorts import decision_window
 from arena.jobs.decide_report import AgentResult, AttemptLog, DecideReport
 from arena.jobs.decide_view import book_prices, prompt_context, traded_sides
 from arena.jobs.execute import execute_decision, store_forecasts
@@ -76,6 +75,7 @@ from arena.prompts import load_templates
 from arena.sources.providers import ModelProvider, ModelReply, ModelRequest, call_with_retries
 from arena.store.db import transaction
 from arena.store.models import Agent, Cohort, Decision
+from arena.store.queries import decision_window
 
 if TYPE_CHECKING:
     from arena.sources.clob import BookSource
@@ -124,8 +124,10 @@ class DecisionRun:
     def agents_to_decide(self) -> list[tuple[Cohort, Agent]]:
         now = self.clock.now()
         with self.factory() as session:
-            cohorts = decision_window(session, self.settings.benchmark.decision_cohort_limit, now)
-            cohorts.sort(key=lambda c: c.week_start)
+            window = decision_window(self.settings.benchmark.decision_cohort_limit, now)
+            cohorts = sorted(
+                session.scalars(select(Cohort).from_statement(window)), key=lambda c: c.week_start
+            )
             pairs: list[tuple[Cohort, Agent]] = []
             for cohort in cohorts:
                 agents = session.scalars(

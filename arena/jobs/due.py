@@ -3,24 +3,28 @@
 One query module for the daemon's catch-up (:meth:`arena.runtime.Runtime.catch_up`) and for
 ``arena status``: the cohort of the current week, its decision run, and every decision of the
 decision window that is not final, each with its reason. A week is never lost silently
-(methodology: "A week is never lost").
+(methodology: "A week is never lost"). It reads in SQLAlchemy Core, so that ``arena status``
+runs without the ORM.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Row, select
 
 from arena.clock import decision_week, week_start
-from arena.config import Settings
 from arena.domain.states import DecisionStatus, JobRunStatus
-from arena.jobs.cohorts import decision_window
 from arena.jobs.holders import holder_alive, label
 from arena.slots import job_slot
-from arena.store.models import Agent, Cohort, Decision, JobRun
+from arena.store.queries import decision_window
+from arena.store.schema import agents, cohorts, decisions, job_runs
+
+if TYPE_CHECKING:
+    from arena.config import Settings
+    from arena.store.queries import Reader
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ def weekly_fire_time(spec_slot: datetime, now: datetime) -> datetime | None:
 
 
 def week_due(
-    session: Session,
+    session: Reader,
     settings: Settings,
     now: datetime,
     cohort_fire: datetime,
@@ -81,14 +85,14 @@ def week_due(
     due = WeekDue(now)
     week = week_start(now)
     if weekly_fire_time(cohort_fire, now) is not None:
-        exists = session.scalar(select(Cohort.id).where(Cohort.week_start == week))
+        exists = session.scalar(select(cohorts.c.id).where(cohorts.c.week_start == week))
         if exists is None:
             due.missing_cohort = week
     if weekly_fire_time(decision_fire, now) is None:
         return due
     run = session.execute(
-        select(JobRun).where(JobRun.job == "decision_run", JobRun.slot == decision_fire)
-    ).scalar_one_or_none()
+        select(job_runs).where(job_runs.c.job == "decision_run", job_runs.c.slot == decision_fire)
+    ).one_or_none()
     if run is None or run.status != JobRunStatus.SUCCEEDED:
         due.missing_decision_run = decision_fire
         due.decision_run_status = _run_state(run, lease_now)
@@ -97,7 +101,7 @@ def week_due(
 
 
 def current_week_due(
-    settings: Settings, session: Session, now: datetime, lease_now: datetime
+    settings: Settings, session: Reader, now: datetime, lease_now: datetime
 ) -> WeekDue:
     """What the week of ``now`` still owes (missing cohort, decision run, decisions)."""
     return week_due(
@@ -111,33 +115,42 @@ def current_week_due(
 
 
 def unfinished_decisions(
-    session: Session, settings: Settings, now: datetime, lease_now: datetime
+    session: Reader, settings: Settings, now: datetime, lease_now: datetime
 ) -> list[Unfinished]:
     """Every agent of the decision window whose decision for this week is not completed."""
-    cohorts = decision_window(session, settings.benchmark.decision_cohort_limit, now)
+    window = session.execute(decision_window(settings.benchmark.decision_cohort_limit, now))
     out: list[Unfinished] = []
-    for cohort in sorted(cohorts, key=lambda c: c.week_start):
+    for cohort in sorted(window, key=lambda c: c.week_start):
         week = decision_week(cohort.week_start, now)
         rows = session.execute(
-            select(Agent, Decision)
-            .outerjoin(
-                Decision,
-                (Decision.agent_id == Agent.id) & (Decision.decision_week == week),
+            select(
+                agents.c.id.label("agent_id"),
+                agents.c.family_id,
+                decisions.c.id,
+                decisions.c.status,
+                decisions.c.claimed_by,
+                decisions.c.lease_expires_at,
+                decisions.c.error,
             )
-            .where(Agent.cohort_id == cohort.id)
-            .order_by(Agent.id)
+            .outerjoin(
+                decisions,
+                (decisions.c.agent_id == agents.c.id) & (decisions.c.decision_week == week),
+            )
+            .where(agents.c.cohort_id == cohort.id)
+            .order_by(agents.c.id)
         ).all()
-        for agent, decision in rows:
-            if decision is not None and decision.status == DecisionStatus.COMPLETED:
+        for row in rows:
+            if row.status == DecisionStatus.COMPLETED:
                 continue
             out.append(
-                Unfinished(cohort.id, agent.id, agent.family_id, week, _reason(decision, lease_now))
+                Unfinished(cohort.id, row.agent_id, row.family_id, week, _reason(row, lease_now))
             )
     return out
 
 
-def _reason(decision: Decision | None, lease_now: datetime) -> str:
-    if decision is None:
+def _reason(decision: Any, lease_now: datetime) -> str:
+    """Why a decision (a row of ``decisions``; its ``id`` None when there is none) is not final."""
+    if decision.id is None:
         return "not decided yet"
     if decision.status == DecisionStatus.CLAIMED:
         until = decision.lease_expires_at
@@ -148,7 +161,7 @@ def _reason(decision: Decision | None, lease_now: datetime) -> str:
     return f"{decision.status}: {(decision.error or '')[:120]}".rstrip(": ")
 
 
-def _run_state(run: JobRun | None, lease_now: datetime) -> str:
+def _run_state(run: Row[Any] | None, lease_now: datetime) -> str:
     if run is None:
         return "never ran"
     if run.status == JobRunStatus.RUNNING:

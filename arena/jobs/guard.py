@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, SystemClock
@@ -219,19 +219,3 @@ def log_event(
             )
     except Exception:  # the system log must never break a job
         log.exception("could not write the system log")
-
-
-def latest_runs(session: Session, at: datetime | None = None) -> list[JobRun]:
-    """The run of every job for its latest slot (at or before ``at``, when given): one row a
-    job, read through the (job, slot) unique index, however long the history."""
-    newest = select(JobRun.job, func.max(JobRun.slot).label("slot")).group_by(JobRun.job)
-    if at is not None:
-        newest = newest.where(JobRun.slot <= at)
-    latest = newest.subquery()
-    return list(
-        session.scalars(
-            select(JobRun)
-            .join(latest, (JobRun.job == latest.c.job) & (JobRun.slot == latest.c.slot))
-            .order_by(JobRun.job)
-        )
-    )

@@ -14,15 +14,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import Session, sessionmaker
 
 from arena.errors import DatabaseUnavailable, StorageFailed
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,9 @@ def _configure_sqlite(engine: Engine, read_only: bool = False) -> None:
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """ORM sessions on ``engine`` (the ORM loads here: ``arena status`` reads without it)."""
+    from sqlalchemy.orm import sessionmaker
+
     return sessionmaker(engine, expire_on_commit=False)
 
 

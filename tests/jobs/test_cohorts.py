@@ -8,8 +8,9 @@ from sqlalchemy import func, select
 
 from arena.clock import FixedClock
 from arena.config import load_settings
-from arena.jobs.cohorts import complete_cohorts, decision_window, start_cohort
+from arena.jobs.cohorts import complete_cohorts, start_cohort
 from arena.store.models import Agent, Cohort, Family, Position
+from arena.store.queries import decision_window
 from tests.conftest import Database
 from tests.helpers import SEVEN_FAMILIES, cli_env, start_arena, write_config
 
@@ -110,7 +111,7 @@ def test_lifecycle_window_and_completion(db: Database, tmp_path: Path) -> None:
     now = datetime(2026, 11, 22, 0, 5, tzinfo=UTC)
     with db.factory() as session:
         ids = [c.id for c in session.scalars(select(Cohort).order_by(Cohort.week_start))]
-        window = [c.id for c in decision_window(session, 2, now)]
+        window = [c.id for c in session.execute(decision_window(2, now))]
         agent = session.scalars(select(Agent).where(Agent.cohort_id == ids[0])).first()
         assert agent is not None
         session.add(
