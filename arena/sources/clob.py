@@ -33,7 +33,6 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 import httpx
-import tenacity
 
 from arena.config import Polymarket
 from arena.domain.book import FeeSchedule, OrderBook
@@ -41,9 +40,8 @@ from arena.errors import BookMissing, ClobError, SourceNotFound, TransientError
 from arena.sources.clob_parse import book_hash, parse_book, parse_fee_schedule, parse_midpoints
 from arena.sources.http import (
     USER_AGENT,
-    backoff_seconds,
-    describe_error,
     json_body,
+    with_retries,
 )
 
 __all__ = [
@@ -222,20 +220,20 @@ class ClobClient:
         payload: Any = None,
         allow_404: bool = False,
     ) -> Any:
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self._max_attempts),
-            wait=self._wait,
-            retry=tenacity.retry_if_exception_type((TransientError, httpx.TransportError)),
+        return with_retries(
+            lambda: self._request_once(method, path, expect, params, payload, allow_404),
+            what=f"{method} {path}",
+            log=logger,
+            service="clob",
+            max_attempts=self._max_attempts,
+            jitter=self._jitter,
             sleep=self._sleep,
-            before_sleep=lambda state: self._log_retry(state, method, path),
-            reraise=True,
+            failed=ClobError,
+            on_retry=self._count_retry,
         )
-        what = f"{method} {path}"
-        try:
-            return retrying(self._request_once, method, path, expect, params, payload, allow_404)
-        except (TransientError, httpx.TransportError) as exc:
-            reason = describe_error(exc)
-            raise ClobError(f"{what}: {reason} (after {self._max_attempts} attempts)") from exc
+
+    def _count_retry(self) -> None:
+        self.retries += 1
 
     def _request_once(
         self,
@@ -271,24 +269,6 @@ class ClobClient:
                 f"HTTP {response.status_code} body is not {wanted}: {type(body).__name__}"
             )
         return body
-
-    def _wait(self, state: tenacity.RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        return backoff_seconds(exc, state.attempt_number, self._jitter)
-
-    def _log_retry(self, state: tenacity.RetryCallState, method: str, path: str) -> None:
-        self.retries += 1
-        exc = state.outcome.exception() if state.outcome else None
-        wait = state.next_action.sleep if state.next_action else 0.0
-        logger.warning(
-            "clob retry: attempt %d/%d of %s %s failed (%s); waiting %.2fs",
-            state.attempt_number,
-            self._max_attempts,
-            method,
-            path,
-            describe_error(exc),
-            wait,
-        )
 
 
 def _check_token(token_id: object) -> None:

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
-import tenacity
 
 from arena.config import Polymarket
 from arena.domain.markets import MarketView
@@ -40,9 +39,8 @@ from arena.sources.gamma_parse import parse_market, parse_rows, should_skip
 from arena.sources.http import BACKOFF_BASE_SECONDS as BACKOFF_BASE_SECONDS  # re-exported
 from arena.sources.http import USER_AGENT as USER_AGENT  # re-exported
 from arena.sources.http import (
-    backoff_seconds,
-    describe_error,
     json_body,
+    with_retries,
 )
 
 logger = logging.getLogger(__name__)
@@ -249,21 +247,20 @@ class GammaClient:
         allow_404: bool = False,
         keyset: bool = False,
     ) -> Any:
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self._max_attempts),
-            wait=self._wait,
-            retry=tenacity.retry_if_exception_type((TransientError, httpx.TransportError)),
+        def count_retry() -> None:
+            stats.retries += 1
+
+        return with_retries(
+            lambda: self._get_once(path, params, stats, allow_404, keyset),
+            what=f"GET {path}",
+            log=logger,
+            service="gamma",
+            max_attempts=self._max_attempts,
+            jitter=self._jitter,
             sleep=self._sleep,
-            before_sleep=lambda state: self._log_retry(state, path, stats),
-            reraise=True,
+            failed=GammaError,
+            on_retry=count_retry,
         )
-        try:
-            return retrying(self._get_once, path, params, stats, allow_404, keyset)
-        except TransientError as exc:
-            raise GammaError(f"GET {path}: {exc} (after {self._max_attempts} attempts)") from exc
-        except httpx.TransportError as exc:
-            reason = describe_error(exc)
-            raise GammaError(f"GET {path}: {reason} (after {self._max_attempts} attempts)") from exc
 
     def _get_once(
         self, path: str, params: Params, stats: FetchStats, allow_404: bool, keyset: bool
@@ -283,24 +280,6 @@ class GammaClient:
         if keyset and not _is_keyset_envelope(body):
             raise TransientError("body is not a keyset page")
         return body
-
-    def _wait(self, state: tenacity.RetryCallState) -> float:
-        """``Retry-After`` when the server gave one, else full-jitter exponential backoff."""
-        exc = state.outcome.exception() if state.outcome else None
-        return backoff_seconds(exc, state.attempt_number, self._jitter)
-
-    def _log_retry(self, state: tenacity.RetryCallState, path: str, stats: FetchStats) -> None:
-        stats.retries += 1
-        exc = state.outcome.exception() if state.outcome else None
-        wait = state.next_action.sleep if state.next_action else 0.0
-        logger.warning(
-            "gamma retry: attempt %d/%d of GET %s failed (%s); waiting %.2fs",
-            state.attempt_number,
-            self._max_attempts,
-            path,
-            describe_error(exc),
-            wait,
-        )
 
 
 def universe_skip_reason(market: MarketView) -> str | None:

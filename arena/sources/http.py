@@ -1,21 +1,24 @@
 """What the HTTP clients (Gamma, CLOB, OpenRouter) share: the wait a server asks for, the
-backoff between attempts, how a failure is described in logs and errors, and how a Polymarket
-data API answer is read."""
+backoff between attempts, the Polymarket clients' retry loop, how a failure is described in
+logs and errors, and how a Polymarket data API answer is read."""
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+import tenacity
 
 from arena import __version__
 from arena.errors import SourceNotFound, TransientError
 
 USER_AGENT = f"arena/{__version__} (+https://github.com/arena-benchmark/arena)"
+T = TypeVar("T")
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 30.0
 RETRY_AFTER_MAX_SECONDS = 120.0
@@ -46,6 +49,56 @@ def backoff_seconds(
         return min(exc.retry_after, RETRY_AFTER_MAX_SECONDS)
     ceiling = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
     return jitter(0, ceiling)
+
+
+def with_retries(
+    call: Callable[[], T],
+    *,
+    what: str,
+    log: logging.Logger,
+    service: str,
+    max_attempts: int,
+    jitter: Callable[[float, float], float],
+    sleep: Callable[[float], None],
+    failed: Callable[[str], Exception],
+    on_retry: Callable[[], None] = lambda: None,
+) -> T:
+    """``call()`` until it succeeds, retrying transient failures (:class:`TransientError`, a
+    timeout or a connection error) up to ``max_attempts`` attempts in all, waiting
+    :func:`backoff_seconds` through ``sleep``. Each retry is logged as a warning
+    (``"<service> retry: attempt 1/3 of <what> failed (...)"``) and counted by ``on_retry``;
+    the last transient failure raises ``failed("<what>: <reason> (after N attempts)")``. Any
+    other exception propagates at once."""
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        return backoff_seconds(exc, state.attempt_number, jitter)
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        on_retry()
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "%s retry: attempt %d/%d of %s failed (%s); waiting %.2fs",
+            service,
+            state.attempt_number,
+            max_attempts,
+            what,
+            describe_error(exc),
+            state.next_action.sleep if state.next_action else 0.0,
+        )
+
+    retrying = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(max_attempts),
+        wait=wait,
+        retry=tenacity.retry_if_exception_type((TransientError, httpx.TransportError)),
+        sleep=sleep,
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+    try:
+        return retrying(call)
+    except (TransientError, httpx.TransportError) as exc:
+        raise failed(f"{what}: {describe_error(exc)} (after {max_attempts} attempts)") from exc
 
 
 def error_text(response: httpx.Response) -> str:

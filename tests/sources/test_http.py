@@ -1,11 +1,15 @@
-"""One Retry-After parser for every client."""
+"""One Retry-After parser and one retry loop for every Polymarket client."""
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Callable
 
 import httpx
 import pytest
 
-from arena.sources.http import retry_after_seconds
+from arena.errors import GammaError, SourceNotFound, TransientError
+from arena.sources.http import retry_after_seconds, with_retries
 
 
 @pytest.mark.parametrize(
@@ -23,3 +27,58 @@ from arena.sources.http import retry_after_seconds
 )
 def test_retry_after(headers: dict[str, str], seconds: float | None) -> None:
     assert retry_after_seconds(httpx.Headers(headers)) == seconds
+
+
+def _retrying(call: Callable[[], str], waits: list[float], retries: list[int]) -> str:
+    return with_retries(
+        call,
+        what="GET /thing",
+        log=logging.getLogger("test"),
+        service="test",
+        max_attempts=3,
+        jitter=lambda low, high: high,  # the ceiling: 0.5 s, then 1 s
+        sleep=waits.append,
+        failed=GammaError,
+        on_retry=lambda: retries.append(1),
+    )
+
+
+def test_the_retry_loop_retries_transient_failures_with_backoff_then_names_the_last() -> None:
+    answers: list[Exception | str] = [
+        TransientError("HTTP 503", retry_after=4.0),
+        httpx.ConnectError("refused"),
+        "ok",
+    ]
+
+    def call() -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    waits: list[float] = []
+    retries: list[int] = []
+    assert _retrying(call, waits, retries) == "ok"
+    assert waits == [4.0, 1.0]  # the server's Retry-After, then the second backoff ceiling
+    assert len(retries) == 2
+
+    def always_down() -> str:
+        raise httpx.ReadTimeout("slow")
+
+    with pytest.raises(
+        GammaError, match=r"^GET /thing: timeout \(ReadTimeout\) \(after 3 attempts\)$"
+    ):
+        _retrying(always_down, [], [])
+
+
+def test_the_retry_loop_lets_other_failures_through_at_once() -> None:
+    calls: list[int] = []
+
+    def refused() -> str:
+        calls.append(1)
+        raise SourceNotFound("HTTP 404")
+
+    waits: list[float] = []
+    with pytest.raises(SourceNotFound):
+        _retrying(refused, waits, [])
+    assert calls == [1] and waits == []
