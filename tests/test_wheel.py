@@ -1,5 +1,6 @@
-"""arena works as a real package: built into a wheel, installed (not editable) into a fresh
-virtual environment, and run from an empty directory far from the checkout.
+"""arena works as a real package: installed (not editable) into a fresh virtual environment,
+both from a freshly built wheel and by a plain ``pip install <source directory>``, and run from an
+empty directory far from the checkout.
 
 The new environment gets its third-party dependencies from the test's own environment through a
 ``.pth`` line (no network); arena itself comes from the wheel alone, which the test checks.
@@ -7,10 +8,17 @@ The new environment gets its third-party dependencies from the test's own enviro
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
 import shutil
+import signal
 import site
+import socket
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,26 +37,56 @@ def run(*args: str | Path, cwd: Path, timeout: float = 600) -> subprocess.Comple
     return done
 
 
+_INSTALLS: dict[str, Path] = {}
+
+
+def _installed(kind: str, factory: pytest.TempPathFactory) -> Path:
+    """One install of each kind for the whole module."""
+    if kind not in _INSTALLS:
+        _INSTALLS[kind] = install(kind, factory.mktemp("wheel"))
+    return _INSTALLS[kind]
+
+
+@pytest.fixture(scope="module", params=["wheel", "pip install ."])
+def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin/ directory of a fresh venv with arena installed, not editable: from a freshly
+    built wheel, or straight from a source directory as ``pip install .`` does."""
+    return _installed(request.param, tmp_path_factory)
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bin/ directory of a fresh venv with arena installed from a freshly built wheel."""
-    work = tmp_path_factory.mktemp("wheel")
+def from_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin/ directory of a fresh venv with arena installed from its wheel, as in the image."""
+    return _installed("wheel", tmp_path_factory)
+
+
+def install(kind: str, work: Path) -> Path:
+    """Install arena into a new venv under ``work``: from a built wheel or a source directory."""
     source = work / "source"  # a copy, so the build leaves nothing in the checkout
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     shutil.copytree(REPO / "arena", source / "arena", ignore=shutil.ignore_patterns("__pycache__"))
-    dist = work / "dist"
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-        "-w", dist, source, cwd=work)  # fmt: skip
-    wheel = next(dist.glob("arena-*.whl"))
     venv = work / "venv"
     run(sys.executable, "-m", "venv", venv, cwd=work)
     python = venv / "bin" / "python"
     purelib = run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))", cwd=work)
     dependencies = "\n".join(site.getsitepackages())
     (Path(purelib.stdout.strip()) / "zz_test_dependencies.pth").write_text(dependencies + "\n")
-    run(python, "-m", "pip", "install", "--no-deps", "--no-index", wheel, cwd=work)
+    if kind == "wheel":
+        dist = work / "dist"
+        run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+            "-w", dist, source, cwd=work)  # fmt: skip
+        target = next(dist.glob("arena-*.whl"))
+    else:
+        target = source
+    # No network: the build backend is the test environment's setuptools (reached through the
+    # .pth line), not the older one a new venv may bring, and there is no build isolation.
+    run(python, "-m", "pip", "uninstall", "--yes", "setuptools", cwd=work)
+    run(python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
+        target, cwd=work)  # fmt: skip
+    listed = run(python, "-m", "pip", "show", "--files", "arena", cwd=work).stdout
+    assert "__editable__" not in listed and "Editable project location" not in listed
     return venv / "bin"
 
 
@@ -81,3 +119,113 @@ def test_the_installed_demo_runs_from_an_empty_directory(installed: Path, tmp_pa
     assert (empty / "demo-output" / "demo.db").is_file()
     status = run(installed / "arena", "status", cwd=empty)
     assert "Jobs" in status.stdout
+
+
+# -- the Docker image, without a Docker engine ---------------------------------------------
+# None runs here, so the image is checked in two halves: its Dockerfile has the shape the
+# operator is promised, and its command and HEALTHCHECK, run as written (only the port and the
+# image's paths moved), work against the wheel installed as the image installs it.
+
+
+@dataclass
+class Image:
+    stages: list[str]  # the text of each build stage
+    env: dict[str, str]  # the final stage's ENV
+    user: str
+    healthcheck: list[str]  # HEALTHCHECK's CMD, exec form
+    command: list[str]  # CMD, exec form
+
+
+def read_dockerfile() -> Image:
+    text = (REPO / "Dockerfile").read_text().replace("\\\n", " ")
+    lines = [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
+    stages: list[list[str]] = []
+    for line in lines:
+        if line.startswith("FROM "):
+            stages.append([])
+        stages[-1].append(line)
+    final = stages[-1]
+    env: dict[str, str] = {}
+    for line in final:
+        if line.startswith("ENV "):
+            env.update(pair.split("=", 1) for pair in shlex.split(line[4:]))
+    (user,) = [line.split()[1] for line in final if line.startswith("USER ")]
+    (health,) = [line for line in final if line.startswith("HEALTHCHECK ")]
+    (command,) = [line for line in final if line.startswith("CMD ")]
+    return Image(
+        stages=["\n".join(stage) for stage in stages],
+        env=env,
+        user=user,
+        healthcheck=json.loads(health.split(" CMD ", 1)[1]),
+        command=json.loads(command.removeprefix("CMD ")),
+    )
+
+
+def test_the_dockerfile_builds_the_wheel_and_runs_unprivileged() -> None:
+    image = read_dockerfile()
+    build, final = image.stages[0], image.stages[-1]
+    assert len(image.stages) == 2
+    assert "pip wheel" in build and "-e" not in build.split()
+    assert "COPY --from=build" in final
+    assert "pip install --no-cache-dir /dist/*.whl" in final  # the wheel, not editable
+    assert image.user not in ("root", "0")
+    assert f"useradd --create-home --uid 1000 {image.user}" in final
+    assert image.command[:3] == ["arena", "run", "--http"]
+    assert image.healthcheck[0] == "python3" and "/healthz" in image.healthcheck[-1]
+
+
+def test_the_image_command_serves_what_its_healthcheck_asks(
+    from_wheel: Path, tmp_path: Path
+) -> None:
+    """The image's CMD (the daemon with its dashboard) from the installed wheel, in the image's
+    environment; its HEALTHCHECK passes while it runs and fails once it has stopped."""
+    image = read_dockerfile()
+    data, etc = tmp_path / "data", tmp_path / "etc"
+    data.mkdir()
+    etc.mkdir()
+    shutil.copy(REPO / "config.yaml", etc / "config.yaml")  # COPY config.yaml /etc/arena/
+
+    def moved(value: str) -> str:  # the image's paths, under tmp_path
+        return value.replace("/etc/arena", str(etc)).replace("/data", str(data))
+
+    port = free_port()
+    env = cli_env(
+        **{key: moved(value) for key, value in image.env.items() if key != "PATH"},
+        PATH=f"{from_wheel}{os.pathsep}{os.environ['PATH']}",  # ENV PATH=/opt/arena/bin:$PATH
+        HTTPS_PROXY="http://127.0.0.1:9",  # no network: Gamma and OpenRouter fail at once
+        HTTP_PROXY="http://127.0.0.1:9",
+        NO_PROXY="127.0.0.1,localhost",
+    )
+    command = [*image.command[:-1], f"127.0.0.1:{port}"]  # the image listens on 0.0.0.0:8000
+    healthcheck = [
+        part.replace("127.0.0.1:8000", f"127.0.0.1:{port}") for part in image.healthcheck
+    ]
+    assert healthcheck != image.healthcheck
+
+    def healthy() -> bool:
+        done = subprocess.run(healthcheck, env=env, cwd=data, capture_output=True, timeout=60)
+        return done.returncode == 0
+
+    log_path = tmp_path / "daemon.log"
+    with log_path.open("w") as log:
+        daemon = subprocess.Popen(command, env=env, cwd=data, stdout=log, stderr=log)
+        try:
+            deadline = time.monotonic() + 180  # generous: a busy machine only starts it later
+            while not healthy():
+                assert daemon.poll() is None, log_path.read_text()[-3000:]
+                assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+                time.sleep(0.2)
+            assert (data / "arena.db").is_file()  # the database lives on the /data volume
+            daemon.send_signal(signal.SIGTERM)  # STOPSIGNAL SIGTERM: docker stop
+            assert daemon.wait(timeout=90) == 0, log_path.read_text()[-3000:]
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                daemon.wait(timeout=30)
+    assert not healthy()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
