@@ -32,14 +32,14 @@ from arena.jobs.budget import Budget
 from arena.jobs.cohorts import CohortReport, complete_cohorts, start_cohort
 from arena.jobs.decide import DecisionRun
 from arena.jobs.decide_report import AgentResult, DecideReport
-from arena.jobs.due import WeekDue, current_week_due, retry_pause
+from arena.jobs.due import WeekDue, current_week_due, retry_pause, weekly_fire_time
 from arena.jobs.guard import GuardedRun, log_event, run_guarded
 from arena.jobs.markets import SyncReport, sync_markets
 from arena.jobs.prices import refresh_markets
 from arena.jobs.settle import SettleReport, settle_markets
 from arena.jobs.snapshots import SnapshotReport, take_snapshots
 from arena.jobs.universe import freeze_universe
-from arena.slots import JOBS, job_slot
+from arena.slots import JOBS, WEEKLY_JOBS, job_slot
 from arena.sources.clob import BookSource, ClobClient
 from arena.sources.gamma import GammaClient
 from arena.sources.registry import ProviderRegistry
@@ -286,9 +286,20 @@ class Runtime:
         return retry_pause(run.finished_at, now, DECISION_RETRY_MINUTES)
 
     def run_due(self, at: datetime) -> list[GuardedRun]:
-        """``--once``: every job whose current slot has not run yet, in dependency order."""
+        """``--once``: every job whose current slot has not run yet, in dependency order. A
+        weekly job whose latest slot lies in a past week is not run: that week is over (the
+        same rule as :meth:`catch_up`, which owes only the current week's work)."""
         clock = FixedClock(at)
-        return [self.run_job(job, clock) for job in JOBS if not self.stop_event.is_set()]
+        results = []
+        for job in JOBS:
+            if self.stop_event.is_set():
+                break
+            slot = self.slot(job, at)
+            if job in WEEKLY_JOBS and weekly_fire_time(slot, at) is None:
+                results.append(GuardedRun(job, slot, False, Blocked.WEEK_OVER))
+            else:
+                results.append(self.run_job(job, clock))
+        return results
 
     def finish_held(self, at: datetime, results: list[GuardedRun]) -> list[GuardedRun]:
         """Wait for jobs held by another live process, up to their lease, then run each again

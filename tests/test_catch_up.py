@@ -19,7 +19,7 @@ from arena.config import load_settings
 from arena.demo_world import Simulation
 from arena.jobs.holders import Holder, this_process
 from arena.store.db import make_engine, session_factory, transaction
-from arena.store.models import Cohort, Decision, JobRun, SystemLog
+from arena.store.models import Cohort, Decision, DecisionUniverse, JobRun, SystemLog
 from tests.conftest import Database
 from tests.helpers import write_config
 
@@ -143,3 +143,39 @@ def test_a_live_holder_is_reported_not_taken_over(db: Database, sim: Simulation)
     assert result.status == "held"
     assert result.describe().startswith("held by other-host:4242 until ")
     assert _counts(db) == (1, 0)
+
+
+def test_once_never_runs_last_weeks_decision_slot_in_the_new_week(
+    db: Database, sim: Simulation
+) -> None:
+    """`run --once` (cron every few minutes) in the minutes between the new week's cohort start
+    (Sunday 00:00) and its decision run (00:05), after a week whose decision run never
+    succeeded: that slot's week is over, so it is not run; the new week decides at its own
+    fire time, on a universe frozen then, not minutes early under last week's slot."""
+    _step(sim, SUNDAY)
+    sim.runtime.run_job("cohort_start", sim.clock)  # last week: the decision run never ran
+    sunday = SUNDAY + timedelta(days=7)
+    early = sunday + timedelta(minutes=2)
+    _step(sim, early)
+    results = {r.job: r for r in sim.runtime.run_due(early)}
+    assert results["cohort_start"].status == "succeeded"
+    assert results["decision_run"].slot == SUNDAY + timedelta(minutes=5)
+    assert results["decision_run"].status == "week over"
+    assert results["decision_run"].final  # nothing owed: `--once` does not fail for it
+    assert not results["decision_run"].ran
+    assert _counts(db) == (2, 0)
+    with db.factory() as session:
+        assert session.scalar(select(func.count()).select_from(DecisionUniverse)) == 0
+        run = session.scalars(select(JobRun).where(JobRun.job == "decision_run")).all()
+        assert run == []  # last week's slot is not marked as run
+    fire = sunday + timedelta(minutes=5)
+    _step(sim, fire)
+    results = {r.job: r for r in sim.runtime.run_due(fire)}
+    assert (results["decision_run"].slot, results["decision_run"].status) == (fire, "succeeded")
+    with db.factory() as session:
+        assert session.scalars(select(DecisionUniverse.frozen_at)).all() == [fire]
+        weeks = session.execute(select(Decision.decision_week, Decision.completed_at)).all()
+    # Both cohorts of the decision window decided at the fire time: the new one its first
+    # week, last week's cohort its second.
+    assert sorted(week for week, _ in weeks) == [1] * len(FAMILIES) + [2] * len(FAMILIES)
+    assert {at for _, at in weeks} == {fire}

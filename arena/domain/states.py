@@ -112,6 +112,9 @@ class Blocked(enum.StrEnum):
     """Another live holder has it under a lease."""
     ALREADY_FINAL = "already final"
     """It was done before (a job run succeeded, a decision is final)."""
+    WEEK_OVER = "week over"
+    """A weekly job's latest slot lies in a past week (``--once`` between Sunday 00:00 and the
+    decision run's fire time): a week's work is done in its week, never in the next."""
 
 
 CLOB_UNAVAILABLE = "clob_unavailable"

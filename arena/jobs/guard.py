@@ -40,7 +40,7 @@ class GuardedRun:
     job: str
     slot: datetime
     ran: bool
-    status: str  # succeeded | failed | already final | held
+    status: str  # succeeded | failed | already final | held | week over
     counts: dict[str, Any] | None = None
     error: str | None = None
     holder: str | None = None
@@ -48,7 +48,7 @@ class GuardedRun:
 
     @property
     def final(self) -> bool:
-        return self.status in (JobRunStatus.SUCCEEDED, Blocked.ALREADY_FINAL)
+        return self.status in (JobRunStatus.SUCCEEDED, Blocked.ALREADY_FINAL, Blocked.WEEK_OVER)
 
     def describe(self) -> str:
         """``succeeded``, ``already final``, ``held by HOST:PID until T``, or the failure."""
