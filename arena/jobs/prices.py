@@ -85,13 +85,17 @@ def store_markets(session: Session, markets: Iterable[MarketView], now: datetime
     for start in range(0, len(ordered), CHUNK):
         chunk = ordered[start : start + CHUNK]
         # The stored marks, rows locked in id order (PostgreSQL; SQLite's BEGIN IMMEDIATE
-        # already serialises writers): concurrent writers queue instead of deadlocking.
+        # already serialises writers): concurrent writers of markets queue instead of
+        # deadlocking. FOR NO KEY UPDATE, the lock of an update that keeps the key: it does not
+        # wait for rows that reference a market (universe, trades, positions: each insert holds
+        # FOR KEY SHARE on its market, taken in its own order), which FOR UPDATE would deadlock
+        # with.
         stored: dict[str, Any] = dict(
             session.execute(
                 select(Market.id, Market.prices)
                 .where(Market.id.in_([m.id for m in chunk]))
                 .order_by(Market.id)
-                .with_for_update()
+                .with_for_update(key_share=True)
             ).all()
         )
         inserted, updated = _upsert(session, chunk, now, set(stored))

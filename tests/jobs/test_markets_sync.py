@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -10,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from arena.clock import FixedClock
 from arena.config import Polymarket, Settings
@@ -346,3 +347,63 @@ def test_two_syncs_at_once_write_each_price_once(db: Database, world: FakeGammaW
     assert stored_ids(db) == set(world.expected_top(500))
     with transaction(db.factory) as session:
         assert session.scalar(select(func.count()).select_from(MarketPrice)) == 500
+
+
+def test_a_sync_never_deadlocks_with_a_writer_of_rows_that_reference_markets(
+    db: Database, world: FakeGammaWorld, client: GammaClient
+) -> None:
+    """A sync locks the markets it writes (in id order) while other transactions insert rows
+    that reference markets (the universe, trades, positions, price history): each such insert
+    takes PostgreSQL's FOR KEY SHARE lock on its market, in its own order. The sync's lock must
+    not conflict with it (FOR NO KEY UPDATE, not FOR UPDATE), or the two deadlock: seen as
+    `arena decide` runs started together failing with "deadlock detected" under load."""
+    sync(db, client)
+    ids = sorted(stored_ids(db))
+    first, last = ids[0], ids[-1]  # the sync locks `first` before `last`
+
+    def reference(session: Any, market_id: str) -> None:  # any row with a foreign key to it
+        session.add(
+            MarketPrice(
+                market_id=market_id,
+                observed_at=NOW - timedelta(days=1),
+                prices=["0.5", "0.5"],
+            )
+        )
+        session.flush()
+
+    errors: list[BaseException] = []
+
+    def concurrent_sync() -> None:
+        try:
+            sync(db, client, NOW + timedelta(minutes=5))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    syncing = threading.Thread(target=concurrent_sync)
+    with transaction(db.factory) as session:
+        reference(session, last)
+        syncing.start()
+        wait_until_blocked_or_done(db, syncing)  # PostgreSQL: the old lock waited here on `last`
+        reference(session, first)  # ... while holding `first`: a deadlock, one side aborted
+    syncing.join()
+    assert errors == []
+    with transaction(db.factory) as session:
+        referenced = select(func.count()).where(MarketPrice.observed_at == NOW - timedelta(days=1))
+        assert session.scalar(referenced.select_from(MarketPrice)) == 2
+
+
+def wait_until_blocked_or_done(db: Database, thread: threading.Thread) -> None:
+    """Until ``thread`` waits for a row lock or has finished (PostgreSQL). SQLite has no row
+    locks: its writers queue for the whole database, so nothing is waited for."""
+    if db.backend != "postgresql":
+        return
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    deadline = time.monotonic() + 120  # generous: a busy machine only makes it later
+    with db.engine.connect() as connection:
+        while thread.is_alive() and not connection.execute(query).scalar():
+            assert time.monotonic() < deadline, "the sync neither finished nor waited"
+            time.sleep(0.02)
+            connection.rollback()  # a fresh snapshot of pg_stat_activity
