@@ -9,6 +9,8 @@ scratch database on that server (so parallel runs never collide) and drops it at
 from __future__ import annotations
 
 import os
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +39,22 @@ class Database:
     @property
     def backend(self) -> str:
         return self.engine.dialect.name
+
+    def wait_until_blocked_or_done(self, thread: threading.Thread) -> None:
+        """Until ``thread`` waits for a row lock, or has finished (PostgreSQL). SQLite has no
+        row locks (its writers queue for the whole database): nothing to wait for there."""
+        if self.backend != "postgresql":
+            return
+        waiting = text(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        deadline = time.monotonic() + 120  # generous: a busy machine only makes it later
+        with self.engine.connect() as connection:
+            while thread.is_alive() and not connection.execute(waiting).scalar():
+                assert time.monotonic() < deadline, "the thread neither finished nor waited"
+                time.sleep(0.02)
+                connection.rollback()  # a fresh snapshot of pg_stat_activity
 
 
 @pytest.fixture(scope="session")

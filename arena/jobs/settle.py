@@ -19,8 +19,9 @@ Choices made here:
   treated as closed for the overdue rule, with its stored close instant (``closed_time``, else
   ``end_date``): ``cancel_after_days`` after that it is CANCELLED and refunded, so an agent's
   money is never stuck forever; with neither date it waits and is reported every run.
-* **One transaction per market**: it locks the market row (``FOR UPDATE`` on PostgreSQL;
-  SQLite's ``BEGIN IMMEDIATE`` serialises writers), re-checks that the market is still open
+* **One transaction per market**: it locks the market row (``FOR NO KEY UPDATE`` on
+  PostgreSQL, which a concurrent BUY's foreign keys do not wait for; SQLite's
+  ``BEGIN IMMEDIATE`` serialises writers), re-checks that the market is still open
   locally, settles every OPEN position and its agent (rows locked, arithmetic in exact Python
   decimals), writes the Brier rows of every BUY trade on the market (insert-or-nothing on the
   trade), scores methodology v2 forecasts, and marks the market resolved or cancelled. Any
@@ -223,8 +224,11 @@ def settle_market(
 def _settle_locked(
     session: Session, market_id: str, verdict: Verdict, now: datetime
 ) -> MarketSettlement | None:
+    # FOR NO KEY UPDATE: two settlements (and market-state writers) of the market queue, but a
+    # decision run's BUY, whose new position and trade reference the market (FOR KEY SHARE),
+    # is not waited for: it holds its agent, which is locked next, and would deadlock.
     row = session.execute(
-        select(Market).where(Market.id == market_id).with_for_update()
+        select(Market).where(Market.id == market_id).with_for_update(key_share=True)
     ).scalar_one_or_none()
     if row is None:
         return None

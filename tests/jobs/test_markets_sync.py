@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -11,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 
 from arena.clock import FixedClock
 from arena.config import Polymarket, Settings
@@ -383,27 +382,10 @@ def test_a_sync_never_deadlocks_with_a_writer_of_rows_that_reference_markets(
     with transaction(db.factory) as session:
         reference(session, last)
         syncing.start()
-        wait_until_blocked_or_done(db, syncing)  # PostgreSQL: the old lock waited here on `last`
+        db.wait_until_blocked_or_done(syncing)  # PostgreSQL: the old lock waited here on `last`
         reference(session, first)  # ... while holding `first`: a deadlock, one side aborted
     syncing.join()
     assert errors == []
     with transaction(db.factory) as session:
         referenced = select(func.count()).where(MarketPrice.observed_at == NOW - timedelta(days=1))
         assert session.scalar(referenced.select_from(MarketPrice)) == 2
-
-
-def wait_until_blocked_or_done(db: Database, thread: threading.Thread) -> None:
-    """Until ``thread`` waits for a row lock or has finished (PostgreSQL). SQLite has no row
-    locks: its writers queue for the whole database, so nothing is waited for."""
-    if db.backend != "postgresql":
-        return
-    query = text(
-        "SELECT count(*) FROM pg_stat_activity "
-        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-    )
-    deadline = time.monotonic() + 120  # generous: a busy machine only makes it later
-    with db.engine.connect() as connection:
-        while thread.is_alive() and not connection.execute(query).scalar():
-            assert time.monotonic() < deadline, "the sync neither finished nor waited"
-            time.sleep(0.02)
-            connection.rollback()  # a fresh snapshot of pg_stat_activity

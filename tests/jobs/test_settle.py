@@ -507,3 +507,60 @@ def test_settlement_waits_for_a_concurrent_writer_of_the_agent(db: Database, wor
 
     assert _agent(db, a).cash == D("10110.00")  # 9900 + 10 (the sell) + 200 (the payout)
     assert _market(db, "m1").status == "resolved"
+
+
+def test_settlement_never_deadlocks_with_a_buy_on_the_market(
+    db: Database, world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A decision run holds its agent row (locked first) while it buys on a market; a
+    settlement of that market locks the market row, then the agents. The BUY's new position
+    references the market (a foreign key: FOR KEY SHARE on PostgreSQL), so a settlement
+    holding the market FOR UPDATE and waiting for the agent deadlocks with it: one side is
+    aborted, the settlement retried or the execution failed. FOR NO KEY UPDATE (what it needs:
+    it never changes the market's key) lets the BUY commit first; the settlement then settles
+    the new position with the others, in one transaction and without a retry."""
+    a, _b, _pa, _pb = _two_sided(world)
+    cohort_id = _agent(db, a).cohort_id
+    source = FakeSource()
+    source.put(gamma_market("m1", ("1", "0"), closed=True, uma="resolved"))
+    errors: list[BaseException] = []
+
+    def resolve() -> None:
+        try:
+            _resolve(db, source)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    resolver = threading.Thread(target=resolve)
+    with caplog.at_level("WARNING", logger="arena.jobs.settle"), db.factory.begin() as session:
+        agent = session.execute(select(Agent).where(Agent.id == a).with_for_update()).scalar_one()
+        agent.cash -= D("50.00")  # a BUY of $50 of NO at 0.5, as the decision run writes it
+        session.flush()
+        resolver.start()
+        db.wait_until_blocked_or_done(resolver)
+        session.add(
+            Position(
+                agent_id=a,
+                cohort_id=cohort_id,
+                market_id="m1",
+                side="NO",
+                shares=D("100"),
+                cost_basis=D("50.00"),
+                status="OPEN",
+                realized_pnl=D(0),
+                opened_at=NOW,
+                updated_at=NOW,
+            )
+        )
+        session.flush()  # the insert that references the market
+    resolver.join(timeout=120)
+    assert errors == []
+    assert "40P01" not in caplog.text  # no deadlock, so no retry
+    assert _market(db, "m1").status == "resolved"
+    with db.factory() as session:
+        positions = session.scalars(select(Position).where(Position.agent_id == a)).all()
+    assert {(p.side, p.status, p.payout) for p in positions} == {
+        ("YES", "SETTLED", D("200.00")),
+        ("NO", "SETTLED", D("0.00")),  # the BUY that committed first, settled with the rest
+    }
+    assert _agent(db, a).cash == D("10050.00")  # 9900 - 50 (the BUY) + 200 (the payout)
