@@ -14,7 +14,6 @@ import shlex
 import shutil
 import signal
 import site
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli_env
+from tests.helpers import cli_env, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,27 +36,11 @@ def run(*args: str | Path, cwd: Path, timeout: float = 600) -> subprocess.Comple
     return done
 
 
-_INSTALLS: dict[str, Path] = {}
-
-
-def _installed(kind: str, factory: pytest.TempPathFactory) -> Path:
-    """One install of each kind for the whole module."""
-    if kind not in _INSTALLS:
-        _INSTALLS[kind] = install(kind, factory.mktemp("wheel"))
-    return _INSTALLS[kind]
-
-
 @pytest.fixture(scope="module", params=["wheel", "pip install ."])
 def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bin/ directory of a fresh venv with arena installed, not editable: from a freshly
     built wheel, or straight from a source directory as ``pip install .`` does."""
-    return _installed(request.param, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def from_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bin/ directory of a fresh venv with arena installed from its wheel, as in the image."""
-    return _installed("wheel", tmp_path_factory)
+    return install(request.param, tmp_path_factory.mktemp("wheel"))
 
 
 def install(kind: str, work: Path) -> Path:
@@ -174,8 +157,9 @@ def test_the_dockerfile_builds_the_wheel_and_runs_unprivileged() -> None:
     assert image.healthcheck[0] == "python3" and "/healthz" in image.healthcheck[-1]
 
 
+@pytest.mark.parametrize("installed", ["wheel"], indirect=True)  # as the image installs it
 def test_the_image_command_serves_what_its_healthcheck_asks(
-    from_wheel: Path, tmp_path: Path
+    installed: Path, tmp_path: Path
 ) -> None:
     """The image's CMD (the daemon with its dashboard) from the installed wheel, in the image's
     environment; its HEALTHCHECK passes while it runs and fails once it has stopped."""
@@ -191,7 +175,7 @@ def test_the_image_command_serves_what_its_healthcheck_asks(
     port = free_port()
     env = cli_env(
         **{key: moved(value) for key, value in image.env.items() if key != "PATH"},
-        PATH=f"{from_wheel}{os.pathsep}{os.environ['PATH']}",  # ENV PATH=/opt/arena/bin:$PATH
+        PATH=f"{installed}{os.pathsep}{os.environ['PATH']}",  # ENV PATH=/opt/arena/bin:$PATH
         HTTPS_PROXY="http://127.0.0.1:9",  # no network: Gamma and OpenRouter fail at once
         HTTP_PROXY="http://127.0.0.1:9",
         NO_PROXY="127.0.0.1,localhost",
@@ -223,9 +207,3 @@ def test_the_image_command_serves_what_its_healthcheck_asks(
                 daemon.kill()
                 daemon.wait(timeout=30)
     assert not healthy()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])

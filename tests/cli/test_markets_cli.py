@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
-from tests.helpers import run_arena, write_config
+from tests.helpers import free_port, run_arena, write_config
 
 
 def test_markets_sync_stores_the_universe_and_a_rerun_changes_nothing(tmp_path: Path) -> None:
@@ -31,9 +30,7 @@ def test_markets_sync_stores_the_universe_and_a_rerun_changes_nothing(tmp_path: 
 
 
 def test_markets_sync_with_gamma_unreachable_fails_in_one_line(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # closed again before use: connections are refused
+    port = free_port()  # closed again before use: connections are refused
     config = write_config(
         tmp_path / "c.yaml",
         f"sqlite:///{tmp_path / 'arena.db'}",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from arena.fakes.openrouter import (
 from arena.sources.openrouter import KeyStatus, ModelPrice, OpenRouterProvider
 from arena.sources.openrouter_replies import classify_completion, has_json_object
 from arena.sources.providers import ModelReply, ModelRequest, call_with_retries
+from tests.helpers import free_port
 
 KEY = "sk-or-v1-test-secret-0123456789abcdef"
 MODEL = "openai/gpt-4o-mini"
@@ -393,9 +393,7 @@ def test_slow_answer_past_the_timeout_is_transient(make_rig: MakeRig) -> None:
 
 
 def test_connection_refused_is_transient() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     settings = make_settings(f"http://127.0.0.1:{port}/api/v1")
     with (
         OpenRouterProvider(settings, SecretStr(KEY)) as provider,

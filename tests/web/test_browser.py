@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from sqlalchemy.engine import make_url
 from arena.config import load_settings
 from arena.store.db import make_engine, session_factory
 from arena.web.server import BackgroundServer, serve_in_background
-from tests.helpers import write_config
+from tests.helpers import free_port, write_config
 from tests.web.conftest import Site
 from tests.web.hostile import HOSTILE, insert_hostile_market
 
@@ -60,9 +59,7 @@ def base_url(demo_site: Site, tmp_path_factory: pytest.TempPathFactory) -> Itera
     insert_hostile_market(session_factory(engine))
     engine.dispose()
     settings = load_settings(write_config(tmp / "config.yaml", url, methodology="v2"))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     server: BackgroundServer = serve_in_background(settings, "127.0.0.1", port)
     try:
         for _ in range(200):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
 from arena.store.db import make_engine
 from arena.web.app import create_app
 from arena.web.curves import MAX_POINTS, downsample
-from tests.helpers import cli_env, run_arena, start_arena, write_config
+from tests.helpers import cli_env, free_port, run_arena, start_arena, write_config
 from tests.web.conftest import Site
 from tests.web.test_pages import apis, pages
 
@@ -65,7 +64,7 @@ def test_metrics_parse_as_prometheus_text(client: TestClient) -> None:
 
 def _unreachable_postgres() -> str:
     """A PostgreSQL URL on a local port nobody listens on."""
-    return f"postgresql+psycopg://postgres@127.0.0.1:{_free_port()}/arena"
+    return f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/arena"
 
 
 @pytest.mark.parametrize("kind", ["bad-port", "missing-file", "not-migrated"])
@@ -179,12 +178,6 @@ def test_pages_run_a_fixed_number_of_queries(site: Site) -> None:
             assert _queries(fresh, path) <= 40, path
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _wait_for(url: str, process: subprocess.Popen[str]) -> httpx.Response:
     for _ in range(300):
         if process.poll() is not None:
@@ -197,7 +190,7 @@ def _wait_for(url: str, process: subprocess.Popen[str]) -> httpx.Response:
 
 
 def test_arena_serve_serves_the_demo(demo_site: Site) -> None:
-    port = _free_port()
+    port = free_port()
     process = start_arena(
         "--config",
         str(demo_site.config),
@@ -239,7 +232,7 @@ def test_run_http_serves_the_dashboard_beside_the_daemon(tmp_path: Path) -> None
     """`arena run --http` on a fresh SQLite database, every outside service faked or closed:
     the daemon migrates, serves /healthz, /readyz and the pages from its thread, logs each
     request as a JSON line, shows no secret, and stops cleanly on SIGTERM."""
-    closed = f"http://127.0.0.1:{_free_port()}"  # nothing listens: no call leaves the machine
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens: no call leaves the machine
     with serve_fake_gamma(FakeGammaWorld(n_markets=20, seed=3)) as gamma_url:
         config = write_config(
             tmp_path / "config.yaml",
@@ -255,7 +248,7 @@ def test_run_http_serves_the_dashboard_beside_the_daemon(tmp_path: Path) -> None
             HTTP_PROXY="http://127.0.0.1:9",
             NO_PROXY="127.0.0.1,localhost",
         )
-        port = _free_port()
+        port = free_port()
         base = f"http://127.0.0.1:{port}"
         log_path = tmp_path / "daemon.log"
         with log_path.open("w") as log_file:
