@@ -86,10 +86,8 @@ def store_markets(session: Session, markets: Iterable[MarketView], now: datetime
         chunk = ordered[start : start + CHUNK]
         # The stored marks, rows locked in id order (PostgreSQL; SQLite's BEGIN IMMEDIATE
         # already serialises writers): concurrent writers of markets queue instead of
-        # deadlocking. FOR NO KEY UPDATE, the lock of an update that keeps the key: it does not
-        # wait for rows that reference a market (universe, trades, positions: each insert holds
-        # FOR KEY SHARE on its market, taken in its own order), which FOR UPDATE would deadlock
-        # with.
+        # deadlocking. FOR NO KEY UPDATE, not FOR UPDATE: inserts of rows that reference a
+        # market (universe, trades, positions) hold FOR KEY SHARE on it, in their own order.
         stored: dict[str, Any] = dict(
             session.execute(
                 select(Market.id, Market.prices)
