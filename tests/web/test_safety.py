@@ -14,9 +14,8 @@ from sqlalchemy.engine import make_url
 from arena.config import load_settings
 from arena.logs import StructlogFormatter
 from arena.web.app import create_app
-from tests.helpers import write_config
+from tests.helpers import free_port, write_config
 from tests.web.conftest import Site
-from tests.web.test_operations import _free_port
 from tests.web.test_pages import apis, pages
 
 API_KEY = "sk-or-v1-dashboard-secret-3b8a61"
@@ -96,7 +95,7 @@ def test_no_secret_appears_when_the_database_is_down(
 ) -> None:
     """An unreachable PostgreSQL whose URL holds a password: /readyz's reason, the 503 pages
     and the error log lines name the failure, never the password."""
-    url = _with_password(f"postgresql+psycopg://postgres@127.0.0.1:{_free_port()}/arena")
+    url = _with_password(f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/arena")
     settings = load_settings(write_config(tmp_path / "config.yaml", url))
     caplog.set_level(logging.DEBUG)
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
