@@ -22,6 +22,8 @@ ArenaError                      base of everything arena raises on purpose
 │   │   └── MarketParseError    one Gamma market row that cannot be parsed (skip it)
 │   ├── ClobError               Polymarket CLOB (order books, fees)
 │   │   ├── BookMissing         a 404: no order book for a token (not proof the market closed)
+│   │   ├── BookUnusable        a book that arrived but is no price: an unreadable or
+│   │   │                       unstorable field, a crossed or locked touch (skip that book)
 │   │   └── UnreadableField     one field of a CLOB body; the parser adds whose it is
 │   └── ProviderError           an LLM provider
 │       ├── ProviderFatal       401/402: stop the whole run at once
@@ -147,6 +149,18 @@ class BookMissing(ClobError):
     def __init__(self, token_id: str) -> None:
         super().__init__(f"no order book for token {token_id}")
         self.token_id = token_id
+
+
+class BookUnusable(ClobError):
+    """A book the CLOB sent that arena refuses at the edge: a field it cannot read or the
+    database cannot hold (a size of ``1e1000000``, a 25-digit ``timestamp``), or a crossed or
+    locked touch (best bid at or above best ask). It costs that token's book only: the market
+    is left out of the universe, its execution is refused with ``reason``, it is not marked."""
+
+    def __init__(self, token_id: str, reason: str) -> None:
+        super().__init__(f"unusable order book of token {token_id}: {reason}")
+        self.token_id = token_id
+        self.reason = reason
 
 
 class UnreadableField(ClobError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from functools import cached_property
 
@@ -28,6 +28,9 @@ BPS_PLACES = Decimal("0.01")
 MARK_SPREAD_LIMIT = Decimal("0.10")  # wider than this: Polymarket shows the last trade
 TEN_THOUSAND = Decimal(10_000)
 TWO = Decimal(2)
+BOOK_HASH_ALGORITHM = "clob-sha1-v1"
+"""The name of the algorithm of every stored book hash: Polymarket's own (clob-api.md §2.3,
+``arena.sources.clob_parse.book_hash``), applied to the book as received."""
 
 
 class Pricing(enum.StrEnum):
@@ -51,7 +54,12 @@ class Level:
 @dataclass(frozen=True)
 class OrderBook:
     """One outcome token's book as the CLOB sent it. ``bids`` and ``asks`` keep the wire order
-    (worst to best); the best prices are computed, never read from a position in the list."""
+    (worst to best); the best prices are computed, never read from a position in the list.
+
+    ``hash`` is the book's proof: computed by arena from what was received (methodology, "What
+    makes a book usable"); ``served_hash`` is the one the CLOB sent beside it (``None``: none,
+    or not a string), compared and never stored. A level of size 0 does not exist: it is
+    never a best price (the parser drops it)."""
 
     token_id: str
     market: str  # condition id
@@ -63,17 +71,30 @@ class OrderBook:
     tick_size: Decimal | None = None
     neg_risk: bool = False
     last_trade_price: Decimal | None = None
+    served_hash: str | None = field(default=None, compare=False)  # compared, never stored
 
     # The derived prices and orders are computed once per book (a snapshot values thousands
     # of positions against the same books): cached on the instance, fields untouched.
 
     @cached_property
     def best_bid(self) -> Decimal | None:
-        return max((level.price for level in self.bids), default=None)
+        return max((level.price for level in self.bids if level.size > ZERO), default=None)
 
     @cached_property
     def best_ask(self) -> Decimal | None:
-        return min((level.price for level in self.asks), default=None)
+        return min((level.price for level in self.asks if level.size > ZERO), default=None)
+
+    @property
+    def crossed(self) -> bool:
+        """Whether the best bid is at or above the best ask (crossed, or locked when equal):
+        such a book is not a price (no mark, no touch, no execution)."""
+        bid, ask = self.best_bid, self.best_ask
+        return bid is not None and ask is not None and bid >= ask
+
+    @property
+    def hash_mismatch(self) -> bool:
+        """Whether the CLOB served a hash other than the one computed of the book received."""
+        return self.served_hash != self.hash
 
     @cached_property
     def mid(self) -> Decimal | None:
@@ -325,7 +346,10 @@ def mark(book: OrderBook) -> Decimal | None:
     0.10 or one side is empty, the last trade price. The book's ``last_trade_price`` is the
     market's, not the token's (the YES and NO books carry the same value), so it is taken as
     this token's price when it lies within this token's bid and ask, else its complement when
-    that does; otherwise there is no mark (the caller keeps the last valid one)."""
+    that does; otherwise there is no mark (the caller keeps the last valid one). A crossed
+    or locked book has no mark."""
+    if book.crossed:
+        return None
     spread = book.spread
     if spread is not None and spread <= MARK_SPREAD_LIMIT and book.mid is not None:
         return book.mid

@@ -120,3 +120,8 @@ class Blocked(enum.StrEnum):
 CLOB_UNAVAILABLE = "clob_unavailable"
 """The system-log event of a CLOB outage: written where a book could not be fetched
 (:mod:`arena.jobs.books`), listed by ``arena status`` (:mod:`arena.jobs.status`)."""
+
+BOOK_HASH_MISMATCH = "book_hash_mismatch"
+"""The system-log event of books whose served ``hash`` differs from the one computed of them
+(details ``count``): written by :mod:`arena.jobs.books`, counted by ``arena status`` and
+``/metrics``."""

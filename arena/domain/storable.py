@@ -11,14 +11,16 @@ identically on both:
   with :data:`CUT_MARKER`;
 * identifiers: ASCII digits only, within their column length (never cut: a cut id is a
   different id);
-* numbers: finite and within the column's integer digits.
+* numbers: finite and within the column's integer digits (:func:`fits_column` also refuses
+  digits past its scale, for values that must be stored exactly, such as an order book's);
+* integers: within a ``BIGINT`` (:func:`fits_bigint`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from decimal import Decimal
+from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
 CUT_MARKER = "…[cut]"
@@ -26,6 +28,7 @@ REPLACEMENT = "\ufffd"
 MAX_MARKET_ID_DIGITS = 32  # markets.id is VARCHAR(32)
 MAX_OUTCOME_LENGTH = 300  # positions.side, trades.side, forecasts.outcome are VARCHAR(300)
 MAX_VOLUME = Decimal("1e18")  # Volume() is NUMERIC(24, 6): 18 integer digits
+MAX_BIGINT = 2**63 - 1  # BIGINT on PostgreSQL, INTEGER on SQLite: 8 signed bytes
 LONG_TEXT = 20_000  # questions, descriptions, titles: unbounded TEXT, bounded here
 MODEL_TEXT = 200_000  # a model's raw answer or reasoning
 
@@ -68,4 +71,21 @@ def is_market_id(text: str) -> bool:
 
 def fits_digits(number: Decimal, bound: Decimal = MAX_VOLUME) -> bool:
     """Whether ``number`` is finite and its magnitude below ``bound`` (a NUMERIC column)."""
-    return number.is_finite() and abs(number) < bound
+    return number.is_finite() and number.copy_abs() < bound  # abs() would overflow 1e1000000
+
+
+def fits_column(number: Decimal, precision: int, scale: int) -> bool:
+    """Whether ``NUMERIC(precision, scale)`` holds ``number`` exactly: finite, fewer than
+    ``precision - scale`` integer digits and no digit past ``scale``. Never raises, whatever
+    the exponent (``1e1000000`` and ``1e-1000000`` are refused, not computed with)."""
+    if not number.is_finite() or number.copy_abs() >= Decimal(10) ** (precision - scale):
+        return False
+    exponent = number.as_tuple().exponent
+    if isinstance(exponent, int) and exponent >= -scale:
+        return True
+    return number == number.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_DOWN)
+
+
+def fits_bigint(number: int) -> bool:
+    """Whether a ``BIGINT`` column holds ``number``."""
+    return -MAX_BIGINT - 1 <= number <= MAX_BIGINT

@@ -14,8 +14,10 @@ an HTML error page, a malformed body, a timeout, a dropped or refused connection
 fails every request, ``latency`` delays every answer, ``batch_limit`` lowers the 500-item cap,
 :meth:`FakeClobWorld.omit_from_batches` drops tokens from batch answers,
 :meth:`FakeClobWorld.remove_book` makes a book 404 and :meth:`FakeClobWorld.corrupt` serves
-raw keys a client cannot read. Every request is recorded (:attr:`FakeClobWorld.requests`,
-:meth:`FakeClobWorld.count`).
+raw keys a client cannot read, and :meth:`FakeClobWorld.plant` serves one of the
+:data:`HOSTILE_BOOKS` in place of a token's book (a huge size, a 25-digit timestamp, a long or
+wrong hash, phantom levels of size 0, a crossed or locked touch). Every request is recorded
+(:attr:`FakeClobWorld.requests`, :meth:`FakeClobWorld.count`).
 
 Two transports serve it: :meth:`FakeClobWorld.mock_transport` (in-process) and
 :func:`serve_fake_clob` (real HTTP on 127.0.0.1); :func:`plausible_book` builds a book around a
@@ -37,11 +39,13 @@ import httpx
 
 from arena.domain.book import NO_FEE, FeeSchedule, Level, OrderBook
 from arena.fakes.clob_api import (
+    HOSTILE_BOOKS,
     MAX_BATCH,
     fault_reply,
     html_reply,
     render_book,
     route,
+    served_book,
     take_fault,
 )
 from arena.fakes.clob_books import BookSides, plausible_book
@@ -50,6 +54,7 @@ from arena.sources.clob_parse import book_hash
 
 __all__ = [
     "FAULT_KINDS",
+    "HOSTILE_BOOKS",
     "BookSides",
     "FakeClobMarket",
     "FakeClobWorld",
@@ -115,6 +120,7 @@ class FakeClobWorld:
         self.batch_omits: set[str] = set()
         self.batch_limit = MAX_BATCH  # items a batch may hold; more -> 400
         self.overrides: dict[str, dict[str, Any]] = {}  # token id -> raw keys to replace
+        self.hostile: dict[str, str] = {}  # token id -> the hostile book served (plant)
         self.outage = False  # every request answers an HTML 503
         self.latency = 0.0  # seconds every answer is delayed
         self._market_of: dict[str, FakeClobMarket] = {}  # token id -> market
@@ -267,6 +273,20 @@ class FakeClobWorld:
         with self._lock:
             self.overrides.setdefault(token_id, {}).update(raw)
 
+    def plant(self, token_id: str, kind: str | None) -> None:
+        """Serve a hostile variant of the token's book from now on (one of
+        :data:`HOSTILE_BOOKS`, see :func:`~arena.fakes.clob_api.hostile_body`), on ``/book``
+        and ``/books``, following the book as it changes; ``None`` serves it honestly again.
+        The derived endpoints (``/midpoints``, ``/price``...) stay honest."""
+        if kind is not None and kind not in HOSTILE_BOOKS:
+            raise ValueError(f"unknown hostile book {kind!r}; one of {HOSTILE_BOOKS}")
+        with self._lock:
+            self._current(token_id)
+            if kind is None:
+                self.hostile.pop(token_id, None)
+            else:
+                self.hostile[token_id] = kind
+
     def count(self, path: str, method: str | None = None) -> int:
         """How many requests reached ``path`` (with ``method``, when given)."""
         with self._lock:
@@ -282,9 +302,14 @@ class FakeClobWorld:
             return Counter(f"{r.method} {r.path}" for r in self.requests)
 
     def rendered(self, token_id: str) -> dict[str, Any]:
-        """The ``/book`` body the fake would send for ``token_id`` now."""
+        """The honest ``/book`` body of ``token_id`` now (without a planted hostile kind)."""
         with self._lock:
             return render_book(self._current(token_id))
+
+    def served(self, token_id: str) -> dict[str, Any]:
+        """The ``/book`` body the fake sends for ``token_id`` now, hostile kind included."""
+        with self._lock:
+            return served_book(self, self._current(token_id))
 
     # -- serving -----------------------------------------------------------------------------
 

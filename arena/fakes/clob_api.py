@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena.domain.book import Level, OrderBook
 from arena.fakes.serving import FakeDrop, Reply
+from arena.sources.clob_parse import book_hash
 
 if TYPE_CHECKING:
     from arena.fakes.clob import FakeClobWorld, Fault
@@ -67,9 +68,74 @@ def render_book(book: OrderBook) -> dict[str, Any]:
     }
 
 
-def _served(world: FakeClobWorld, book: OrderBook) -> dict[str, Any]:
-    """The book as served: rendered, with any raw keys a test asked to corrupt."""
+HOSTILE_BOOKS = (
+    "huge_size",
+    "long_timestamp",
+    "long_hash",
+    "zero_size",
+    "crossed",
+    "locked",
+    "wrong_hash",
+)
+"""The hostile books the fake can serve in place of a token's honest one (issue 22, findings
+2, 3 and 7); see :func:`hostile_body`."""
+
+HUGE_SIZE = "1e1000000"  # decimal.Overflow in any arithmetic
+LONG_TIMESTAMP = "1" + "0" * 24  # 25 digits: past a BIGINT
+LONG_HASH = "f" * 200  # past the String(64) of book_hash
+ZERO_HASH = "0" * 40
+
+
+def hostile_body(body: dict[str, Any], kind: str) -> dict[str, Any]:
+    """``body`` (a rendered book, levels worst to best) made hostile in one way:
+
+    * ``huge_size``: the size at the best bid and the best ask is ``1e1000000``;
+    * ``long_timestamp``: a 25-digit ``timestamp``;
+    * ``long_hash``: a 200-character served ``hash``;
+    * ``zero_size``: phantom levels of size 0 at ``1 - tick`` (bids) and ``tick`` (asks),
+      last, where the best prices sit;
+    * ``crossed``: a bid of 100 shares one tick above the best ask;
+    * ``locked``: a bid of 100 shares at the best ask;
+    * ``wrong_hash``: the served ``hash`` is forty zeros.
+
+    Every kind but the two hash kinds serves the hash of the hostile body itself, so a client
+    sees exactly one thing wrong."""
+    if kind not in HOSTILE_BOOKS:
+        raise ValueError(f"unknown hostile book {kind!r}; one of {HOSTILE_BOOKS}")
+    body = {**body, "bids": list(body["bids"]), "asks": list(body["asks"])}
+    tick = Decimal(body["tick_size"] or "0.01")
+    best_ask = Decimal(body["asks"][-1]["price"]) if body["asks"] else None
+    if kind == "huge_size":
+        for side in ("bids", "asks"):
+            if body[side]:
+                body[side][-1] = {**body[side][-1], "size": HUGE_SIZE}
+    elif kind == "long_timestamp":
+        body["timestamp"] = LONG_TIMESTAMP
+    elif kind == "zero_size":
+        body["bids"].append({"price": text(1 - tick), "size": "0"})
+        body["asks"].append({"price": text(tick), "size": "0"})
+    elif kind in ("crossed", "locked"):
+        if best_ask is None:
+            raise ValueError("a crossed or locked book needs an ask")
+        price = best_ask + tick if kind == "crossed" and best_ask + tick < 1 else best_ask
+        body["bids"].append({"price": text(price), "size": "100"})
+    if kind == "long_hash":
+        body["hash"] = LONG_HASH
+    elif kind == "wrong_hash":
+        body["hash"] = ZERO_HASH
+    else:
+        body["hash"] = book_hash(body)
+    return body
+
+
+def served_book(world: FakeClobWorld, book: OrderBook) -> dict[str, Any]:
+    """The book as served: rendered, made hostile if a test planted a hostile kind
+    (:meth:`~arena.fakes.clob.FakeClobWorld.plant`), with any raw keys a test asked to
+    corrupt."""
     rendered = render_book(book)
+    kind = world.hostile.get(book.token_id)
+    if kind is not None:
+        rendered = hostile_body(rendered, kind)
     for key, value in world.overrides.get(book.token_id, {}).items():
         if value is None:
             rendered.pop(key, None)
@@ -132,7 +198,7 @@ def _book(world: FakeClobWorld, query: Mapping[str, list[str]]) -> Reply:
     book = world.books.get(token)
     if book is None:
         return error_reply(404, NO_BOOK)
-    return json_reply(_served(world, book))
+    return json_reply(served_book(world, book))
 
 
 def _books(world: FakeClobWorld, body: bytes) -> Reply:
@@ -141,7 +207,7 @@ def _books(world: FakeClobWorld, body: bytes) -> Reply:
         return tokens
     found = [world.books[t] for t in dict.fromkeys(tokens) if _in_batch(world, t)]
     found.sort(key=lambda book: _shuffle_key(world.seed, book.token_id))
-    return json_reply([_served(world, book) for book in found])
+    return json_reply([served_book(world, book) for book in found])
 
 
 def _midpoints(world: FakeClobWorld, body: bytes) -> Reply:

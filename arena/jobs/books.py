@@ -8,8 +8,11 @@ fetches of executions.
   after :data:`FEE_MAX_AGE`. A failed fetch is never read as "no fee": the execution that
   needed it fails instead.
 * An execution fetches each token's live book with ``GET /book`` right before it executes; a
-  404 or an unreachable CLOB fails that execution with its reason (never a fallback to Gamma's
-  price), and an outage is written to the system log, where ``arena status`` finds it.
+  404, an unusable book (:class:`~arena.errors.BookUnusable`: unreadable, unstorable, crossed
+  or locked) or an unreachable CLOB fails that execution with its reason (never a fallback to
+  Gamma's price), and an outage is written to the system log, where ``arena status`` finds it.
+* Every book fetched carries the hash arena computed of it; books whose served hash differs
+  are counted in the system log (:func:`record_hash_mismatches`), one row per fetch.
 """
 
 from __future__ import annotations
@@ -25,11 +28,19 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.domain.book import FeeSchedule, OrderBook, Pricing, exit_proceeds, mark
+from arena.domain.book import (
+    BOOK_HASH_ALGORITHM,
+    FeeSchedule,
+    OrderBook,
+    Pricing,
+    exit_proceeds,
+    mark,
+)
 from arena.domain.ledger import ZERO
 from arena.domain.markets import side_index
-from arena.domain.states import CLOB_UNAVAILABLE, PositionStatus
-from arena.errors import BookMissing, ClobError, ExecutionError, NoBook
+from arena.domain.states import BOOK_HASH_MISMATCH, CLOB_UNAVAILABLE, PositionStatus
+from arena.domain.storable import storable_text
+from arena.errors import BookMissing, BookUnusable, ClobError, ExecutionError, NoBook
 from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import BookMark, Cohort, Market, MarketFee, Position, SystemLog
@@ -41,6 +52,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FEE_MAX_AGE = timedelta(days=1)
+MISMATCH_EXAMPLES = 20  # books named in a hash-mismatch row
 
 
 def store_marks(
@@ -165,10 +177,59 @@ def live_books(
             books[token] = source.book(token)
         except BookMissing:
             books[token] = NoBook(f"no order book for token {token} (404 at execution time)")
+        except BookUnusable as exc:
+            books[token] = NoBook(str(exc))
         except ClobError as exc:
             books[token] = NoBook(f"order book unavailable: {exc}", unavailable=True)
             record_outage(factory, now, component, str(exc))
+    record_hash_mismatches(
+        factory, now, component, [b for b in books.values() if isinstance(b, OrderBook)]
+    )
     return books
+
+
+def record_hash_mismatches(
+    factory: sessionmaker[Session], now: datetime, component: str, books: Iterable[OrderBook]
+) -> int:
+    """Log and count the books whose served hash differs from the hash computed of them
+    (the stored proof is always the computed one): one system-log row per fetch, with the
+    count in ``details``. Returns the count."""
+    mismatched = [book for book in books if book.hash_mismatch]
+    if not mismatched:
+        return 0
+    examples = [
+        {
+            "token_id": book.token_id,
+            "served": None if book.served_hash is None else storable_text(book.served_hash, 80),
+            "computed": book.hash,
+        }
+        for book in mismatched[:MISMATCH_EXAMPLES]
+    ]
+    first = examples[0]
+    message = (
+        f"{len(mismatched)} order book(s) served a hash other than the one computed of them; "
+        f"token {first['token_id']}: served {first['served']!r}, computed {first['computed']}"
+    )
+    log.warning("book hash mismatch (%s): %s", component, message)
+    try:
+        with transaction(factory) as session:
+            session.add(
+                SystemLog(
+                    at=now,
+                    level="WARNING",
+                    source=component,
+                    event=BOOK_HASH_MISMATCH,
+                    message=message,
+                    details={
+                        "count": len(mismatched),
+                        "algorithm": BOOK_HASH_ALGORITHM,
+                        "books": examples,
+                    },
+                )
+            )
+    except Exception:  # the mismatch is already logged; a failed log row must not stop a run
+        log.exception("could not record the book hash mismatch in the system log")
+    return len(mismatched)
 
 
 def record_outage(
@@ -266,6 +327,7 @@ def fetch_held_books(
         return held
     held.books = dict(answer.books)
     held.missing = len(set(by_token) - set(held.books))
+    record_hash_mismatches(factory, now, "snapshot", held.books.values())
     with transaction(factory) as session:
         store_marks(
             session, [(by_token[t], b) for t, b in held.books.items() if t in by_token], now

@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
-from arena.domain.states import CLOB_UNAVAILABLE, MarketStatus, PositionStatus
+from arena.domain.states import (
+    BOOK_HASH_MISMATCH,
+    CLOB_UNAVAILABLE,
+    MarketStatus,
+    PositionStatus,
+)
 from arena.jobs.due import current_week_due
 from arena.slots import JOBS, next_slot
 from arena.store.queries import decision_window, held_market_ids, latest_runs, unfinished_cohorts
@@ -113,6 +118,7 @@ def read_status(session: Reader, settings: Settings, now: datetime, lease_now: d
     warnings = current_week_due(settings, session, now, lease_now).warnings()
     warnings += awaiting_resolution(session, now)
     warnings += clob_outages(session, now)
+    warnings += book_hash_mismatches(session, now)
     return Status(now=now, jobs=jobs, cohorts=lines, warnings=warnings)
 
 
@@ -139,6 +145,28 @@ def clob_outages(session: Reader, now: datetime) -> list[str]:
     at, source, message = rows[0]
     more = f" ({len(rows)} in the last 24 h)" if len(rows) > 1 else ""
     return [f"CLOB outage at {at.isoformat()} during the {source}{more}: {message}"]
+
+
+def book_hash_mismatches(session: Reader, now: datetime) -> list[str]:
+    """How many order books of the last :data:`OUTAGE_WINDOW` were served with a hash other
+    than the one computed of them, and the latest such fetch."""
+    mismatch = system_log.c.event == BOOK_HASH_MISMATCH
+    window = (system_log.c.at <= now, system_log.c.at > now - OUTAGE_WINDOW)
+    total = session.execute(
+        select(func.sum(system_log.c.details["count"].as_integer())).where(mismatch, *window)
+    ).scalar()
+    if not total:
+        return []
+    at, source, message = session.execute(
+        select(system_log.c.at, system_log.c.source, system_log.c.message)
+        .where(mismatch, *window)
+        .order_by(system_log.c.at.desc(), system_log.c.id.desc())
+        .limit(1)
+    ).one()
+    return [
+        f"{total} order book(s) served with a wrong hash in the last 24 h; latest at "
+        f"{at.isoformat()} during the {source}: {message}"
+    ]
 
 
 def awaiting_resolution(session: Reader, now: datetime) -> list[str]:

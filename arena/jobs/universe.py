@@ -28,7 +28,7 @@ from arena.domain.book import OrderBook, Touch
 from arena.domain.markets import MarketView, stored_prices, valid_prices
 from arena.domain.states import MarketStatus
 from arena.errors import ClobError, UniverseUnavailable
-from arena.jobs.books import record_outage, store_marks
+from arena.jobs.books import record_hash_mismatches, record_outage, store_marks
 from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import DecisionUniverse, Market, UniverseMarket
@@ -203,12 +203,15 @@ def _booked(
     factory: sessionmaker[Session],
     now: datetime,
 ) -> tuple[list[Market], dict[str, list[dict[str, str | int | None]]]]:
-    """Keep the candidates (in order, up to ``size``) whose every outcome token has a book,
+    """Keep the candidates (in order, up to ``size``) whose every outcome token has a usable
+    book (the client leaves out an unusable one: unreadable, unstorable, crossed or locked),
     fetching books a batch of candidates at a time; freeze the touch of each kept market's
-    tokens and of the held markets' tokens. Stores the marks of every book fetched."""
+    tokens and of the held markets' tokens. Stores the marks of every book fetched and
+    counts the books whose served hash differs from the computed one."""
     kept: list[Market] = []
     touches: dict[str, list[dict[str, str | int | None]]] = {}
     fetched: list[tuple[str, OrderBook]] = []
+    received: list[OrderBook] = []
     todo = [row for row in candidates if _tokens(row)]
     pending_held = [row for row in held if _tokens(row)]
     while (len(kept) < size and todo) or pending_held:
@@ -224,6 +227,7 @@ def _booked(
             raise UniverseUnavailable(
                 f"order books unavailable: {exc}; no decision stored"
             ) from exc
+        received += answer.books.values()
         for row in batch_rows:
             row_books = [answer.books.get(token) for token in _tokens(row)]
             if any(book is None for book in row_books):
@@ -235,6 +239,7 @@ def _booked(
                 kept.append(row)
     with transaction(factory) as session:
         store_marks(session, fetched, now)
+    record_hash_mismatches(factory, now, "decision_run", received)
     return kept, touches
 
 

@@ -7,7 +7,9 @@ Behaviour follows clob-api.md:
 - ``POST /books`` takes a JSON array ``[{"token_id": ...}]`` of at most 500 items, so larger
   requests are sent in chunks. The server reorders the answer and silently omits tokens
   without a book, so results are keyed by ``asset_id``; the tokens asked for and not answered
-  are reported (and logged) as missing, and answers for tokens never asked for are ignored;
+  are reported (and logged) as missing, and answers for tokens never asked for are ignored.
+  A book refused at the edge (:func:`~arena.sources.clob_parse.parse_book`) is missing too:
+  one bad book costs that token only;
 - ``POST /midpoints`` (same body and cap) answers ``{"<token id>": "<mid>"}``;
 - ``GET /clob-markets/{condition_id}`` carries the fee schedule in ``fd`` (see
   :func:`~arena.sources.clob_parse.parse_fee_schedule`);
@@ -139,8 +141,10 @@ class ClobClient:
     # -- public operations -------------------------------------------------------------------
 
     def book(self, token_id: str) -> OrderBook:
-        """The token's current book. Raises :class:`BookMissing` on a 404, :class:`ClobError`
-        on any other failure (after retries for the transient ones)."""
+        """The token's current book. Raises :class:`BookMissing` on a 404,
+        :class:`BookUnusable` for a book refused at the edge (unreadable, unstorable, crossed
+        or locked), :class:`ClobError` on any other failure (after retries for the transient
+        ones)."""
         _check_token(token_id)
         try:
             body = self._request(

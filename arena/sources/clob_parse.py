@@ -11,7 +11,14 @@ Behaviour follows clob-api.md (§2, §4, §7):
   or null sides are empty;
 - the ``hash`` is SHA-1 of the compact JSON of the book with ``"hash": ""``, keys in the wire
   order of the Go server; :func:`book_hash` recomputes it (so the fake can produce it and a
-  test can pin it against recorded books);
+  test can pin it against recorded books). The proof arena keeps (``OrderBook.hash``) is that
+  hash computed of the book *as received*, never the served one, which is kept beside it
+  (``served_hash``) only to be compared (:data:`~arena.domain.book.BOOK_HASH_ALGORITHM`);
+- a book passes the storable rule (:mod:`arena.domain.storable`) here, at the edge: prices
+  and sizes fit their columns exactly (``Price``: 4 integer digits and 10 places, ``Shares``:
+  18 and 6), the ``timestamp`` fits a ``BIGINT``; levels of size 0 are dropped (they do not
+  exist); a crossed or locked touch is refused. Any refusal is a :class:`BookUnusable` for
+  that book alone;
 - fees come from ``GET /clob-markets/{condition_id}``: ``fd.r`` (rate) and ``fd.e`` (exponent);
   no ``fd`` means a fee-free market.
 
@@ -29,7 +36,12 @@ from typing import Any
 
 from arena.domain.book import NO_FEE, FeeSchedule, Level, OrderBook
 from arena.domain.ledger import ONE, ZERO
-from arena.errors import ClobError, UnreadableField
+from arena.domain.storable import fits_bigint, fits_column
+from arena.errors import BookUnusable, ClobError, UnreadableField
+
+PRICE_COLUMN = (14, 10)  # arena.store.types.Price
+SHARES_COLUMN = (24, 6)  # arena.store.types.Shares
+MAX_TIMESTAMP_DIGITS = 19  # a BIGINT has at most 19 digits; longer text is refused unread
 
 WIRE_KEYS = (
     "market",
@@ -51,7 +63,8 @@ def book_hash(raw: Mapping[str, Any]) -> str:
 
     ``raw`` is the book as the wire carries it (strings stay strings); a value must be written
     back exactly as received, so ``"0.430"`` and ``"0.43"`` hash differently, as on the server.
-    A value JSON cannot write (a Decimal: a real book has none) raises ``TypeError``.
+    A JSON number where the CLOB sends a string (decoded as a Decimal; a real book has none)
+    is hashed as its text in quotes, and a lone surrogate as such: whatever arrives has a hash.
     """
     ordered: dict[str, Any] = {}
     for key in WIRE_KEYS:
@@ -59,38 +72,54 @@ def book_hash(raw: Mapping[str, Any]) -> str:
         if key == "hash":
             value = ""
         elif key in ("bids", "asks"):
-            value = [{"price": lv.get("price"), "size": lv.get("size")} for lv in value or ()]
+            value = [_level_pair(lv) for lv in value] if isinstance(value, list) else value
         ordered[key] = value
-    text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha1(text.encode()).hexdigest()
+    text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _level_pair(level: Any) -> Any:
+    if isinstance(level, Mapping):
+        return {"price": level.get("price"), "size": level.get("size")}
+    return level
 
 
 def parse_book(raw: Mapping[str, Any]) -> OrderBook:
-    """One ``/book`` (or ``/books`` element) body as an :class:`OrderBook`.
+    """One ``/book`` (or ``/books`` element) body as an :class:`OrderBook`, its ``hash``
+    computed of what was received and the served one kept as ``served_hash``.
 
-    Raises :class:`ClobError` naming the token when any field cannot be read: a book the
-    ledger would price from must be read exactly or not at all.
+    Raises :class:`BookUnusable` naming the token when a field cannot be read or stored
+    exactly, or when the touch is crossed or locked: a book the ledger would price from must
+    be read exactly or not at all, and a refusal costs this book only.
     """
     if not isinstance(raw, Mapping):
-        raise ClobError(f"book: expected a JSON object, got {type(raw).__name__}")
+        raise BookUnusable("<none>", f"expected a JSON object, got {type(raw).__name__}")
     token = raw.get("asset_id")
     if not isinstance(token, str) or not token:
-        raise ClobError(f"book: asset_id must be a non-empty string, got {token!r}")
+        raise BookUnusable("<none>", f"asset_id must be a non-empty string, got {token!r:.80}")
+    served = raw.get("hash")
     try:
-        return OrderBook(
+        book = OrderBook(
             token_id=token,
             market=_text(raw.get("market"), "market"),
             timestamp=_epoch_ms(raw.get("timestamp")),
-            hash=_text(raw.get("hash"), "hash"),
+            hash=book_hash(raw),
             bids=_levels(raw.get("bids"), "bids"),
             asks=_levels(raw.get("asks"), "asks"),
-            min_order_size=_optional_decimal(raw.get("min_order_size"), "min_order_size") or ZERO,
-            tick_size=_optional_decimal(raw.get("tick_size"), "tick_size"),
+            min_order_size=_optional_size(raw.get("min_order_size"), "min_order_size") or ZERO,
+            tick_size=_optional_price(raw.get("tick_size"), "tick_size"),
             neg_risk=_flag(raw.get("neg_risk"), "neg_risk"),
-            last_trade_price=_optional_decimal(raw.get("last_trade_price"), "last_trade_price"),
+            last_trade_price=_optional_price(raw.get("last_trade_price"), "last_trade_price"),
+            served_hash=served if isinstance(served, str) else None,
         )
     except UnreadableField as exc:
-        raise ClobError(f"book of token {token}: {exc}") from None
+        raise BookUnusable(token, str(exc)) from None
+    if book.crossed:
+        touch = "locked" if book.best_bid == book.best_ask else "crossed"
+        raise BookUnusable(
+            token, f"{touch} book: best bid {book.best_bid} >= best ask {book.best_ask}"
+        )
+    return book
 
 
 def parse_fee_schedule(raw: Mapping[str, Any], condition_id: str) -> FeeSchedule:
@@ -147,10 +176,15 @@ def _levels(value: Any, side: str) -> tuple[Level, ...]:
         price = _level_number(row.get("price"), side, index, "price")
         size = _level_number(row.get("size"), side, index, "size")
         if not ZERO < price < ONE:
-            raise UnreadableField(f"{side}[{index}].price {price} is not inside (0, 1)")
+            raise UnreadableField(f"{side}[{index}].price {price:.40} is not inside (0, 1)")
+        if not fits_column(price, *PRICE_COLUMN):
+            raise UnreadableField(f"{side}[{index}].price {price:.40} has more than 10 places")
         if size < ZERO:
-            raise UnreadableField(f"{side}[{index}].size {size} is negative")
-        levels.append(Level(price=price, size=size))
+            raise UnreadableField(f"{side}[{index}].size {size:.40} is negative")
+        if not fits_column(size, *SHARES_COLUMN):
+            raise UnreadableField(f"{side}[{index}].size {size:.40} is not a storable size")
+        if size > ZERO:  # a level of size 0 does not exist
+            levels.append(Level(price=price, size=size))
     return tuple(levels)
 
 
@@ -187,6 +221,22 @@ def _optional_decimal(value: Any, what: str) -> Decimal | None:
     return _decimal(value, what)
 
 
+def _optional_price(value: Any, what: str) -> Decimal | None:
+    """A price-like field (tick size, last trade) that fits the ``Price`` column exactly."""
+    number = _optional_decimal(value, what)
+    if number is not None and not fits_column(number, *PRICE_COLUMN):
+        raise UnreadableField(f"{what} {number:.40} is not a storable price")
+    return number
+
+
+def _optional_size(value: Any, what: str) -> Decimal | None:
+    """A size-like field (the minimum order size) that fits the ``Shares`` column exactly."""
+    number = _optional_decimal(value, what)
+    if number is not None and (number < ZERO or not fits_column(number, *SHARES_COLUMN)):
+        raise UnreadableField(f"{what} {number:.40} is not a storable size")
+    return number
+
+
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise UnreadableField(f"{what} must be a string, got {value!r}")
@@ -194,10 +244,18 @@ def _text(value: Any, what: str) -> str:
 
 
 def _epoch_ms(value: Any) -> int:
-    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-    if not isinstance(text, str) or not (text.isascii() and text.isdigit()):
-        raise UnreadableField(f"timestamp must be epoch milliseconds as a string, got {value!r}")
-    return int(text)
+    """Epoch milliseconds that a ``BIGINT`` holds (a 25-digit timestamp is refused unread)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number: int | None = value
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
+        number = int(value) if len(value) <= MAX_TIMESTAMP_DIGITS else None
+    else:
+        raise UnreadableField(
+            f"timestamp must be epoch milliseconds as a string, got {value!r:.80}"
+        )
+    if number is None or number < 0 or not fits_bigint(number):
+        raise UnreadableField(f"timestamp {str(value)[:40]}... does not fit epoch milliseconds")
+    return number
 
 
 def _flag(value: Any, what: str) -> bool:

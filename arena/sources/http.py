@@ -17,6 +17,8 @@ import tenacity
 from arena import __version__
 from arena.errors import SourceNotFound, TransientError
 
+MAX_INT_DIGITS = 4000  # below sys.get_int_max_str_digits() (4300 by default)
+
 USER_AGENT = f"arena/{__version__} (+https://github.com/arena-benchmark/arena)"
 T = TypeVar("T")
 BACKOFF_BASE_SECONDS = 0.5
@@ -123,6 +125,12 @@ def describe_error(exc: BaseException | None) -> str:
     return str(exc)
 
 
+def json_int(text: str) -> int | Decimal:
+    """A JSON integer: an ``int``, or a :class:`Decimal` past Python's 4,300-digit limit on
+    ``int(str)`` (whose ``ValueError`` would fail the whole body over one field)."""
+    return int(text) if len(text) <= MAX_INT_DIGITS else Decimal(text)
+
+
 def json_body(
     response: httpx.Response, *, allow_404: bool, refused: Callable[[str], Exception]
 ) -> Any:
@@ -141,7 +149,7 @@ def json_body(
     if status >= 400:
         raise refused(f"HTTP {status}{error_text(response)}")
     try:
-        return json.loads(response.content, parse_float=Decimal)
+        return json.loads(response.content, parse_float=Decimal, parse_int=json_int)
     except ValueError:
         kind = response.headers.get("content-type", "no content type")
         raise TransientError(f"HTTP {status} body is not JSON ({kind})") from None

@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.domain.states import JobRunStatus, PositionStatus
+from arena.domain.states import BOOK_HASH_MISMATCH, JobRunStatus, PositionStatus
 from arena.store.models import (
     Agent,
     Decision,
@@ -25,6 +25,7 @@ from arena.store.models import (
     JobRun,
     PortfolioSnapshot,
     Position,
+    SystemLog,
 )
 from arena.web.context import WebContext
 
@@ -86,6 +87,11 @@ class ArenaCollector(Collector):
         yield GaugeMetricFamily(
             "arena_open_positions", "Open positions across all agents.", value=values["open"]
         )
+        yield CounterMetricFamily(
+            "arena_book_hash_mismatches",
+            "Order books served with a hash other than the one arena computed of them.",
+            value=values["hash_mismatches"],
+        )
         age = GaugeMetricFamily(
             "arena_newest_snapshot_age_seconds",
             "Seconds since the newest portfolio snapshot (absent when there is none).",
@@ -138,6 +144,14 @@ def _read(session: Session) -> dict[str, Any]:
             )
         ],
         "cost": [(family, float(usd or 0)) for family, usd in cost],
+        "hash_mismatches": int(
+            session.scalar(
+                select(func.sum(SystemLog.details["count"].as_integer())).where(
+                    SystemLog.event == BOOK_HASH_MISMATCH
+                )
+            )
+            or 0
+        ),
         "open": int(
             session.scalar(
                 select(func.count())

@@ -48,6 +48,19 @@ def test_best_prices_are_computed_not_read_from_a_position() -> None:
     assert b.mid == D("0.425") and b.spread == D("0.01")
 
 
+def test_levels_of_size_zero_are_never_the_best_price() -> None:
+    """The model was shown YES=0.97/0.03 for a book whose real touch was 0.11/0.12."""
+    b = book([("0.11", "100"), ("0.97", "0")], [("0.12", "100"), ("0.03", "0")])
+    assert (b.best_bid, b.best_ask, b.mid) == (D("0.11"), D("0.12"), D("0.115"))
+    assert mark(b) == D("0.115") and not b.crossed
+
+
+@pytest.mark.parametrize("bid", ["0.42", "0.43"])
+def test_a_crossed_or_locked_book_has_no_mark(bid: str) -> None:
+    b = book([(bid, "100")], [("0.42", "100")], last="0.42")
+    assert b.crossed and mark(b) is None
+
+
 def test_buy_takes_three_levels_and_stops_at_the_limit() -> None:
     b = book(
         [("0.40", "100")], [("0.50", "100"), ("0.47", "100"), ("0.46", "100"), ("0.45", "100")]

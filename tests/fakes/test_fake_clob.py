@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.domain.book import FeeSchedule, Level, OrderBook
-from arena.fakes.clob import FakeClobMarket, FakeClobWorld, plausible_book
+from arena.fakes.clob import HOSTILE_BOOKS, FakeClobMarket, FakeClobWorld, plausible_book
 from arena.fakes.serving import FakeDrop, FakeSlow
 from arena.sources.clob import book_hash, parse_book
 from arena.sources.clob_parse import WIRE_KEYS
@@ -376,3 +376,37 @@ def test_a_plausible_market_is_consistent_on_both_tokens(world: FakeClobWorld) -
     assert yes.spread == no.spread
     assert len(market.yes_token) >= 77 and market.yes_token.isdigit()
     assert parse_book(world.rendered(market.no_token)) == no
+
+
+# -- hostile books (issue 22) ----------------------------------------------------------------
+
+
+def test_each_hostile_book_changes_only_what_it_names(
+    world: FakeClobWorld, market: FakeClobMarket
+) -> None:
+    """The hash kinds keep the book and serve a wrong hash; the others carry the hash of their
+    own body, so a client sees exactly one thing wrong. ``None`` serves the book honestly."""
+    token = market.yes_token
+    honest = world.rendered(token)
+    served = {}
+    for kind in HOSTILE_BOOKS:
+        world.plant(token, kind)
+        served[kind] = body = world.served(token)
+        assert call(world, "GET", "/book", token_id=token)[2] == body
+        if kind in ("wrong_hash", "long_hash"):
+            assert body["hash"] != book_hash(body)
+            assert {**body, "hash": ""} == {**honest, "hash": ""}
+        else:
+            assert body["hash"] == book_hash(body) != honest["hash"]
+    assert served["huge_size"]["asks"][-1]["size"] == "1e1000000"
+    assert len(served["long_timestamp"]["timestamp"]) == 25
+    assert len(served["long_hash"]["hash"]) == 200
+    assert served["zero_size"]["bids"][-1] == {"price": "0.99", "size": "0"}
+    bid, ask = (Decimal(served["crossed"][s][-1]["price"]) for s in ("bids", "asks"))
+    assert bid > ask
+    bid, ask = (Decimal(served["locked"][s][-1]["price"]) for s in ("bids", "asks"))
+    assert bid == ask
+    world.plant(token, None)
+    assert world.served(token) == honest
+    with pytest.raises(ValueError, match="unknown hostile book"):
+        world.plant(token, "nonsense")

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from arena.domain.book import NO_FEE, FeeSchedule, Level, TradeSide
-from arena.errors import ClobError
+from arena.errors import BookUnusable, ClobError
+from arena.fakes.clob_api import hostile_body
 from arena.sources.clob import book_hash, parse_book, parse_fee_schedule
 from arena.sources.clob_parse import WIRE_KEYS, parse_midpoints
 
@@ -222,3 +223,78 @@ def test_midpoints_are_exact_and_restricted_to_the_tokens_asked() -> None:
     }
     with pytest.raises(ClobError, match="token 1"):
         parse_midpoints({"1" * 77: ""}, {"1" * 77})
+
+
+# -- the storable rule at the edge (issue 22) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("huge_size", r"size 1E\+1000000 is not a storable size"),
+        ("long_timestamp", "timestamp 1000000000000000000000000"),
+        ("crossed", "crossed book: best bid 0.44 >= best ask 0.43"),
+        ("locked", "locked book: best bid 0.43 >= best ask 0.43"),
+    ],
+)
+def test_a_hostile_book_is_refused_at_the_edge_naming_the_token(kind: str, reason: str) -> None:
+    raw = hostile_body(json.loads((FIXTURES / FED).read_bytes()), kind)
+    with pytest.raises(BookUnusable, match=reason) as refused:
+        parse_book(raw)
+    assert refused.value.token_id == raw["asset_id"]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"bids": [{"price": "0.4", "size": "1e18"}]},  # Shares: 18 integer digits
+        {"bids": [{"price": "0.4", "size": "0.0000001"}]},  # ... and 6 places
+        {"bids": [{"price": "0.4", "size": "1e-1000000"}]},
+        {"asks": [{"price": "0.12345678901", "size": "1"}]},  # Price: 10 places
+        {"asks": [{"price": "1e-1000000", "size": "1"}]},
+        {"timestamp": "9223372036854775808"},  # 2^63
+        {"timestamp": "9" * 5000},  # past int()'s digit limit: refused unread
+        {"timestamp": -1},
+        {"min_order_size": "1e1000000"},
+        {"tick_size": "1e-1000000"},
+        {"last_trade_price": "1e1000000"},
+    ],
+)
+def test_numbers_the_database_cannot_hold_exactly_are_refused(changes: dict[str, Any]) -> None:
+    with pytest.raises(BookUnusable, match=f"token {'1' * 77}: "):
+        parse_book(minimal_book(**changes))
+
+
+def test_the_widest_storable_values_are_read() -> None:
+    book = parse_book(
+        minimal_book(
+            timestamp=str(2**63 - 1),
+            bids=[{"price": "0.0000000001", "size": "999999999999999999.999999"}],
+        )
+    )
+    assert book.timestamp == 2**63 - 1 and book.bids[0].size == Decimal("999999999999999999.999999")
+
+
+def test_levels_of_size_zero_do_not_exist() -> None:
+    raw = hostile_body(json.loads((FIXTURES / FED).read_bytes()), "zero_size")
+    book = parse_book(raw)
+    honest = parse_book(load(FED))
+    assert (book.bids, book.asks) == (honest.bids, honest.asks)
+    assert (book.best_bid, book.best_ask) == (honest.best_bid, honest.best_ask)
+
+
+def test_the_hash_kept_is_computed_and_the_served_one_only_compared() -> None:
+    raw = load(FED)
+    honest = parse_book(raw)
+    assert honest.hash == honest.served_hash == RECORDED_HASHES[FED]
+    assert not honest.hash_mismatch
+    for served in ("0" * 40, "f" * 200, None, 12):
+        book = parse_book({**raw, "hash": served})
+        assert book.hash == RECORDED_HASHES[FED] and book.hash_mismatch
+        assert book.served_hash == (served if isinstance(served, str) else None)
+
+
+def test_any_received_book_has_a_hash() -> None:
+    """A JSON number where a string belongs, or a lone surrogate, still hashes."""
+    odd = minimal_book(market="\ud800", min_order_size=Decimal("5"))
+    assert len(book_hash(odd)) == 40

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from arena.errors import GammaError, SourceNotFound, TransientError
-from arena.sources.http import retry_after_seconds, with_retries
+from arena.sources.http import json_body, retry_after_seconds, with_retries
 
 
 @pytest.mark.parametrize(
@@ -82,3 +82,12 @@ def test_the_retry_loop_lets_other_failures_through_at_once() -> None:
     with pytest.raises(SourceNotFound):
         _retrying(refused, waits, [])
     assert calls == [1] and waits == []
+
+
+def test_a_json_integer_past_the_digit_limit_does_not_fail_the_body() -> None:
+    """``int()`` refuses a string of more than 4,300 digits; one such field (a hostile book's
+    timestamp) must not make the whole ``/books`` answer unreadable."""
+    digits = "9" * 5000
+    content = ('[{"timestamp": ' + digits + '}, {"timestamp": 12}]').encode()
+    body = json_body(httpx.Response(200, content=content), allow_404=False, refused=GammaError)
+    assert str(body[0]["timestamp"]) == digits and body[1]["timestamp"] == 12
