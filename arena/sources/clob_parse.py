@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -66,22 +67,34 @@ def book_hash(raw: Mapping[str, Any]) -> str:
     A JSON number where the CLOB sends a string (decoded as a Decimal; a real book has none)
     is hashed as its text in quotes, and a lone surrogate as such: whatever arrives has a hash.
     """
-    ordered: dict[str, Any] = {}
+    parts = []
     for key in WIRE_KEYS:
-        value = raw.get(key)
-        if key == "hash":
-            value = ""
-        elif key in ("bids", "asks"):
-            value = [_level_pair(lv) for lv in value] if isinstance(value, list) else value
-        ordered[key] = value
-    text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+        value = "" if key == "hash" else raw.get(key)
+        if key in ("bids", "asks") and isinstance(value, list):
+            text = "[" + ",".join(_level_text(level) for level in value) + "]"
+        else:
+            text = _json_text(value)
+        parts.append(f'"{key}":{text}')
+    body = "{" + ",".join(parts) + "}"
+    return hashlib.sha1(body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _level_pair(level: Any) -> Any:
-    if isinstance(level, Mapping):
-        return {"price": level.get("price"), "size": level.get("size")}
-    return level
+# Compact JSON, non-ASCII as is: the text json.dumps(..., separators=(",", ":"),
+# ensure_ascii=False) writes, built by hand for the usual string values (a snapshot hashes
+# thousands of books).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
+_quote: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def _json_text(value: Any) -> str:
+    return _quote(value) if type(value) is str else _ENCODER.encode(value)
+
+
+def _level_text(level: Any) -> str:
+    if type(level) is dict or isinstance(level, Mapping):
+        price, size = level.get("price"), level.get("size")
+        return '{"price":' + _json_text(price) + ',"size":' + _json_text(size) + "}"
+    return _json_text(level)
 
 
 def parse_book(raw: Mapping[str, Any]) -> OrderBook:
@@ -165,41 +178,52 @@ def parse_midpoints(raw: Any, wanted: set[str]) -> dict[str, Decimal]:
 
 
 def _levels(value: Any, side: str) -> tuple[Level, ...]:
+    """A side's levels in wire order, each price and size read exactly and checked against
+    its column; levels of size 0 are left out (they do not exist)."""
     if value is None:
         return ()
     if not isinstance(value, list):
         raise UnreadableField(f"{side} must be a list, got {type(value).__name__}")
     levels = []
     for index, row in enumerate(value):
-        if not isinstance(row, Mapping):
+        if type(row) is not dict and not isinstance(row, Mapping):
             raise UnreadableField(f"{side}[{index}] must be an object")
-        price = _level_number(row.get("price"), side, index, "price")
-        size = _level_number(row.get("size"), side, index, "size")
-        if not ZERO < price < ONE:
-            raise UnreadableField(f"{side}[{index}].price {price:.40} is not inside (0, 1)")
-        if not fits_column(price, *PRICE_COLUMN):
-            raise UnreadableField(f"{side}[{index}].price {price:.40} has more than 10 places")
-        if size < ZERO:
-            raise UnreadableField(f"{side}[{index}].size {size:.40} is negative")
-        if not fits_column(size, *SHARES_COLUMN):
-            raise UnreadableField(f"{side}[{index}].size {size:.40} is not a storable size")
-        if size > ZERO:  # a level of size 0 does not exist
+        price = _level_price(row.get("price"), side, index)
+        size = _level_size(row.get("size"), side, index)
+        if size:  # a level of size 0 does not exist
             levels.append(Level(price=price, size=size))
     return tuple(levels)
 
 
-def _level_number(value: Any, side: str, index: int, name: str) -> Decimal:
-    """A level's price or size: the wire's decimal string read directly (a book has dozens
-    of levels, a snapshot thousands of books); anything else through :func:`_decimal`, which
-    names the field when it cannot be read."""
-    if type(value) is str:
-        try:
-            number = Decimal(value)  # surrounding whitespace is allowed, as in _decimal
-        except InvalidOperation:
-            number = None
-        if number is not None and number.is_finite():
-            return number
-    return _decimal(value, f"{side}[{index}].{name}")
+# The wire's usual forms, read without further checks (a book has dozens of levels, a
+# snapshot thousands of books): a price "0.41" inside (0, 1) with at most 10 places, a size
+# "16069385.26" with at most 18 integer digits and 6 places. Anything else takes the full way.
+_PLAIN_PRICE = re.compile(r"0?\.[0-9]{1,10}")
+_PLAIN_SIZE = re.compile(r"[0-9]{1,18}(?:\.[0-9]{0,6})?")
+
+
+def _level_price(value: Any, side: str, index: int) -> Decimal:
+    if type(value) is str and _PLAIN_PRICE.fullmatch(value):
+        price = Decimal(value)
+        if price:
+            return price
+    price = _decimal(value, f"{side}[{index}].price")
+    if not ZERO < price < ONE:
+        raise UnreadableField(f"{side}[{index}].price {price:.40} is not inside (0, 1)")
+    if not fits_column(price, *PRICE_COLUMN):
+        raise UnreadableField(f"{side}[{index}].price {price:.40} has more than 10 places")
+    return price
+
+
+def _level_size(value: Any, side: str, index: int) -> Decimal:
+    if type(value) is str and _PLAIN_SIZE.fullmatch(value):
+        return Decimal(value)
+    size = _decimal(value, f"{side}[{index}].size")
+    if size < ZERO:
+        raise UnreadableField(f"{side}[{index}].size {size:.40} is negative")
+    if not fits_column(size, *SHARES_COLUMN):
+        raise UnreadableField(f"{side}[{index}].size {size:.40} is not a storable size")
+    return size
 
 
 def _decimal(value: Any, what: str) -> Decimal:
