@@ -298,3 +298,15 @@ def test_any_received_book_has_a_hash() -> None:
     """A JSON number where a string belongs, or a lone surrogate, still hashes."""
     odd = minimal_book(market="\ud800", min_order_size=Decimal("5"))
     assert len(book_hash(odd)) == 40
+
+
+def test_the_hash_is_the_compact_json_of_the_wire_keys() -> None:
+    """The hand-written text is exactly json.dumps's, escapes and non-ASCII included."""
+    import hashlib
+
+    odd = minimal_book(market='0x"é\n\\\x01€', last_trade_price="", neg_risk=True)
+    odd["bids"] = [{"size": "1", "price": "0.4", "extra": "x"}, "not a level"]
+    ordered = {key: odd.get(key) for key in WIRE_KEYS} | {"hash": ""}
+    ordered["bids"] = [{"price": "0.4", "size": "1"}, "not a level"]
+    text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False)
+    assert book_hash(odd) == hashlib.sha1(text.encode()).hexdigest()
