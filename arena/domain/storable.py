@@ -12,8 +12,8 @@ identically on both:
 * identifiers: ASCII digits only, within their column length (never cut: a cut id is a
   different id);
 * numbers: finite and within the column's integer digits; counts non-negative and within
-  ``INTEGER``; a JSON value's non-finite floats (``NaN``, ``1e400``) become null, which
-  PostgreSQL's JSON refuses.
+  ``INTEGER``; in a JSON value, non-finite floats (``NaN``, ``1e400``) become null
+  (PostgreSQL's JSON refuses them).
 """
 
 from __future__ import annotations
