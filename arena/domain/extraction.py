@@ -33,7 +33,7 @@ def extract_json_object(text: str | None) -> dict[str, Any]:
         raise MalformedResponse("the response is empty; answer with one JSON object")
     try:
         whole = json.loads(text.strip())
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser: not an answer either
         whole = None
     if isinstance(whole, dict):
         return whole
@@ -62,7 +62,7 @@ def _strict_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
     while index != -1:
         try:
             value, end = decoder.raw_decode(text, index)
-        except ValueError:
+        except (ValueError, RecursionError):
             index = text.find("{", index + 1)
             continue
         if isinstance(value, dict):
@@ -108,7 +108,7 @@ def _repaired(span: str) -> dict[str, Any] | None:
     """The object in a complete span: trailing commas dropped exactly, else json-repair."""
     try:
         value = json.loads(_without_trailing_commas(span))
-    except ValueError:
+    except (ValueError, RecursionError):
         try:
             value = json_repair.loads(span)
         except Exception:  # the repair library's failure modes are not ours to enumerate

@@ -84,6 +84,9 @@ class AttemptOutcome(enum.StrEnum):
     """Bad key or no credit: the run stops."""
     BUDGET_SKIPPED = "budget_skipped"
     """No call: the budget forbade it (a row is written so the skip is visible)."""
+    RECEIVED = "received"
+    """An answer stored the moment it arrived, before its verdict (valid or malformed) was
+    written on the same row; it stays so only when what followed the call failed."""
 
 
 FAILED_CALLS = (

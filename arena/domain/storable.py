@@ -13,14 +13,17 @@ identically on both:
   different id);
 * numbers: finite and within the column's integer digits (:func:`fits_column` also refuses
   digits past its scale, for values that must be stored exactly, such as an order book's);
+  counts non-negative and within ``INTEGER``; in a JSON value, non-finite floats (``NaN``,
+  ``1e400``) become null (PostgreSQL's JSON refuses them);
 * integers: within a ``BIGINT`` (:func:`fits_bigint`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
-from decimal import ROUND_DOWN, Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 CUT_MARKER = "…[cut]"
@@ -61,6 +64,8 @@ def storable_json(value: Any, limit: int = MODEL_TEXT) -> Any:
         return {storable_text(str(k), limit): storable_json(v, limit) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [storable_json(v, limit) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 
@@ -89,3 +94,31 @@ def fits_column(number: Decimal, precision: int, scale: int) -> bool:
 def fits_bigint(number: int) -> bool:
     """Whether a ``BIGINT`` column holds ``number``."""
     return -MAX_BIGINT - 1 <= number <= MAX_BIGINT
+
+
+# --- outside replies (OpenRouter): ids, counts and costs -----------------------------------
+
+MAX_COUNT = 2**31 - 1  # INTEGER on PostgreSQL
+
+
+def storable_id(text: object, limit: int) -> str | None:
+    """An outside opaque id (a generation id) as it can be stored, or None: 1 to ``limit``
+    printable ASCII characters without spaces. Never cut: a cut id names something else."""
+    if not isinstance(text, str) or not 0 < len(text) <= limit:
+        return None
+    return text if text.isascii() and text.isprintable() and " " not in text else None
+
+
+def storable_count(value: object) -> int | None:
+    """A count from outside (tokens) as stored: an int in ``[0, MAX_COUNT]``, else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT:
+        return value
+    return None
+
+
+def storable_amount(value: Decimal | None, bound: Decimal, places: int) -> Decimal | None:
+    """A non-negative amount from outside (a cost) as its ``NUMERIC`` column keeps it: finite,
+    below ``bound``, rounded half-even to ``places`` decimals; else None."""
+    if value is None or not fits_digits(value, bound) or value < 0:
+        return None
+    return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)

@@ -5,6 +5,7 @@ Implements ``POST /chat/completions``, ``GET /models``, ``GET /generation?id=`` 
 failure mode listed there. Each model has a queue of :class:`Behaviour` (consumed one per
 completion) and a default; :func:`answer`, :func:`http_error`, :func:`error_in_200` and the other
 factories build them (malformed-then-valid: ``script(model, answer("oops"), answer(valid))``;
+odd reply fields: ``script(model, odd_fields(fake.default_for(model)))``;
 never-valid: ``set_default(model, answer("oops"))``). Every request received is recorded in
 :attr:`FakeOpenRouter.requests`.
 
@@ -45,8 +46,10 @@ from arena.fakes.openrouter_script import (
     null_choices,
     null_choices_rate_limited,
     null_content,
+    odd_fields,
     reasoning_only,
     slow,
+    with_fields,
 )
 
 Reply = tuple[int, dict[str, str], bytes]
@@ -65,8 +68,10 @@ __all__ = [
     "null_choices",
     "null_choices_rate_limited",
     "null_content",
+    "odd_fields",
     "reasoning_only",
     "slow",
+    "with_fields",
 ]
 
 
@@ -149,6 +154,12 @@ class FakeOpenRouter:
             self.add_model(model_id)
         with self._lock:
             self._models[model_id].default = behaviour
+
+    def default_for(self, model_id: str) -> Behaviour:
+        """What ``model_id`` answers when nothing is queued (to wrap, e.g. in ``odd_fields``)."""
+        with self._lock:
+            model = self._models.get(model_id)
+            return (model.default if model else None) or self.default
 
     def chat_requests(self, model: str | None = None) -> list[RecordedRequest]:
         """Recorded chat completion requests, optionally for one model."""
@@ -266,6 +277,17 @@ class FakeOpenRouter:
                 "metadata": behaviour.metadata or {},
             }
             choice["message"]["content"] = ""
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "cost": float(cost),
+            "is_byok": False,
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": len(behaviour.reasoning or "") // 4},
+        }
+        fields = dict(behaviour.fields or {})
+        usage.update(fields.pop("usage", None) or {})
         body = {
             "id": gen_id,
             "provider": provider,
@@ -274,18 +296,10 @@ class FakeOpenRouter:
             "created": created,
             "system_fingerprint": "fp_fake",
             "choices": [choice],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-                "cost": float(cost),
-                "is_byok": False,
-                "prompt_tokens_details": {"cached_tokens": 0},
-                "completion_tokens_details": {
-                    "reasoning_tokens": len(behaviour.reasoning or "") // 4
-                },
-            },
+            "usage": usage,
+            **fields,
         }
+        headers.update(behaviour.headers or {})
         with self._lock:
             self.usage += cost
             self._generations[gen_id] = _Generation(

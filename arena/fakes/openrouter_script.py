@@ -39,6 +39,8 @@ class Behaviour:
     retry_after: str | None = None
     delay: float = 0.0  # seconds before answering
     provider: str | None = None  # overrides the model's default upstream
+    fields: dict[str, Any] | None = None  # set over the completion body ("usage" key by key)
+    headers: dict[str, str] | None = None  # set over the response headers
 
 
 def answer(
@@ -135,6 +137,37 @@ def reasoning_only(reasoning: str = "Thinking about the markets...") -> Behaviou
 def length_exhausted() -> Behaviour:
     """A reasoning model that spent all of ``max_tokens`` thinking: empty content, length."""
     return answer("", reasoning="Let me weigh each market carefully...", finish_reason="length")
+
+
+def with_fields(
+    then: Behaviour, *, headers: dict[str, str] | None = None, **fields: Any
+) -> Behaviour:
+    """``then`` with these fields set over its completion body (``usage`` merged key by key;
+    ``finish_reason`` goes to the choice) and these response headers."""
+    finish_reason = fields.pop("finish_reason", then.finish_reason)
+    return replace(
+        then,
+        finish_reason=finish_reason,
+        fields={**(then.fields or {}), **fields},
+        headers={**(then.headers or {}), **(headers or {})},
+    )
+
+
+LONG_ID = "gen-" + "7" * 146  # 150 characters: past generation_id VARCHAR(100)
+ODD_FIELDS: dict[str, Any] = {
+    "provider": "P\x00" + "p" * 148,  # 150 characters with a NUL: past provider VARCHAR(100)
+    "model": "m/" + "m" * 298,  # 300 characters: past model VARCHAR(200)
+    "id": LONG_ID,
+    "finish_reason": "stop_" + "s" * 40,  # 45 characters: past finish_reason VARCHAR(32)
+    "usage": {"prompt_tokens": 10**30, "completion_tokens": -5, "cost": "1e999999"},
+}
+
+
+def odd_fields(then: Behaviour | None = None) -> Behaviour:
+    """``then`` (a HOLD answer if omitted) with every field of the reply odd at once, as
+    :data:`ODD_FIELDS` and an over-long ``X-Generation-Id``: what no column can hold as sent."""
+    base = then or answer('{"action": "HOLD", "reasoning": "odd fields"}')
+    return with_fields(base, headers={"X-Generation-Id": LONG_ID}, **ODD_FIELDS)
 
 
 def slow(seconds: float, then: Behaviour | None = None) -> Behaviour:

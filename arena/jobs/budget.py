@@ -6,7 +6,10 @@ conservatively at one token per 3 characters, plus the echoed previous answer) a
 ``max_tokens`` of output, at the family's prices from OpenRouter's ``/models`` (cached by the
 provider). When what is already spent plus that reservation would pass a cap, the decision is
 recorded as ``budget_skipped`` instead of overspending. After the calls the reservation is
-replaced by the actual cost reported by OpenRouter.
+replaced by the actual cost reported by OpenRouter; a paid answer without a usable cost keeps
+the reservation instead. A retried decision brings in what its earlier claims already paid
+(:meth:`Budget.carry`), so a decision that keeps failing after its call stops being paid for
+once that reaches a cap.
 """
 
 from __future__ import annotations
@@ -81,7 +84,12 @@ class Budget:
         self.reserved[family_id] += cost
         return cost
 
-    def settle(self, family_id: str, actual: Decimal) -> None:
-        """Replace the family's reservation by what the calls actually cost."""
-        self.reserved[family_id] = Decimal(0)
-        self.spent[family_id] += actual
+    def carry(self, family_id: str, earlier: Decimal) -> None:
+        """Count what earlier claims of a retried decision paid (its stored attempts)."""
+        self.spent[family_id] += earlier
+
+    def settle(self, family_id: str, actual: Decimal, *, uncosted: bool = False) -> None:
+        """Replace the family's reservation by what the calls actually cost; ``uncosted``
+        (an answer came without a usable cost) keeps the reservation when it is larger."""
+        reserved, self.reserved[family_id] = self.reserved[family_id], Decimal(0)
+        self.spent[family_id] += max(actual, reserved) if uncosted else actual

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
@@ -43,6 +43,7 @@ class Claim:
     decision_id: int
     token: str
     attempts_before: int  # attempts stored by earlier claims of the same decision
+    cost_before: Decimal = Decimal(0)  # what those attempts cost (the budget counts it)
 
 
 @dataclass(frozen=True)
@@ -150,12 +151,11 @@ def claim_decision(
                 if result.rowcount != 1:  # type: ignore[attr-defined]
                     return Refused(row.id, DecisionStatus.CLAIMED, None, None)
         decision_id = session.execute(select(Decision.id).where(*key)).scalar_one()
-        attempts = session.scalar(
-            select(func.count())
-            .select_from(DecisionAttempt)
-            .where(DecisionAttempt.decision_id == decision_id)
-        )
-    return Claim(decision_id, token, int(attempts or 0))
+        costs = session.scalars(
+            select(DecisionAttempt.cost_usd).where(DecisionAttempt.decision_id == decision_id)
+        ).all()
+    paid = sum((cost for cost in costs if cost is not None), Decimal(0))
+    return Claim(decision_id, token, len(costs), paid)
 
 
 def lock_claim(session: Session, claim: Claim) -> Decision | None:

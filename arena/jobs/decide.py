@@ -2,9 +2,10 @@
 
 For every agent of the cohorts in the decision window, one after another in a stable order:
 claim the decision row, render the prompt from the frozen universe and the agent's portfolio,
-call the family's provider (transient failures retried with backoff, every attempt stored),
-parse and validate the answer (malformed answers repaired up to ``malformed_retries`` times,
-then a system HOLD), and execute it in a transaction that re-checks the claim.
+call the family's provider (transient failures retried with backoff, every attempt stored
+the moment it ends, a paid answer before it is parsed), parse and validate the answer
+(malformed answers repaired up to ``malformed_retries`` times, then a system HOLD), and execute
+it in a transaction that re-checks the claim.
 
 Failure states (``Decision.status``):
 
@@ -241,9 +242,10 @@ class DecisionRun:
                     result.action, result.system_hold = existing.action, existing.system_hold
             return result
         result.decision_id = claim.decision_id
+        attempts = AttemptLog(self.factory, claim, agent.prompt_version, self.clock)
         with LeaseKeeper(self.factory, claim, self.lease_clock, lease):
             try:
-                self._decide_claimed(claim, agent, week, universe, result, cohort.pricing)
+                self._decide_claimed(claim, agent, week, universe, result, cohort.pricing, attempts)
             except RunAborted:
                 raise
             except Exception as exc:  # one agent's failure never blocks the agents after it
@@ -253,7 +255,7 @@ class DecisionRun:
                     result,
                     DecisionStatus.RETRYABLE,
                     error=f"internal error: {type(exc).__name__}: {exc}",
-                    attempts=AttemptLog(self.factory, claim, agent.prompt_version, self.clock),
+                    attempts=attempts,
                 )
         return result
 
@@ -265,17 +267,20 @@ class DecisionRun:
         universe: FrozenUniverse,
         result: AgentResult,
         pricing: str,
+        attempts: AttemptLog,
     ) -> None:
+        """Prompt, call, parse and execute one claimed decision. The budget counts what the
+        decision's earlier claims paid, and settles what this one paid whatever follows."""
         ctx, cash_shown = prompt_context(
             self.factory, self.settings, self.clock.now(), agent, week, universe, pricing
         )
         validation = ValidationContext.from_prompt(ctx)
         templates = load_templates(agent.prompt_version)
         messages = render_messages(ctx, templates)
-        attempts = AttemptLog(self.factory, claim, agent.prompt_version, self.clock)
         provider = self.provider_for(agent)
         model = agent.openrouter_id or f"baseline/{agent.strategy}"
         max_tokens = self.settings.max_tokens(agent.family_id)
+        self.budget.carry(agent.family_id, claim.cost_before)
         try:
             self.budget.reserve(
                 agent.family_id, model, messages, max_tokens, baseline=agent.kind == "baseline"
@@ -296,43 +301,30 @@ class DecisionRun:
         parsed: dict[str, Any] | None = None
         kind = AttemptKind.INITIAL
         last_error = ""
-        for _round in range(self.settings.benchmark.malformed_retries + 1):
-            reply = self._call(
-                provider, agent, model, messages, max_tokens, ctx, attempts, kind, claim, result
-            )
-            if reply is None:
-                return  # failure already recorded
-            started = self.clock.now()
-            try:
-                parsed = extract_json_object(reply.content)
-                decision = validate_decision(parsed, validation)
-            except MalformedResponse as exc:
-                last_error = str(exc)
-                attempts.store(
-                    kind,
-                    AttemptOutcome.MALFORMED,
-                    messages,
-                    started,
-                    reply=reply,
-                    parsed=parsed,
-                    message=last_error,
+        try:
+            for _round in range(self.settings.benchmark.malformed_retries + 1):
+                answered = self._call(
+                    provider, agent, model, messages, max_tokens, ctx, attempts, kind, claim, result
                 )
-                messages = [
-                    *messages,
-                    *render_repair(last_error, reply.content, templates),
-                ]
-                kind, parsed = AttemptKind.REPAIR, None
-                continue
-            attempts.store(
-                kind,
-                AttemptOutcome.VALID,
-                messages,
-                started,
-                reply=reply,
-                parsed=decision.to_json_dict(),
-            )
-            break
-        self.budget.settle(agent.family_id, attempts.cost)
+                if answered is None:
+                    return  # failure already recorded
+                reply, attempt_id = answered
+                try:
+                    parsed = extract_json_object(reply.content)
+                    decision = validate_decision(parsed, validation)
+                except MalformedResponse as exc:
+                    last_error = str(exc)
+                    attempts.verdict(attempt_id, AttemptOutcome.MALFORMED, parsed, last_error)
+                    messages = [
+                        *messages,
+                        *render_repair(last_error, reply.content, templates),
+                    ]
+                    kind, parsed = AttemptKind.REPAIR, None
+                    continue
+                attempts.verdict(attempt_id, AttemptOutcome.VALID, decision.to_json_dict())
+                break
+        finally:
+            self.budget.settle(agent.family_id, attempts.cost, uncosted=attempts.uncosted)
         if decision is None:
             decision = ValidDecision(
                 action=Action.HOLD,
@@ -354,9 +346,12 @@ class DecisionRun:
         kind: str,
         claim: Claim,
         result: AgentResult,
-    ) -> ModelReply | None:
+    ) -> tuple[ModelReply, int] | None:
+        """The answer and the id of its attempt row (stored ``received`` on arrival), or None
+        when the call failed (recorded on the decision)."""
         request = ModelRequest(agent.family_id, model, list(messages), max_tokens, ctx)
         started = [self.clock.now()]
+        received: list[int] = []
 
         def on_attempt(number: int, outcome: ModelReply | ProviderCallError) -> None:
             if isinstance(outcome, ProviderCallError):
@@ -367,13 +362,19 @@ class DecisionRun:
                     started[0],
                     error=outcome,
                 )
+            else:
+                received.append(
+                    attempts.store(
+                        kind, AttemptOutcome.RECEIVED, messages, started[0], reply=outcome
+                    )
+                )
             started[0] = self.clock.now()
 
         retry_kwargs: dict[str, Any] = {}
         if self.sleep is not None:
             retry_kwargs["sleep"] = self.sleep
         try:
-            return call_with_retries(
+            reply = call_with_retries(
                 provider,
                 request,
                 max_attempts=self.settings.openrouter.max_attempts,
@@ -381,7 +382,6 @@ class DecisionRun:
                 **retry_kwargs,
             )
         except ProviderFatal as exc:
-            self.budget.settle(agent.family_id, attempts.cost)
             self._finish(
                 claim,
                 result,
@@ -391,7 +391,6 @@ class DecisionRun:
             )
             raise RunAborted(f"{agent.family_id}: {exc}") from exc
         except ProviderCallError as exc:
-            self.budget.settle(agent.family_id, attempts.cost)
             self._finish(
                 claim,
                 result,
@@ -400,6 +399,7 @@ class DecisionRun:
                 attempts=attempts,
             )
             return None
+        return reply, received[-1]
 
     def _execute(
         self,

@@ -1,5 +1,6 @@
 """What a decision run reports (per agent and in all) and the log of a decision's model
-calls, each stored the moment it happens."""
+calls, each stored the moment it happens: a paid answer is committed on arrival, before it is
+parsed, so nothing that fails after the call can lose the record of what was paid."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
-from arena.domain.states import Blocked, DecisionStatus
+from arena.domain.states import AttemptOutcome, Blocked, DecisionStatus
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
 from arena.errors import ProviderCallError
 from arena.jobs.claims import Claim
@@ -73,7 +75,8 @@ class DecideReport:
 
 @dataclass
 class AttemptLog:
-    """Collects the attempts of one decision as they happen, and stores each at once."""
+    """Collects the attempts of one decision as they happen, and stores each at once, each in
+    its own transaction (never in the one that executes the decision)."""
 
     factory: sessionmaker[Session]
     claim: Claim
@@ -81,6 +84,7 @@ class AttemptLog:
     clock: Clock
     count: int = 0
     cost: Decimal = Decimal(0)
+    uncosted: bool = False  # an answer came without a usable cost (the budget keeps its guess)
 
     def store(
         self,
@@ -92,12 +96,15 @@ class AttemptLog:
         error: ProviderCallError | None = None,
         parsed: dict[str, Any] | None = None,
         message: str | None = None,
-    ) -> None:
+    ) -> int:
+        """Store one attempt (committed before this returns); its row id."""
         self.count += 1
         source: Any = reply if reply is not None else error
         cost = getattr(source, "cost_usd", None)
         if cost is not None:
             self.cost += cost
+        elif reply is not None:
+            self.uncosted = True
         row = DecisionAttempt(
             decision_id=self.claim.decision_id,
             attempt_no=self.claim.attempts_before + self.count,
@@ -128,3 +135,27 @@ class AttemptLog:
         )
         with transaction(self.factory) as session:
             session.add(row)
+            session.flush()
+            return row.id
+
+    def verdict(
+        self,
+        attempt_id: int,
+        outcome: str,
+        parsed: dict[str, Any] | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Write the verdict on an answer stored as ``received``: once, never over another."""
+        with transaction(self.factory) as session:
+            session.execute(
+                update(DecisionAttempt)
+                .where(
+                    DecisionAttempt.id == attempt_id,
+                    DecisionAttempt.outcome == AttemptOutcome.RECEIVED,
+                )
+                .values(
+                    outcome=outcome,
+                    parsed=storable_json(parsed),
+                    error=optional_text(message, MODEL_TEXT),
+                )
+            )

@@ -23,6 +23,7 @@ from openai import OpenAI
 from pydantic import SecretStr
 
 from arena.config import OpenRouterFamily, Settings
+from arena.domain.storable import fits_digits, storable_json, storable_text
 from arena.errors import (
     ConfigError,
     PermanentProviderError,
@@ -31,6 +32,7 @@ from arena.errors import (
     UnknownModelPriceError,
 )
 from arena.sources.openrouter_replies import (
+    COST_BOUND,
     classify_completion,
     error_from_sdk,
     optional_decimal,
@@ -39,6 +41,7 @@ from arena.sources.openrouter_replies import (
 from arena.sources.providers import ModelReply, ModelRequest, OnAttempt, call_with_retries
 
 logger = logging.getLogger(__name__)
+KEY_LABEL_CHARS = 200
 
 
 class ModelPrice(NamedTuple):
@@ -176,7 +179,8 @@ class OpenRouterProvider:
     def fetch_model_pricing(self, *, refresh: bool = False) -> dict[str, ModelPrice]:
         """Prices per model id from ``GET /models``, cached for ``pricing_ttl_seconds``.
 
-        Models without a usable price (missing, negative as for routers) are left out.
+        Models without a usable price (missing, negative as for routers, beyond any cost the
+        attempts table holds) are left out.
         """
         with self._pricing_lock:
             age = self._monotonic() - self._pricing_at
@@ -188,9 +192,9 @@ class OpenRouterProvider:
                 pricing = model.get("pricing") if isinstance(model, dict) else None
                 if not isinstance(pricing, dict) or not model.get("id"):
                     continue
-                prompt = optional_decimal(pricing.get("prompt"))
-                completion = optional_decimal(pricing.get("completion"))
-                if prompt is None or completion is None or prompt < 0 or completion < 0:
+                prompt = _usable_price(pricing.get("prompt"))
+                completion = _usable_price(pricing.get("completion"))
+                if prompt is None or completion is None:
                     continue
                 prices[str(model["id"])] = ModelPrice(prompt, completion)
             self._pricing, self._pricing_at = prices, self._monotonic()
@@ -218,13 +222,15 @@ class OpenRouterProvider:
 
     def key_status(self) -> KeyStatus:
         """``GET /key``: credit limit and remaining credit, for a pre-run check."""
-        data = self._get_json("/key").get("data") or {}
+        data = self._get_json("/key").get("data")
+        data = data if isinstance(data, dict) else {}
+        label, free = data.get("label"), data.get("is_free_tier")
         return KeyStatus(
-            label=data.get("label"),
+            label=storable_text(label, KEY_LABEL_CHARS) if isinstance(label, str) else None,
             limit=optional_decimal(data.get("limit")),
             limit_remaining=optional_decimal(data.get("limit_remaining")),
             usage=optional_decimal(data.get("usage")),
-            is_free_tier=data.get("is_free_tier"),
+            is_free_tier=free if isinstance(free, bool) else None,
         )
 
     def generation(self, generation_id: str) -> dict[str, Any] | None:
@@ -236,7 +242,7 @@ class OpenRouterProvider:
                 return None
             raise
         data = body.get("data")
-        return data if isinstance(data, dict) else None
+        return storable_json(data) if isinstance(data, dict) else None
 
     def _family(self, family_id: str) -> OpenRouterFamily | None:
         for family in self.settings.families:
@@ -261,6 +267,12 @@ class OpenRouterProvider:
 
     def _elapsed_ms(self, started: float) -> int:
         return max(0, round((self._monotonic() - started) * 1000))
+
+
+def _usable_price(value: Any) -> Decimal | None:
+    """A USD-per-token price, or None when missing, negative or beyond any storable cost."""
+    price = optional_decimal(value)
+    return price if price is not None and price >= 0 and fits_digits(price, COST_BOUND) else None
 
 
 _NATIVE_FIELDS = frozenset({"model", "messages", "temperature", "max_tokens"})

@@ -18,6 +18,14 @@ Classification (``reason`` in brackets), see ``openrouter-api.md``, Failures:
   the decision parser extracts the last valid object from it.
 - Empty content, reasoning without any JSON object -> permanent [reasoning_only].
 - Empty or null content and no reasoning -> transient [empty_content] (a cold start).
+
+Every field kept from an answer passes the storable rule (:mod:`arena.domain.storable`) here,
+at the edge, before it is used or stored: text is cut to its ``decision_attempts`` column with
+NUL and lone surrogates replaced (``provider``, ``model``, ``finish_reason``, content,
+reasoning, error messages); a generation id that does not fit is dropped, never cut; token
+counts outside ``[0, 2^31)`` and costs that are negative, non-finite or too large for
+``NUMERIC(20, 10)`` become unknown (None); the raw body keeps its strings storable and its
+non-finite numbers as null. An odd field costs that field only, never the attempt's row.
 """
 
 from __future__ import annotations
@@ -29,6 +37,15 @@ from typing import Any
 
 import openai
 
+from arena.domain.storable import (
+    MODEL_TEXT,
+    optional_text,
+    storable_amount,
+    storable_count,
+    storable_id,
+    storable_json,
+    storable_text,
+)
 from arena.errors import (
     FatalProviderError,
     PermanentProviderError,
@@ -39,6 +56,15 @@ from arena.sources.http import retry_after_seconds
 from arena.sources.providers import ModelReply
 
 _JSON_SCAN_LIMIT = 200  # candidate "{" positions tried when looking for a JSON object
+# What decision_attempts keeps of an answer (pinned against the schema by a test).
+PROVIDER_CHARS = 100  # provider VARCHAR(100)
+MODEL_CHARS = 200  # model VARCHAR(200)
+GENERATION_ID_CHARS = 100  # generation_id VARCHAR(100)
+FINISH_REASON_CHARS = 32  # finish_reason VARCHAR(32)
+COST_BOUND = Decimal("1e10")  # cost_usd NUMERIC(20, 10): 10 integer digits
+COST_PLACES = 10
+ERROR_CHARS = 2000  # an error message or unreadable body kept with the attempt
+CODE_CHARS = 64  # an error code or type given as text
 
 
 def classify_completion(
@@ -46,7 +72,7 @@ def classify_completion(
 ) -> ModelReply:
     """Turn one HTTP 200 chat completion into a reply, or raise its classified failure."""
     body = parse_json(text)
-    generation_id = _header(headers, "x-generation-id")
+    generation_id = storable_id(_header(headers, "x-generation-id"), GENERATION_ID_CHARS)
     if not isinstance(body, dict):
         raise TransientProviderError(
             "unreadable response body",
@@ -54,7 +80,7 @@ def classify_completion(
             status=status,
             generation_id=generation_id,
             latency_ms=latency_ms,
-            raw={"text": text[:2000]},
+            raw={"text": storable_text(text, ERROR_CHARS)},
         )
     meta = _metadata(body, generation_id, latency_ms, status)
     choices = body.get("choices")
@@ -63,12 +89,12 @@ def classify_completion(
             raise _error_from_object(body["error"], "error_in_200", meta)
         raise TransientProviderError("response without choices", reason="null_choices", **meta)
     choice = choices[0]
-    finish_reason = choice.get("finish_reason")
+    finish_reason = _short(choice.get("finish_reason"), FINISH_REASON_CHARS)
     if finish_reason == "error" or isinstance(choice.get("error"), dict):
-        raise _error_from_object(choice.get("error") or {}, "error_in_200", meta)
+        raise _error_from_object(_dict(choice.get("error")), "error_in_200", meta)
     message = _dict(choice.get("message"))
-    content = _text(message.get("content"))
-    reasoning = _text(message.get("reasoning"))
+    content = optional_text(_text(message.get("content")), MODEL_TEXT)
+    reasoning = optional_text(_text(message.get("reasoning")), MODEL_TEXT)
     reply_fields = {k: meta[k] for k in _REPLY_META}
     if content and content.strip():
         return ModelReply(
@@ -143,8 +169,13 @@ def error_from_sdk(exc: openai.APIError, latency_ms: int) -> ProviderCallError:
     if isinstance(exc, openai.APIStatusError):
         response = exc.response
         body = parse_json(response.text)
-        raw: dict[str, Any] = body if isinstance(body, dict) else {"text": response.text[:2000]}
-        meta = _metadata(raw, _header(response.headers, "x-generation-id"), latency_ms, None)
+        raw: dict[str, Any] = (
+            body if isinstance(body, dict) else {"text": storable_text(response.text, ERROR_CHARS)}
+        )
+        generation_id = storable_id(
+            _header(response.headers, "x-generation-id"), GENERATION_ID_CHARS
+        )
+        meta = _metadata(raw, generation_id, latency_ms, None)
         meta["status"] = response.status_code
         meta["retry_after"] = retry_after_seconds(response.headers)
         error = _dict(raw.get("error"))
@@ -166,12 +197,13 @@ def _error_from_object(
     message = str(error.get("message") or reason)
     if metadata.get("raw") and isinstance(metadata["raw"], str):
         message = f"{message}: {metadata['raw'][:300]}"
-    provider = metadata.get("provider_name") or meta.get("provider")  # who failed, if named
+    # who failed, if named
+    provider = _short(metadata.get("provider_name"), PROVIDER_CHARS) or meta.get("provider")
     return cls(
-        message,
+        storable_text(message, ERROR_CHARS),
         reason=reason,
-        error_code=code,
-        error_type=metadata.get("error_type"),
+        error_code=numeric if numeric is not None else _short(code, CODE_CHARS),
+        error_type=_short(metadata.get("error_type"), CODE_CHARS),
         **{**meta, "provider": provider},
     )
 
@@ -179,19 +211,25 @@ def _error_from_object(
 def _metadata(
     body: dict[str, Any], generation_id: str | None, latency_ms: int, status: int | None
 ) -> dict[str, Any]:
+    """What an answer says about itself, every field made storable (``generation_id`` is
+    already checked: the header's, else the body's ``id``)."""
     usage = _dict(body.get("usage"))
-    body_id = body.get("id")
     return {
         "status": status,
-        "provider": body.get("provider") if isinstance(body.get("provider"), str) else None,
-        "model": body.get("model") if isinstance(body.get("model"), str) else None,
-        "generation_id": generation_id or (body_id if isinstance(body_id, str) else None),
-        "prompt_tokens": _int(usage.get("prompt_tokens")),
-        "completion_tokens": _int(usage.get("completion_tokens")),
-        "cost_usd": optional_decimal(usage.get("cost")),
+        "provider": _short(body.get("provider"), PROVIDER_CHARS),
+        "model": _short(body.get("model"), MODEL_CHARS),
+        "generation_id": generation_id or storable_id(body.get("id"), GENERATION_ID_CHARS),
+        "prompt_tokens": storable_count(usage.get("prompt_tokens")),
+        "completion_tokens": storable_count(usage.get("completion_tokens")),
+        "cost_usd": storable_amount(optional_decimal(usage.get("cost")), COST_BOUND, COST_PLACES),
         "latency_ms": latency_ms,
-        "raw": body,
+        "raw": storable_json(body),
     }
+
+
+def _short(value: Any, limit: int) -> str | None:
+    """A short text field of an answer (provider, model, finish reason), storable."""
+    return storable_text(value, limit) if isinstance(value, str) else None
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -207,9 +245,10 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def parse_json(text: str) -> Any:
+    """The JSON value of ``text``, or None when unreadable (nested past the parser too)."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -221,10 +260,6 @@ def _text(value: Any) -> str | None:
         parts = [p.get("text", "") for p in value if isinstance(p, dict)]
         return "".join(p for p in parts if isinstance(p, str))
     return None
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def optional_decimal(value: Any) -> Decimal | None:

@@ -239,7 +239,8 @@ decisions = Table(
 )
 
 
-# One model call (or baseline answer) of a decision: appended, never overwritten.
+# One model call (or baseline answer) of a decision: appended, never deleted. A paid answer is
+# stored `received` on arrival; its verdict (valid | malformed) is written once afterwards.
 decision_attempts = Table(
     "decision_attempts",
     metadata,
@@ -249,6 +250,7 @@ decision_attempts = Table(
     Column("claim_token", String(64), nullable=False),
     Column("kind", String(16), nullable=False),  # initial | repair | transient-retry
     # valid | malformed | transient_error | permanent_error | fatal_error | budget_skipped
+    # | received
     Column("outcome", String(24), nullable=False),
     Column("request_messages", JSON, nullable=False),
     Column("raw_response", Text),

@@ -4,6 +4,8 @@ the fake OpenRouter, and helpers to inspect and check the ledger afterwards."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -11,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import SecretStr
+from pydantic import AnyHttpUrl, SecretStr
 from sqlalchemy import func, select
 
 from arena.clock import FixedClock
@@ -83,9 +85,27 @@ class World:
     config_path: Path
     fake: FakeOpenRouter
     sleeps: list[float]
+    served: bool = False  # the fake answers over real HTTP (see :meth:`serve`)
+
+    @contextmanager
+    def serve(self) -> Iterator[None]:
+        """Serve the fake on 127.0.0.1 and point the world's settings at it (real HTTP)."""
+        before = self.settings
+        with self.fake.serve() as url:
+            openrouter = before.openrouter.model_copy(update={"base_url": AnyHttpUrl(url)})
+            self.settings = before.model_copy(update={"openrouter": openrouter})
+            self.served = True
+            try:
+                yield
+            finally:
+                self.settings, self.served = before, False
 
     def registry(self) -> ProviderRegistry:
-        client = httpx.Client(transport=self.fake.transport(), timeout=5)
+        client = (
+            httpx.Client(timeout=5)
+            if self.served
+            else httpx.Client(transport=self.fake.transport(), timeout=5)
+        )
         return ProviderRegistry(
             self.settings, api_key=SecretStr(self.fake.api_key), http_client=client
         )

@@ -15,6 +15,7 @@ import pytest
 from pydantic import SecretStr
 
 from arena.config import OpenRouter, OpenRouterFamily, Settings
+from arena.domain.storable import CUT_MARKER
 from arena.errors import (
     FatalProviderError,
     PermanentProviderError,
@@ -35,6 +36,7 @@ from arena.fakes.openrouter import (
     null_choices,
     null_choices_rate_limited,
     null_content,
+    odd_fields,
     reasoning_only,
     slow,
 )
@@ -162,6 +164,21 @@ def test_valid_answer_carries_metadata(rig: Rig) -> None:
     assert reply.latency_ms == 0
     assert reply.content_from_reasoning is False
     assert body.json["model"] == MODEL
+
+
+def test_odd_fields_keep_the_wrapped_answer_and_every_field_is_made_storable(rig: Rig) -> None:
+    rig.fake.set_default(MODEL, answer(lambda messages: json.dumps(HOLD)))
+    rig.fake.script(MODEL, odd_fields(rig.fake.default_for(MODEL)))
+    reply = rig.provider.complete(req())
+
+    assert json.loads(reply.content or "") == HOLD
+    assert reply.provider == "P\ufffd" + "p" * 92 + CUT_MARKER
+    assert reply.model is not None and len(reply.model) == 200
+    assert reply.model.endswith(CUT_MARKER)
+    assert reply.finish_reason == "stop_" + "s" * 21 + CUT_MARKER
+    assert reply.generation_id is None  # 150 characters: dropped, never cut
+    assert (reply.prompt_tokens, reply.completion_tokens, reply.cost_usd) == (None, None, None)
+    assert reply.raw is not None and reply.raw["provider"] == "P\ufffd" + "p" * 148  # whole
 
 
 def test_latency_is_measured(rig: Rig) -> None:
