@@ -33,6 +33,7 @@ from pydantic_settings import (
 )
 
 from arena.errors import ConfigError
+from arena.masking import masked_urls
 
 DEFAULT_CONFIG_PATH = Path("config.yaml")
 METHODOLOGY_VERSIONS = ("v1", "v2")
@@ -94,6 +95,11 @@ class Benchmark(_Strict):
 
 
 MINUTES_PER_DAY = 24 * 60
+# What SQLAlchemy's SQLite driver reads from a URL's query (any other parameter it ignores,
+# unless ``uri=true`` hands them to SQLite).
+SQLITE_DRIVER_PARAMETERS = frozenset(
+    {"uri", "timeout", "isolation_level", "detect_types", "check_same_thread", "cached_statements"}
+)
 
 
 class Schedule(_Strict):
@@ -264,8 +270,30 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, value: str) -> str:
+        # The messages never quote the URL: it may hold a password.
         if not value.startswith(("sqlite://", "postgresql")):
             raise ValueError("must start with sqlite:/// or postgresql+psycopg://")
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            url = make_url(value)
+        except (ArgumentError, ValueError):
+            raise ValueError("is not a database URL") from None
+        if url.get_backend_name() != "sqlite":
+            return value
+        if url.username or url.password or url.host or url.port:
+            raise ValueError(
+                "a SQLite URL names a file only, with no user, password or host "
+                "(sqlite:///relative/arena.db or sqlite:////absolute/arena.db)"
+            )
+        uri = str(url.query.get("uri", "")).lower() in ("true", "yes", "on", "y", "t", "1")
+        ignored = sorted(set(url.query) - SQLITE_DRIVER_PARAMETERS)
+        if ignored and not uri:
+            raise ValueError(
+                f"SQLite ignores the query parameter(s) {', '.join(ignored)} (SQLite URI "
+                "options need uri=true)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -308,10 +336,8 @@ class Settings(BaseSettings):
         return getattr(family, "max_tokens", None) or self.openrouter.max_tokens
 
     def masked(self) -> dict[str, Any]:
-        """The configuration as a dict safe to log (credentials in URLs masked)."""
-        data = self.model_dump(mode="json")
-        data["database_url"] = mask_url(self.database_url)
-        return data
+        """The configuration as a dict safe to log (credentials in every URL masked)."""
+        return dict(masked_urls(self.model_dump(mode="json")))
 
 
 class _YamlSource(PydanticBaseSettingsSource):
@@ -402,13 +428,3 @@ def openrouter_api_key() -> SecretStr | None:
 def admin_token() -> SecretStr | None:
     value = os.environ.get("ARENA_ADMIN_TOKEN", "").strip()
     return SecretStr(value) if value else None
-
-
-def mask_url(url: str) -> str:
-    """Hide a password in a database URL."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparseable url>"
