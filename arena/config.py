@@ -354,6 +354,49 @@ class _YamlSource(PydanticBaseSettingsSource):
         return dict(self._data)
 
 
+MAX_YAML_DEPTH = 32  # the deepest setting is 4 levels down; provider objects nest a few more
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """The safe loader, refusing what YAML lets through silently: a key given twice in one
+    mapping (YAML keeps the last one) and nesting deeper than :data:`MAX_YAML_DEPTH` (the
+    composer recurses once per level, so a deep file would end in a ``RecursionError``). Each
+    is a :class:`ConfigError` naming the line; :func:`read_yaml` adds the file."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                line = self.peek_event().start_mark.line + 1
+                raise ConfigError(f"line {line}: nested deeper than {MAX_YAML_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _value in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<:` merges, it is no key
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    if key in first_line:
+                        raise ConfigError(
+                            f"line {line}: duplicate key {repr(key)[:100]} (first given at line "
+                            f"{first_line[key]}; YAML would keep only the last)"
+                        )
+                    first_line[key] = line
+                except TypeError:  # an unhashable key: the base class says so
+                    break
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -365,7 +408,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
             f"{exc.start}); save it as UTF-8"
         ) from None
     try:
-        data = yaml.safe_load(text) or {}
+        data = yaml.load(text, Loader=_ConfigLoader) or {}  # a SafeLoader
+    except ConfigError as exc:  # refused by the loader: the message names the line
+        raise ConfigError(f"config: {path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config: {path} is not valid YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
