@@ -33,6 +33,7 @@ from pydantic_settings import (
 )
 
 from arena.errors import ConfigError
+from arena.masking import masked_urls
 
 DEFAULT_CONFIG_PATH = Path("config.yaml")
 METHODOLOGY_VERSIONS = ("v1", "v2")
@@ -94,6 +95,11 @@ class Benchmark(_Strict):
 
 
 MINUTES_PER_DAY = 24 * 60
+# What SQLAlchemy's SQLite driver reads from a URL's query (any other parameter it ignores,
+# unless ``uri=true`` hands them to SQLite).
+SQLITE_DRIVER_PARAMETERS = frozenset(
+    {"uri", "timeout", "isolation_level", "detect_types", "check_same_thread", "cached_statements"}
+)
 
 
 class Schedule(_Strict):
@@ -264,8 +270,30 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, value: str) -> str:
+        # The messages never quote the URL: it may hold a password.
         if not value.startswith(("sqlite://", "postgresql")):
             raise ValueError("must start with sqlite:/// or postgresql+psycopg://")
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            url = make_url(value)
+        except (ArgumentError, ValueError):
+            raise ValueError("is not a database URL") from None
+        if url.get_backend_name() != "sqlite":
+            return value
+        if url.username or url.password or url.host or url.port:
+            raise ValueError(
+                "a SQLite URL names a file only, with no user, password or host "
+                "(sqlite:///relative/arena.db or sqlite:////absolute/arena.db)"
+            )
+        uri = str(url.query.get("uri", "")).lower() in ("true", "yes", "on", "y", "t", "1")
+        ignored = sorted(set(url.query) - SQLITE_DRIVER_PARAMETERS)
+        if ignored and not uri:
+            raise ValueError(
+                f"SQLite ignores the query parameter(s) {', '.join(ignored)} (SQLite URI "
+                "options need uri=true)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -308,10 +336,8 @@ class Settings(BaseSettings):
         return getattr(family, "max_tokens", None) or self.openrouter.max_tokens
 
     def masked(self) -> dict[str, Any]:
-        """The configuration as a dict safe to log (credentials in URLs masked)."""
-        data = self.model_dump(mode="json")
-        data["database_url"] = mask_url(self.database_url)
-        return data
+        """The configuration as a dict safe to log (credentials in every URL masked)."""
+        return dict(masked_urls(self.model_dump(mode="json")))
 
 
 class _YamlSource(PydanticBaseSettingsSource):
@@ -328,6 +354,49 @@ class _YamlSource(PydanticBaseSettingsSource):
         return dict(self._data)
 
 
+MAX_YAML_DEPTH = 32  # the deepest setting is 4 levels down; provider objects nest a few more
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """The safe loader, refusing what YAML lets through silently: a key given twice in one
+    mapping (YAML keeps the last one) and nesting deeper than :data:`MAX_YAML_DEPTH` (the
+    composer recurses once per level, so a deep file would end in a ``RecursionError``). Each
+    is a :class:`ConfigError` naming the line; :func:`read_yaml` adds the file."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                line = self.peek_event().start_mark.line + 1
+                raise ConfigError(f"line {line}: nested deeper than {MAX_YAML_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _value in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<:` merges, it is no key
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    if key in first_line:
+                        raise ConfigError(
+                            f"line {line}: duplicate key {repr(key)[:100]} (first given at line "
+                            f"{first_line[key]}; YAML would keep only the last)"
+                        )
+                    first_line[key] = line
+                except TypeError:  # an unhashable key: the base class says so
+                    break
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -339,7 +408,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
             f"{exc.start}); save it as UTF-8"
         ) from None
     try:
-        data = yaml.safe_load(text) or {}
+        data = yaml.load(text, Loader=_ConfigLoader) or {}  # a SafeLoader
+    except ConfigError as exc:  # refused by the loader: the message names the line
+        raise ConfigError(f"config: {path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config: {path} is not valid YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
@@ -402,13 +473,3 @@ def openrouter_api_key() -> SecretStr | None:
 def admin_token() -> SecretStr | None:
     value = os.environ.get("ARENA_ADMIN_TOKEN", "").strip()
     return SecretStr(value) if value else None
-
-
-def mask_url(url: str) -> str:
-    """Hide a password in a database URL."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparseable url>"

@@ -3,7 +3,8 @@
 ArenaError                      base of everything arena raises on purpose
 ├── UserError                   something the operator can fix; CLI prints one line, exit 2
 │   ├── ConfigError             invalid config file or environment (names the key)
-│   ├── DatabaseUnavailable     missing database directory, unreachable PostgreSQL
+│   ├── DatabaseUnavailable     missing database directory, unreachable PostgreSQL, a file
+│   │                           that is not a SQLite database
 │   └── ForecastsError          the analytics' forecasts input is unusable (also a ValueError)
 ├── NotFound                    web: an unknown id (a 404 page, or a 404 JSON body)
 ├── LedgerError                 a trade that the ledger rules refuse (no state change)

@@ -7,6 +7,7 @@ import yaml
 
 from arena.config import load_settings
 from arena.errors import ConfigError
+from tests.conftest import Database
 from tests.helpers import SEVEN_FAMILIES, cli_env, run_arena, write_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,3 +90,42 @@ def test_cli_bad_config_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_unsupported_database_url_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="database_url"):
         load_settings(write_config(tmp_path / "c.yaml", "mysql://x"))
+
+
+# -- issue 22, finding 10: what YAML lets through silently is refused in one line -------------
+
+
+def _status(config: Path, tmp_path: Path) -> tuple[int, str]:
+    result = run_arena("--config", str(config), "status", cwd=tmp_path)
+    return result.returncode, result.stderr
+
+
+def test_a_deeply_nested_config_is_one_line(db: Database, tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    nested = "{a: " * 5000 + "1" + "}" * 5000
+    config.write_text(f"database_url: {db.url}\nschedule: {nested}\n")
+    code, stderr = _status(config, tmp_path)
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert stderr.strip() == f"arena: error: config: {config}: line 2: nested deeper than 32 levels"
+
+
+def test_duplicate_keys_are_refused_with_the_key_and_line(db: Database, tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        f"database_url: {db.url}\n"
+        "benchmark:\n"
+        "  min_bet: 50\n"
+        "  universe_size: 100\n"
+        "  min_bet: 5000\n"
+    )
+    code, stderr = _status(config, tmp_path)
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert stderr.strip() == (
+        f"arena: error: config: {config}: line 5: duplicate key 'min_bet' (first given at line "
+        "3; YAML would keep only the last)"
+    )
+    # a merge key (<<) is not a duplicate: the mapping's own key overrides the merged one
+    config.write_text(
+        f"database_url: {db.url}\nlogging:\n  <<: {{level: ERROR}}\n  level: WARNING\n"
+    )
+    assert _status(config, tmp_path)[0] == 0

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import signal
+import stat
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -294,3 +295,40 @@ def test_a_killed_re_export_leaves_the_old_or_the_new_complete_export(
     assert verify_export(out)["format"] == "jsonl"
     assert not list(out.glob("*.csv"))
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".export.")]
+
+
+# -- issue 22, finding 10: the export directory's mode, and a read-only target ---------------
+
+
+def test_export_directories_honour_the_umask(db: Database, tmp_path: Path) -> None:
+    """As ``mkdir`` makes a directory: 0750 under umask 027 (not 0700, nor 0755)."""
+    umask = 0o027
+    config = write_config(tmp_path / "c.yaml", db.url)
+    out = tmp_path / "export"
+    previous = os.umask(umask)  # inherited by the arena process
+    try:
+        result = run_arena("--config", str(config), "export", "--out", str(out), cwd=tmp_path)
+    finally:
+        os.umask(previous)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~umask  # as `mkdir` makes it
+    for file in out.iterdir():
+        assert stat.S_IMODE(file.stat().st_mode) == 0o666 & ~umask, file
+
+
+def test_a_read_only_directory_is_refused_never_replaced(db: Database, tmp_path: Path) -> None:
+    config = write_config(tmp_path / "c.yaml", db.url)
+    out = tmp_path / "read-only"
+    out.mkdir()
+    out.chmod(0o555)
+    inode = out.stat().st_ino
+    for overwrite in ([], ["--overwrite"]):
+        result = run_arena(
+            "--config", str(config), "export", "--out", str(out), *overwrite, cwd=tmp_path
+        )
+        assert result.returncode == 2, result.stderr
+        assert "is read-only" in result.stderr and "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert out.stat().st_ino == inode and stat.S_IMODE(out.stat().st_mode) == 0o555
+        assert not any(out.iterdir())
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left

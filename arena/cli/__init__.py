@@ -2,7 +2,8 @@
 
 Each command group lives in its own module exposing ``register(app)``; :data:`COMMAND_MODULES`
 lists them. User errors end as one line on stderr and exit code 2; a failed job exits 1, and
-so does a full disk or a read-only database under a command that writes (one line too).
+so does a full disk or a read-only database under a command that writes, or a database lost
+in the middle of a command (one line too).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Annotated
 import typer
 
 from arena import __version__
-from arena.cli.common import AppState, storage_failure
+from arena.cli.common import AppState, database_unreachable, storage_failure
 from arena.errors import ArenaError, JobFailed, UserError
 
 COMMAND_MODULES = [
@@ -95,9 +96,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"arena: failed: {exc}", file=sys.stderr)
         sys.exit(1)
     except Exception as exc:
-        # A full disk or a read-only database: nothing was half-written (each job commits in
-        # transactions), so one line and exit 1; anything else is a bug and keeps its traceback.
-        failure = storage_failure(exc)
+        # A full disk, a read-only database, or the database lost under a running command:
+        # nothing was half-written (each job commits in transactions), so one line and exit 1;
+        # anything else is a bug and keeps its traceback.
+        failure = storage_failure(exc) or database_unreachable(exc)
         if failure is None:
             raise
         print(f"arena: failed: {failure}", file=sys.stderr)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -148,6 +149,23 @@ FormatOption = Annotated[
 ]
 
 
+ID_MAX = 2**31 - 1
+"""The largest id a row can have: ids are INTEGER columns (32 bits on PostgreSQL)."""
+
+
+def ids_in_range(option: str) -> Callable[[Any], Any]:
+    """A typer callback refusing, in one line, an id no row can have (below 1, above
+    :data:`ID_MAX`): such a number would overflow the database's integer, not find nothing."""
+
+    def check(value: Any) -> Any:
+        for number in value if isinstance(value, list | tuple) else [value]:
+            if number is not None and not 1 <= number <= ID_MAX:
+                raise UserError(f"{option}: {number} is not an id (ids run from 1 to {ID_MAX})")
+        return value
+
+    return check
+
+
 def clock_for(at: str | None) -> Clock:
     if at is None:
         return SystemClock()
@@ -206,4 +224,45 @@ def storage_failure(exc: BaseException) -> str | None:
             return f"read-only file system: {error.filename or error.strerror}"
         if state in READ_ONLY_STATES or any(t in text for t in READ_ONLY_TEXT):
             return f"read-only database: {detail}"
+    return None
+
+
+# -- the database lost or unreachable in the middle of a command: one line, exit 1 ------------
+
+CONNECTION_STATE_CLASSES = ("08", "57P")  # connection_exception; operator_intervention
+SQLITE_CANT_OPEN = "SQLITE_CANTOPEN"
+
+
+def database_unreachable(exc: BaseException) -> str | None:
+    """``"database unavailable: ..."`` when ``exc`` (or what it wraps) is the database going
+    away under a running command (PostgreSQL refusing, closing or timing out the connection,
+    a SQLite file that can no longer be opened); None for anything else. The reason is the
+    driver's first line, which names the host and port, never a password."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        error = pending.pop()
+        if error is None or id(error) in seen:
+            continue
+        seen.add(id(error))
+        pending += [getattr(error, "orig", None), error.__cause__, error.__context__]
+        driver = type(error).__module__.split(".")[0]
+        state = getattr(error, "sqlstate", None)
+        if (
+            getattr(error, "connection_invalidated", False)  # SQLAlchemy saw a disconnect
+            or (state or "").startswith(CONNECTION_STATE_CLASSES)
+            or (  # psycopg's own connection failures carry no SQLSTATE
+                driver == "psycopg"
+                and state is None
+                and type(error).__name__ in ("OperationalError", "InterfaceError")
+            )
+            or getattr(error, "sqlite_errorname", None) == SQLITE_CANT_OPEN
+        ):
+            origin = getattr(error, "orig", None) or error
+            lines = str(origin).strip().splitlines()
+            reason = lines[0][:300] if lines else type(origin).__name__
+            return (
+                f"database unavailable: {reason} (each job commits whole: run the command "
+                "again when the database is back)"
+            )
     return None

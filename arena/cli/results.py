@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from arena.cli.common import FormatOption, WideOption, console, parse_at, state
+from arena.cli.common import (
+    FormatOption,
+    WideOption,
+    console,
+    ids_in_range,
+    parse_at,
+    state,
+)
 from arena.errors import UserError
 from arena.terminal import Column, dollars, fitted_table, fixed, percent, show, text_column
 
@@ -29,6 +36,7 @@ def leaderboard(
             "--cohort",
             help="Standings within one cohort (default: across cohorts).",
             show_default=False,
+            callback=ids_in_range("--cohort"),
         ),
     ] = None,
     wide: WideOption = False,
@@ -123,7 +131,12 @@ def export_command(
     ] = "jsonl",
     cohort: Annotated[
         list[int] | None,
-        typer.Option("--cohort", help="Only this cohort (repeat for several).", show_default=False),
+        typer.Option(
+            "--cohort",
+            help="Only this cohort (repeat for several).",
+            show_default=False,
+            callback=ids_in_range("--cohort"),
+        ),
     ] = None,
     family: Annotated[
         list[str] | None,

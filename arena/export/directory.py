@@ -7,6 +7,9 @@ or empty, an atomic exchange of the two directories (Linux ``renameat2(RENAME_EX
 either the old complete export or the new complete one, never a mix whose manifest lies. (Where
 the exchange is not available the old directory is renamed aside first: a kill between the two
 renames leaves the target missing, the old export intact beside it, never a wrong manifest.)
+A new export directory gets the mode the umask gives any new directory; one that replaces a
+directory keeps that directory's mode; a read-only target (no write permission for anyone, or
+not for this user) is refused, never replaced.
 
 :func:`verify_export` checks a finished export against its manifest (``arena analyze
 --from-export``).
@@ -20,9 +23,10 @@ import errno
 import hashlib
 import json
 import os
+import secrets
 import shutil
+import stat
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +57,11 @@ def check_target(out: Path, overwrite: bool, export_names: Iterable[str]) -> Non
         return
     if not out.is_dir():
         raise UserError(f"--out: {out} exists and is not a directory")
+    if not writable(out):
+        raise UserError(
+            f"--out: {out} is read-only (mode {stat.S_IMODE(out.stat().st_mode):o}); refusing "
+            "to replace it (make it writable, or choose another directory)"
+        )
     entries = sorted(entry.name for entry in out.iterdir())
     if not entries:
         return
@@ -69,6 +78,25 @@ def check_target(out: Path, overwrite: bool, export_names: Iterable[str]) -> Non
         )
 
 
+def writable(directory: Path) -> bool:
+    """Whether this user may write into ``directory``, and its mode grants writing to anyone:
+    a directory made read-only (``chmod a-w``) stays untouched even for root, whom
+    ``os.access`` always answers yes."""
+    return os.access(directory, os.W_OK) and bool(directory.stat().st_mode & 0o222)
+
+
+def new_directory(parent: Path, prefix: str) -> Path:
+    """A new directory ``parent/prefix<random>``, with the mode the umask gives any directory
+    (``tempfile.mkdtemp`` makes 0700, which the export would then keep)."""
+    while True:
+        path = parent / f"{prefix}{secrets.token_hex(4)}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+
+
 @contextlib.contextmanager
 def staging(out: Path) -> Iterator[Path]:
     """A fresh temporary directory beside ``out``; removed again if the export fails."""
@@ -76,7 +104,7 @@ def staging(out: Path) -> Iterator[Path]:
     try:
         parent.mkdir(parents=True, exist_ok=True)
         _sweep_stale(parent, out.name)
-        staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-{os.getpid()}-", dir=parent))
+        staged = new_directory(parent, f".{out.name}.export-{os.getpid()}-")
     except OSError as exc:
         raise UserError(f"--out: cannot write into {parent}: {exc.strerror or exc}") from None
     try:
@@ -93,6 +121,7 @@ def publish(staged: Path, out: Path) -> None:
     if not out.exists():
         os.rename(staged, out)
         return
+    staged.chmod(stat.S_IMODE(out.stat().st_mode))  # the directory replaced keeps its mode
     if not any(out.iterdir()):
         out.rmdir()
         os.rename(staged, out)
@@ -100,7 +129,7 @@ def publish(staged: Path, out: Path) -> None:
     if _exchange(staged, out):
         shutil.rmtree(staged)  # it now holds the previous export
         return
-    aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-{os.getpid()}-", dir=out.parent))
+    aside = new_directory(out.parent, f".{out.name}.old-{os.getpid()}-")
     aside.rmdir()
     os.rename(out, aside)
     os.rename(staged, out)

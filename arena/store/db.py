@@ -19,9 +19,10 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from arena.errors import DatabaseUnavailable, StorageFailed
+from arena.masking import mask_url
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -118,9 +119,15 @@ def check_connection(engine: Engine) -> None:
             conn.execute(
                 text("SELECT count(*) FROM sqlite_master" if is_sqlite(engine) else "SELECT 1")
             )
-    except OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+    except DBAPIError as exc:
+        reason = _first_line(exc.orig or exc)
         database = Path(engine.url.database or "")
+        if is_sqlite(engine) and not isinstance(exc, OperationalError):
+            # "file is not a database", "file is encrypted...": not SQLite at all
+            raise DatabaseUnavailable(
+                f"database_url: {database} is not an arena database (cannot be opened as "
+                f"SQLite: {reason})"
+            ) from None
         if is_sqlite(engine) and database.is_file():
             if not os.access(database.parent, os.W_OK):
                 raise StorageFailed(
@@ -132,9 +139,18 @@ def check_connection(engine: Engine) -> None:
                     f"disk full: no space left on the file system of {database} ({reason})"
                 ) from None
         raise DatabaseUnavailable(
-            f"database_url: cannot connect to {engine.url.render_as_string(hide_password=True)}:"
-            f" {reason}"
+            f"database_url: cannot connect to {shown_url(engine)}: {reason}"
         ) from None
+
+
+def shown_url(engine: Engine) -> str:
+    """The engine's URL as it may be shown or logged (every credential masked)."""
+    return mask_url(engine.url.render_as_string(hide_password=False))
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:300] if lines else type(error).__name__
 
 
 def migrations_dir() -> Path:
