@@ -4,6 +4,12 @@ dashboard's request lines: method, path, status, duration_ms). Every module logs
 ``logging.getLogger(__name__)``; structlog renders the records. Secrets never reach a log
 record: settings are masked before they are logged and the API key is never put into a message.
 
+A log line is one line, whatever outside text it carries (a request path, a market question,
+an error from a server): both renderings escape every control character in the message and in
+every field (C0 and C1 controls, DEL, U+2028 and U+2029; a newline becomes ``\\n``, ESC
+``\\x1b``), so no request can forge a line or send escape sequences to an operator's terminal.
+Only a traceback keeps its newlines (its other control characters are escaped too).
+
 structlog loads with the first record that is written, so a command that logs nothing
 (``arena status``, ``arena --help``) never pays for it.
 """
@@ -11,8 +17,54 @@ structlog loads with the first record that is written, so a command that logs no
 from __future__ import annotations
 
 import logging
+import re
 import sys
+from collections.abc import Mapping, MutableMapping
 from typing import Any
+
+# C0 controls (newline and tab included), DEL, C1 controls, and the two Unicode line breaks
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+MULTI_LINE_FIELDS = frozenset({"exception", "stack"})  # tracebacks, rendered by structlog
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with every control character written as its escape (``\\n``, ``\\x1b``,
+    ``\\u2028``): printable on one line and inert in a terminal."""
+    pattern = _CONTROL_BUT_NEWLINE if keep_newlines else _CONTROL
+    return pattern.sub(_escaped, text)
+
+
+def _escape_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return escape_controls(value)
+    if isinstance(value, Mapping):
+        return {_escape_value(k): _escape_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_escape_value(v) for v in value]
+    return value
+
+
+def escape_event(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> Any:
+    """structlog processor: every field of the line escaped by :func:`escape_controls`,
+    tracebacks keeping their newlines; structlog's own ``_`` fields are left alone."""
+    for key, value in event.items():
+        if key.startswith("_"):
+            continue
+        if key in MULTI_LINE_FIELDS and isinstance(value, str):
+            event[key] = escape_controls(value, keep_newlines=True)
+        else:
+            event[key] = _escape_value(value)
+    return event
 
 
 class StderrHandler(logging.StreamHandler):
@@ -64,6 +116,7 @@ def _structlog_formatter(json_logs: bool) -> logging.Formatter:
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info,
+            escape_event,
             renderer,
         ],
     )

@@ -1,14 +1,17 @@
-"""Logging writes to the current stderr, never to a stream that was closed since set-up."""
+"""Logging writes to the current stderr, never to a stream that was closed since set-up; a log
+line is one line, whatever outside text it carries."""
 
 from __future__ import annotations
 
 import io
+import json
 import logging
+import re
 import sys
 
 import pytest
 
-from arena.logs import configure_logging
+from arena.logs import StructlogFormatter, configure_logging
 
 
 @pytest.fixture
@@ -40,3 +43,52 @@ def test_configuring_twice_keeps_one_handler(restore_logging: logging.Logger) ->
     configure_logging("DEBUG", json_logs=True)
     ours = [h for h in logging.getLogger().handlers if getattr(h, "_arena", False)]
     assert len(ours) == 1
+
+
+# every control character a log line must never carry raw: C0 (newline, tab, ESC), DEL, C1
+# (NEL) and the Unicode line and paragraph separators
+HOSTILE = "/\nforged line \x1b[31mred\r\t\x00\x1c\x7f\x85\x9b\u2028\u2029 end"
+RAW_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+ESCAPED = "/\\nforged line \\x1b[31mred\\r\\t\\x00\\x1c\\x7f\\x85\\x9b\\u2028\\u2029 end"
+
+
+@pytest.mark.parametrize("json_logs", [False, True], ids=["text", "json"])
+def test_outside_text_is_escaped_in_message_and_fields(json_logs: bool) -> None:
+    """A record whose argument and ``extra=`` fields carry every kind of control character is
+    one line, with each control written as its escape, in both renderings."""
+    record = _record("arena.web.access", "GET %s %d", (HOSTILE, 404), path=HOSTILE, bare="\x1b[2J")
+    line = StructlogFormatter(json_logs).format(record)
+    assert line.splitlines() == [line] and not RAW_CONTROL.search(line)
+    if json_logs:
+        fields = json.loads(line)
+        assert fields["event"] == f"GET {ESCAPED} 404"
+        assert fields["path"] == ESCAPED and fields["bare"] == "\\x1b[2J"
+    else:  # structlog quotes a field holding a space with repr(): its backslashes double
+        assert f"GET {ESCAPED} 404" in line and "bare=\\x1b[2J" in line
+
+
+@pytest.mark.parametrize("json_logs", [False, True], ids=["text", "json"])
+def test_a_traceback_keeps_its_lines(json_logs: bool) -> None:
+    """arena's own tracebacks still print on several lines; the outside text inside them is
+    escaped all the same (here an ESC in the exception's message)."""
+    try:
+        raise ValueError("bad book \x1b[2J from the CLOB")
+    except ValueError:
+        record = _record("arena.jobs", "failed on %s", ("a\nb",), exc_info=sys.exc_info())
+    output = StructlogFormatter(json_logs).format(record)
+    assert not RAW_CONTROL.search(output.replace("\n", ""))
+    message, traceback = output, output
+    if json_logs:
+        fields = json.loads(output)
+        message, traceback = fields["event"], fields["exception"]
+    assert "failed on a\\nb" in message
+    assert traceback.count("\n") > 2 and "Traceback (most recent call last):" in traceback
+    assert "ValueError: bad book \\x1b[2J from the CLOB" in traceback
+
+
+def _record(name: str, msg: str, args: tuple[object, ...], **fields: object) -> logging.LogRecord:
+    """A record as ``logging.getLogger(name).info(msg, *args, extra=...)`` makes it."""
+    return logging.makeLogRecord(
+        {"name": name, "msg": msg, "args": args, "levelno": logging.INFO, "levelname": "INFO"}
+        | fields
+    )

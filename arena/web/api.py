@@ -10,13 +10,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from fastapi.routing import APIRoute
 
 from arena.web import records, standings
 from arena.web.context import WebContext
 from arena.web.curves import CurveRange, curves
 from arena.web.params import (
     CategoryParam,
+    CheckedRoute,
     CohortParam,
     FamilyParam,
     HeldParam,
@@ -28,12 +28,13 @@ from arena.web.params import (
 )
 
 
-class JSONReadyRoute(APIRoute):
+class JSONReadyRoute(CheckedRoute):
     """An API route whose endpoint returns JSON-ready dicts and lists (the rows the pages
     render, already made plain by :func:`arena.web.context.jsonable`): they are serialised once
     by ``json.dumps``, skipping FastAPI's validation and re-encoding of every value against the
     ``dict[str, Any]`` return annotation (a third of the agent route's time). The annotation
-    still documents the route in ``/api/docs``."""
+    still documents the route in ``/api/docs``. Its parameters pass the edge rule of
+    :class:`~arena.web.params.CheckedRoute` first."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         @functools.wraps(endpoint)

@@ -32,6 +32,7 @@ from arena.web import filters
 from arena.web.context import WebContext
 from arena.web.db import read_only_engine, readiness
 from arena.web.metrics import HttpMetrics, make_registry
+from arena.web.params import CheckedRoute
 
 log = logging.getLogger(__name__)
 access = logging.getLogger("arena.web.access")
@@ -77,6 +78,7 @@ def create_app(settings: Settings, *, database_url: str | None = None) -> FastAP
         redoc_url=None,
         openapi_url="/api/openapi.json",
     )
+    app.router.route_class = CheckedRoute  # the edge rule for the routes added below too
     app.state.ctx = ctx
     app.state.templates = templates()
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

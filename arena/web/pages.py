@@ -17,6 +17,7 @@ from arena.web.columns import (
 from arena.web.markdown import render_markdown
 from arena.web.params import (
     CategoryParam,
+    CheckedRoute,
     CohortParam,
     HeldParam,
     PageParam,
@@ -26,7 +27,7 @@ from arena.web.params import (
     page_of,
 )
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=CheckedRoute)
 
 
 @router.get("/", response_class=HTMLResponse)

@@ -1,17 +1,34 @@
-"""Query parameters shared by pages and API routes (validated: a bad value is a 400 page or a
-422 JSON response)."""
+"""Request parameters shared by pages and API routes, and the one rule every route's parameters
+pass before its endpoint runs (:class:`CheckedRoute`).
+
+A bad query parameter is a 400 page, or a 422 JSON response under ``/api/``; a path parameter
+naming nothing that can exist is a 404 (page or JSON). Out of range and unstorable values are
+refused here, at the edge, so that no request reaches the database with a value it cannot
+compare: an integer beyond PostgreSQL's ``integer`` (or SQLite's 64 bits), or text holding NUL
+or a lone surrogate. Such a query error would look like a database outage (a 503, counted in
+``/metrics``) or a crash (a 500).
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Query
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 
+from arena.domain.storable import has_unstorable
+from arena.errors import NotFound
 from arena.web.context import MAX_PER_PAGE, PER_PAGE, Page
 
+MIN_INT, MAX_INT = -(2**31), 2**31 - 1  # ids are INTEGER columns: PostgreSQL's int4
+
 CohortParam = Annotated[
-    int | None, Query(ge=1, le=2**31 - 1, description="Only this cohort (default: all).")
+    int | None, Query(ge=1, le=MAX_INT, description="Only this cohort (default: all).")
 ]
 PageParam = Annotated[int, Query(ge=1, le=1_000_000, description="Page number, from 1.")]
 PerPageParam = Annotated[
@@ -33,3 +50,54 @@ def page_of(page: int = 1, per_page: int = PER_PAGE) -> Page:
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+def refusal(value: Any) -> str | None:
+    """Why a parameter's (already typed) value cannot reach the database, or None if it can."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and not MIN_INT <= value <= MAX_INT:
+        return f"must be between {MIN_INT} and {MAX_INT}"
+    if isinstance(value, str) and has_unstorable(value):
+        return "must not hold NUL or a lone surrogate"
+    return None
+
+
+class CheckedRoute(APIRoute):
+    """A route whose path and query parameters pass :func:`refusal` before its endpoint runs:
+    a refused path parameter is a 404 (nothing has that id or name), a refused query parameter
+    a bad request, like any other invalid one. Every router of the app uses this class."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, self._checked(endpoint), **kwargs)
+
+    def _checked(self, endpoint: Callable[..., Any]) -> Callable[..., Any]:
+        """``endpoint`` behind :meth:`check` (FastAPI reads the signature through ``wraps``)."""
+        if inspect.iscoroutinefunction(endpoint):
+
+            @functools.wraps(endpoint)
+            async def checked_async(*args: Any, **kw: Any) -> Any:
+                self.check(kw)
+                return await endpoint(*args, **kw)
+
+            return checked_async
+
+        @functools.wraps(endpoint)
+        def checked(*args: Any, **kw: Any) -> Any:
+            self.check(kw)
+            return endpoint(*args, **kw)
+
+        return checked
+
+    def check(self, values: Mapping[str, Any]) -> None:
+        for field in self.dependant.path_params:
+            if refusal(values.get(field.name)) is not None:
+                noun = field.name.removesuffix("_id")
+                raise NotFound(f"{noun} {values[field.name]!r} does not exist")
+        problems = [
+            {"loc": ("query", field.alias), "msg": problem, "type": "value_error"}
+            for field in self.dependant.query_params
+            if (problem := refusal(values.get(field.name))) is not None
+        ]
+        if problems:
+            raise RequestValidationError(problems)

@@ -12,6 +12,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from arena.domain.states import MarketStatus, PositionStatus
+from arena.domain.storable import is_market_id
 from arena.errors import NotFound
 from arena.store import schema
 from arena.store.models import (
@@ -125,7 +126,7 @@ def polymarket_url(market: Market) -> str:
 def market(session: Session, market_id: str) -> dict[str, Any]:
     """One market: prices, resolution, every agent's positions and trades, Brier rows and
     forecasts."""
-    found = session.get(Market, market_id)
+    found = session.get(Market, market_id) if is_market_id(market_id) else None
     if found is None:
         raise NotFound(f"market {market_id} does not exist")
     prices = [

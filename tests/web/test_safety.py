@@ -1,12 +1,16 @@
 """No secret appears in any answer or log line of the dashboard, and every request is logged as
-one structured line without its query string."""
+one structured line without its query string, whatever its path holds."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
+import subprocess
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import make_url
@@ -14,7 +18,8 @@ from sqlalchemy.engine import make_url
 from arena.config import load_settings
 from arena.logs import StructlogFormatter
 from arena.web.app import create_app
-from tests.helpers import free_port, write_config
+from tests.conftest import Database
+from tests.helpers import free_port, start_arena, write_config
 from tests.web.conftest import Site
 from tests.web.test_pages import apis, pages
 
@@ -138,3 +143,54 @@ def test_each_request_is_one_structured_log_line(
             "status": record.status,  # type: ignore[attr-defined]
         }
         assert isinstance(fields["duration_ms"], float) and fields["request_id"]
+
+
+@pytest.mark.parametrize("json_logs", [False, True], ids=["text", "json"])
+def test_a_request_path_cannot_forge_a_log_line(
+    db: Database, tmp_path: Path, json_logs: bool
+) -> None:
+    """`arena serve` as a process, asked for ``/%0Aforged%20line`` and ``/%1B[31mred``: its
+    log has exactly one line for each request, the newline and ESC written as ``\\n`` and
+    ``\\x1b``, and no raw control character at all (text lines and JSON lines alike)."""
+    config = write_config(tmp_path / "config.yaml", db.url)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = start_arena(
+        "--config",
+        str(config),
+        "--json-logs" if json_logs else "--text-logs",
+        "serve",
+        "--port",
+        str(port),
+    )
+    try:
+        _wait_until_serving(process, f"{base}/healthz")
+        assert httpx.get(f"{base}/%0Aforged%20line", timeout=30).status_code == 404
+        assert httpx.get(f"{base}/%1B[31mred", timeout=30).status_code == 404
+    finally:
+        process.terminate()
+        _, log = process.communicate(timeout=60)
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]", log), log
+    lines = log.splitlines()  # str.splitlines also breaks at \x1c-\x1e, \x85, \u2028, \u2029
+    forged = [line for line in lines if "forged" in line]
+    red = [line for line in lines if "31mred" in line]
+    assert len(forged) == 1 and len(red) == 1, log
+    if json_logs:
+        assert json.loads(forged[0])["path"] == "/\\nforged line"
+        assert json.loads(red[0])["path"] == "/\\x1b[31mred"
+    else:
+        assert "GET /\\nforged line 404" in forged[0]
+        assert "GET /\\x1b[31mred 404" in red[0]
+
+
+def _wait_until_serving(process: subprocess.Popen[str], url: str) -> None:
+    """Poll ``url`` until it answers (generous deadline: a busy machine only makes it later)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError(f"{url} never answered")
