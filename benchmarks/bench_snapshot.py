@@ -95,7 +95,7 @@ def synthetic_rows(
     start = NOW - timedelta(days=7 * cohorts)
     families = [f"family-{i}" for i in range(AGENTS_PER_COHORT)]
     models = (Family, Cohort, Market, Agent, Decision, Position, Trade, BrierScore)
-    tables: dict[str, Table] = {m.__tablename__: m.__table__ for m in models}  # type: ignore[misc]
+    tables: dict[str, Table] = {m.__table__.name: m.__table__ for m in models}  # type: ignore[attr-defined]
     rows: dict[Table, list[dict[str, Any]]] = {table: [] for table in tables.values()}
     for family in families:
         rows[tables["families"]].append(
