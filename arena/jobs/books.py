@@ -359,7 +359,8 @@ def fetch_held_books(
     if not markets:
         return held
     try:
-        refresh_fees_ahead(factory, source, [cid for cid, _t in markets.values() if cid], now)
+        conditions = [cid for cid, _sides in markets.values() if cid]
+        refresh_fees_ahead(factory, source, conditions, now, FEE_REFRESH_PER_CALL)
         for chunk in market_chunks(markets):
             value_chunk(factory, source, now, held, {m: markets[m] for m in chunk}, unfinished)
     except ClobError as exc:
