@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -39,7 +40,7 @@ from arena.store.models import BookMark, Cohort, Market, MarketFee, Position, Sy
 from arena.store.upsert import dialect_insert
 
 if TYPE_CHECKING:
-    from arena.sources.clob import BookSource
+    from arena.sources.clob import BookBatch, BookSource
 
 log = logging.getLogger(__name__)
 
@@ -361,8 +362,15 @@ def fetch_held_books(
     try:
         conditions = [cid for cid, _sides in markets.values() if cid]
         refresh_fees_ahead(factory, source, conditions, now, FEE_REFRESH_PER_CALL)
-        for chunk in market_chunks(markets):
-            value_chunk(factory, source, now, held, {m: markets[m] for m in chunk}, unfinished)
+        chunks = [{m: markets[m] for m in chunk} for chunk in market_chunks(markets)]
+        # the next chunk's books are fetched while this one is valued: two chunks at most
+        with ThreadPoolExecutor(1, thread_name_prefix="clob-books") as pool:
+            coming = pool.submit(source.books, chunk_tokens(chunks[0]))
+            for index, chunk in enumerate(chunks):
+                answer = coming.result()
+                if index + 1 < len(chunks):
+                    coming = pool.submit(source.books, chunk_tokens(chunks[index + 1]))
+                value_chunk(factory, source, now, held, chunk, answer, unfinished)
     except ClobError as exc:
         held.error = str(exc)
         record_outage(factory, now, "snapshot", str(exc))
@@ -383,18 +391,23 @@ def market_chunks(markets: Mapping[str, tuple[str | None, dict[str, str]]]) -> I
         yield chunk
 
 
+def chunk_tokens(markets: Mapping[str, tuple[str | None, dict[str, str]]]) -> list[str]:
+    return [token for _cid, sides in markets.values() for token in sides.values()]
+
+
 def value_chunk(
     factory: sessionmaker[Session],
     source: BookSource,
     now: datetime,
     held: HeldBooks,
     markets: Mapping[str, tuple[str | None, dict[str, str]]],
+    answer: BookBatch,
     unfinished: tuple[Any, ...],
 ) -> None:
-    """Fetch one chunk's books, store their marks and add the exit proceeds of its positions
-    to ``held``; raises :class:`ClobError` when the CLOB cannot be reached."""
+    """Store the marks of one chunk's books (``answer``), load its fee schedules and add the
+    exit proceeds of its positions to ``held``; raises :class:`ClobError` when the CLOB
+    cannot be reached."""
     market_of = {token: m for m, (_cid, sides) in markets.items() for token in sides.values()}
-    answer = source.books(list(market_of))
     # the fees of the markets that still have a book: one the CLOB no longer knows has no
     # bids to sell into (and its 404 on /clob-markets is not an outage)
     booked = {

@@ -67,7 +67,7 @@ logger = logging.getLogger(__name__)
 
 CLOB_URL = "https://clob.polymarket.com"
 MAX_BATCH = 500  # items per POST /books or /midpoints; 501 -> 400 "Payload exceeds the limit"
-FEE_CONCURRENCY = 16  # GET /clob-markets requests in flight at once
+FEE_CONCURRENCY = 32  # GET /clob-markets requests in flight at once (640 a second at 50 ms)
 FEE_FAILURES_TO_STOP = 3  # failed fee fetches after which a batch starts no new request
 
 retry_sleep: Callable[[float], None] = time.sleep  # the default wait; tests replace it
@@ -148,7 +148,9 @@ class ClobClient:
             raise ValueError("fee_concurrency must be at least 1")
         self._fee_concurrency = fee_concurrency
         self._owns_http = http is None
-        self._http = http or httpx.Client(timeout=self._timeout, transport=transport)
+        # a connection kept alive for each fee request in flight
+        limits = httpx.Limits(max_keepalive_connections=max(20, fee_concurrency))
+        self._http = http or httpx.Client(timeout=self._timeout, transport=transport, limits=limits)
         self._sleep = sleep if sleep is not None else retry_sleep
         self._jitter = jitter
         self.requests = 0  # HTTP requests sent, retries included
