@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -332,8 +332,16 @@ def fetch_held_books(
     An outage is recorded and reported, never raised: the snapshot then values at the last
     valid marks."""
     held = HeldBooks()
-    unfinished = (Cohort.status != CohortStatus.COMPLETED, Cohort.week_start <= now)
     with factory() as session:
+        cohorts = set(
+            session.scalars(
+                select(Cohort.id).where(
+                    Cohort.pricing == Pricing.BOOK,
+                    Cohort.status != CohortStatus.COMPLETED,
+                    Cohort.week_start <= now,
+                )
+            )
+        )
         held_sides = (
             select(Position.market_id, Position.side)
             .join(Cohort, Cohort.id == Position.cohort_id)
@@ -363,14 +371,15 @@ def fetch_held_books(
         conditions = [cid for cid, _sides in markets.values() if cid]
         refresh_fees_ahead(factory, source, conditions, now, FEE_REFRESH_PER_CALL)
         chunks = [{m: markets[m] for m in chunk} for chunk in market_chunks(markets)]
-        # the next chunk's books are fetched while this one is valued: two chunks at most
+        # the next chunk's books and fees are fetched while this one is valued: two chunks of
+        # books in memory at most
         with ThreadPoolExecutor(1, thread_name_prefix="clob-books") as pool:
-            coming = pool.submit(source.books, chunk_tokens(chunks[0]))
+            coming = pool.submit(fetch_chunk, factory, source, now, chunks[0])
             for index, chunk in enumerate(chunks):
-                answer = coming.result()
+                answer, fees = coming.result()
                 if index + 1 < len(chunks):
-                    coming = pool.submit(source.books, chunk_tokens(chunks[index + 1]))
-                value_chunk(factory, source, now, held, chunk, answer, unfinished)
+                    coming = pool.submit(fetch_chunk, factory, source, now, chunks[index + 1])
+                value_chunk(factory, now, held, chunk, answer, fees, cohorts)
     except ClobError as exc:
         held.error = str(exc)
         record_outage(factory, now, "snapshot", str(exc))
@@ -395,47 +404,63 @@ def chunk_tokens(markets: Mapping[str, tuple[str | None, dict[str, str]]]) -> li
     return [token for _cid, sides in markets.values() for token in sides.values()]
 
 
-def value_chunk(
+def fetch_chunk(
     factory: sessionmaker[Session],
     source: BookSource,
+    now: datetime,
+    markets: Mapping[str, tuple[str | None, dict[str, str]]],
+) -> tuple[BookBatch, dict[str, FeeSchedule]]:
+    """One chunk's books (``POST /books``) and the fee schedules of its markets that still
+    have a book: one the CLOB no longer knows has no bids to sell into (and its 404 on
+    ``/clob-markets`` is not an outage). Raises :class:`ClobError` when the CLOB cannot be
+    reached."""
+    answer = source.books(chunk_tokens(markets))
+    booked = {
+        cid
+        for cid, sides in markets.values()
+        if cid and any(token in answer.books for token in sides.values())
+    }
+    return answer, fee_schedules(factory, source, sorted(booked), now, early=0)
+
+
+def value_chunk(
+    factory: sessionmaker[Session],
     now: datetime,
     held: HeldBooks,
     markets: Mapping[str, tuple[str | None, dict[str, str]]],
     answer: BookBatch,
-    unfinished: tuple[Any, ...],
+    fees: Mapping[str, FeeSchedule],
+    cohorts: set[int],
 ) -> None:
-    """Store the marks of one chunk's books (``answer``), load its fee schedules and add the
-    exit proceeds of its positions to ``held``; raises :class:`ClobError` when the CLOB
-    cannot be reached."""
+    """Store the marks of one chunk's books and add the exit proceeds of its positions in
+    ``cohorts`` (the unfinished mode-book ones) to ``held``."""
     market_of = {token: m for m, (_cid, sides) in markets.items() for token in sides.values()}
-    # the fees of the markets that still have a book: one the CLOB no longer knows has no
-    # bids to sell into (and its 404 on /clob-markets is not an outage)
-    booked = {
-        cid
-        for m, (cid, sides) in markets.items()
-        if cid and any(t in answer.books for t in sides.values())
-    }
-    fees = fee_schedules(factory, source, sorted(booked), now, early=0)
     held.fetched += len(answer.books)
     held.missing += len(set(market_of) - set(answer.books))
     with transaction(factory) as session:
         store_marks(
             session, [(market_of[t], b) for t, b in answer.books.items() if t in market_of], now
         )
-    with factory() as session:
-        positions = session.execute(
-            select(
-                Position.id, Position.agent_id, Position.market_id, Position.side, Position.shares
+    with factory() as session:  # Core rows, on the market index; the cohorts are known
+        positions = (
+            session.connection()
+            .execute(
+                select(
+                    Position.id,
+                    Position.agent_id,
+                    Position.market_id,
+                    Position.side,
+                    Position.shares,
+                    Position.cohort_id,
+                ).where(
+                    Position.status == PositionStatus.OPEN, Position.market_id.in_(list(markets))
+                )
             )
-            .join(Cohort, Cohort.id == Position.cohort_id)
-            .where(
-                Position.status == PositionStatus.OPEN,
-                Cohort.pricing == Pricing.BOOK,
-                Position.market_id.in_(list(markets)),
-                *unfinished,
-            )
-        ).all()
-    for position_id, agent_id, market_id, side, shares in positions:
+            .all()
+        )
+    for position_id, agent_id, market_id, side, shares, cohort_id in positions:
+        if cohort_id not in cohorts:
+            continue  # not a mode-book cohort, or one that is finished
         token = held.tokens.get((market_id, side))
         if token is None:
             continue  # its side has no token: the valuation finds its exit value unknown
