@@ -120,7 +120,7 @@ def fee_schedules(
     stored), concurrently (:meth:`~arena.sources.clob.ClobClient.fee_schedules`).
 
     A schedule is used for :data:`FEE_MAX_AGE`; up to ``early`` of the ones about to expire
-    are fetched again ahead of time (:func:`refresh_fees_ahead`). A market whose schedule is
+    are fetched again ahead of time, as :func:`refresh_fees_ahead` does. A market whose schedule is
     unknown (never fetched, or expired and not fetched again) is absent from the answer: never
     "no fee". Raises :class:`ClobError` when the CLOB stopped answering before every such
     market was asked; what was fetched before is stored all the same.

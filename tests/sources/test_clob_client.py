@@ -217,9 +217,9 @@ def test_fee_schedules_are_fetched_concurrently_and_one_failure_costs_that_marke
     assert set(batch.failed) == {bad, unknown} and not batch.stopped
     assert "400" in batch.failed[bad] and "404" in batch.failed[unknown]
     assert clob.world.count(f"/clob-markets/{markets[0].condition_id}") == 1  # asked once
-    assert sum(c for p, c in clob.world.counts().items() if "/clob-markets/" in p) == len(
-        markets
-    ) + 1
+    assert (
+        sum(c for p, c in clob.world.counts().items() if "/clob-markets/" in p) == len(markets) + 1
+    )
 
 
 def test_fee_schedules_stop_asking_when_the_clob_is_down(mock: Harness) -> None:
