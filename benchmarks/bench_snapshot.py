@@ -4,24 +4,30 @@ Builds ``cohorts x 7 agents x 50 open positions`` (100 cohorts: 35,000 positions
 cohorts: 350,000), plus per agent 10 settled positions with their BUY trades and Brier rows
 (so the Brier aggregate has work to do), over binary and named-outcome markets, some of them
 never priced (valued at cost basis). The synthetic rows are bulk-loaded (Core executemany on
-SQLite, ``COPY`` on PostgreSQL). Then times one snapshot tick
+SQLite, ``COPY`` on PostgreSQL) in a child process, so the measuring process never holds them
+and its peak RSS is the ticks' own. Then times snapshot ticks
 (:func:`arena.jobs.snapshots.take_snapshots` without the Gamma refresh: the consistent read,
-the valuation and the bulk insert of one row per agent), each run on a fresh 10-minute slot,
-and prints the best and median wall time, the read-and-value part alone, the peak of traced
-Python allocations of one more tick (tracemalloc) and the process's peak RSS.
+the valuation and the bulk insert of one row per agent), each on a fresh 10-minute slot: the
+first tick of a day on its own, then the later ones (best and median), the read-and-value
+part alone, the peak of traced Python allocations of one more tick (tracemalloc), a tick half
+a day on, the largest ``IN (...)`` list executed and the process's peak RSS.
 
 ``--pricing book`` (run beside ``gamma`` by default) makes every cohort a mode-book cohort and
 gives every priced binary market a plausible book on the fake CLOB, served over local HTTP: a
 tick then also fetches the book of every held token in batch (``POST /books``, 500 tokens a
 request), stores their marks, values positions at them, and stores each agent's exit value
-(every open position sold into the bids, fees included). Target: one tick with 35,000 open
-positions under 1.5 s in mode book.
+(every open position sold into the bids, fees included). Every answer of the fake CLOB comes
+``--latency`` seconds late (default 50 ms). The first tick of a day also fetches the fee
+schedule of every held market (``GET /clob-markets/{id}``, one per market: about 1,750 at
+scale 1, 16 in flight); a tick half a day on refreshes up to 300 of them ahead of expiry.
+Targets at scale 1: the first tick of a day under 5 s, the others under 1.5 s; at scale 10
+every tick well inside the 10-minute slot, with the process's peak RSS under 500 MiB.
 
 PostgreSQL runs when ``--postgres-url`` or ``ARENA_TEST_POSTGRES_URL`` is given; the script
 creates its own scratch database there and drops it afterwards.
 
 Run: ``.venv/bin/python benchmarks/bench_snapshot.py [--scales 1,10] [--pricing gamma,book]
-[--postgres-url URL]``
+[--postgres-url URL] [--latency 0.05] [--repeat 5]``
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import logging
 import multiprocessing
 import os
 import random
+import re
 import resource
 import statistics
 import tempfile
@@ -47,7 +54,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, Table, create_engine, text
+from sqlalchemy import Engine, Table, create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from arena.clock import FixedClock
@@ -74,6 +81,8 @@ OPEN_PER_AGENT = 50
 SETTLED_PER_AGENT = 10
 MARKETS_PER_COHORT = 20  # 2,000 markets for 100 cohorts
 NOW = datetime(2027, 6, 2, 12, 3, tzinfo=UTC)
+PLACEHOLDER = r"(?:\?|%\(\w+\)s(?:::\w+)?|%s)"  # SQLite's, psycopg's (with a cast)
+IN_LIST = re.compile(rf"\bIN \(({PLACEHOLDER}(?:, {PLACEHOLDER})*)\)", re.IGNORECASE)
 CHUNK = 20_000
 TEAMS = ("Falcons", "Otters", "Comets")
 
@@ -95,7 +104,7 @@ def synthetic_rows(
     start = NOW - timedelta(days=7 * cohorts)
     families = [f"family-{i}" for i in range(AGENTS_PER_COHORT)]
     models = (Family, Cohort, Market, Agent, Decision, Position, Trade, BrierScore)
-    tables: dict[str, Table] = {m.__tablename__: m.__table__ for m in models}  # type: ignore[misc]
+    tables: dict[str, Table] = {m.__table__.name: m.__table__ for m in models}  # type: ignore[attr-defined]
     rows: dict[Table, list[dict[str, Any]]] = {table: [] for table in tables.values()}
     for family in families:
         rows[tables["families"]].append(
@@ -330,29 +339,16 @@ def load(engine: Engine, rows: dict[Table, list[dict[str, Any]]]) -> None:
 
 
 @contextmanager
-def sqlite_engine() -> Iterator[Engine]:
-    with tempfile.TemporaryDirectory(prefix="arena-bench-") as directory:
-        engine = make_engine(f"sqlite:///{Path(directory) / 'bench.db'}")
-        upgrade(engine)
-        try:
-            yield engine
-        finally:
-            engine.dispose()
-
-
-@contextmanager
-def postgres_engine(base_url: str) -> Iterator[Engine]:
+def postgres_database(base_url: str) -> Iterator[str]:
+    """The URL of a scratch database on the server, dropped afterwards."""
     admin_url = make_url(base_url).set(drivername="postgresql+psycopg")
     name = f"arena_bench_{uuid.uuid4().hex[:10]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
-    engine = make_engine(admin_url.set(database=name).render_as_string(hide_password=False))
     try:
-        upgrade(engine)
-        yield engine
+        yield admin_url.set(database=name).render_as_string(hide_password=False)
     finally:
-        engine.dispose()
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
@@ -391,20 +387,22 @@ def fake_clob(rows: dict[Table, list[dict[str, Any]]], seed: int = 0) -> FakeClo
     return world
 
 
-def serve_clob(cohorts: int, pipe: Connection) -> None:
-    """Child process: serve the synthetic arena's books, report the URL, wait to be told to
-    stop (so the server's own work is not counted in the tick)."""
+def serve_clob(cohorts: int, latency: float, pipe: Connection) -> None:
+    """Child process: serve the synthetic arena's books, each answer ``latency`` seconds late,
+    report the URL, wait to be told to stop (so the server's own work is not counted)."""
     logging.disable(logging.WARNING)
-    with serve_fake_clob(fake_clob(synthetic_rows(cohorts, pricing="book"))) as url:
+    world = fake_clob(synthetic_rows(cohorts, pricing="book"))
+    world.latency = latency
+    with serve_fake_clob(world) as url:
         pipe.send(url)
         pipe.recv()
 
 
 @contextmanager
-def clob_server(cohorts: int) -> Iterator[str]:
+def clob_server(cohorts: int, latency: float) -> Iterator[str]:
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
-    server = context.Process(target=serve_clob, args=(cohorts, child))
+    server = context.Process(target=serve_clob, args=(cohorts, latency, child))
     server.start()
     try:
         yield parent.recv()
@@ -413,44 +411,85 @@ def clob_server(cohorts: int) -> Iterator[str]:
         server.join(timeout=30)
 
 
-def bench(label: str, engine: Engine, cohorts: int, repeat: int, pricing: str = "gamma") -> None:
-    rows = synthetic_rows(cohorts, pricing=pricing)
+def build(url: str, cohorts: int, pricing: str, pipe: Connection) -> None:
+    """Child process: migrate the database at ``url`` and bulk-load the synthetic arena, so the
+    measuring process never holds the synthetic rows (its peak RSS is the ticks' own)."""
+    engine = make_engine(url)
+    try:
+        upgrade(engine)
+        rows = synthetic_rows(cohorts, pricing=pricing)
+        figures = {
+            "positions": sum(1 for r in rows[Position.__table__] if r["status"] == "OPEN"),  # type: ignore[index]
+            "agents": len(rows[Agent.__table__]),  # type: ignore[index]
+        }
+        start = time.perf_counter()
+        load(engine, rows)
+        figures["load"] = time.perf_counter() - start
+        pipe.send(figures)
+    finally:
+        engine.dispose()
+
+
+def built(url: str, cohorts: int, pricing: str) -> dict[str, Any]:
+    """Run :func:`build` in a fresh process; its figures (positions, agents, load time)."""
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=build, args=(url, cohorts, pricing, child))
+    process.start()
+    figures: dict[str, Any] = parent.recv()
+    process.join()
+    return figures
+
+
+def bench(args: argparse.Namespace, label: str, url: str, cohorts: int, pricing: str) -> None:
+    figures = built(url, cohorts, pricing)
+    engine = make_engine(url)
     with ExitStack() as stack:
+        stack.callback(engine.dispose)
         books = None
         if pricing == "book":
-            clob_url = stack.enter_context(clob_server(cohorts))
+            clob_url = stack.enter_context(clob_server(cohorts, args.latency))
             books = stack.enter_context(
                 ClobClient(Settings().polymarket, base_url=clob_url, timeout_seconds=60)
             )
-        measure(f"{label}, mode {pricing}", engine, rows, cohorts, repeat, books)
+        measure(f"{label}, mode {pricing}", engine, figures, cohorts, args.repeat, books)
 
 
 def measure(
     label: str,
     engine: Engine,
-    rows: dict[Table, list[dict[str, Any]]],
+    figures: dict[str, Any],
     cohorts: int,
     repeat: int,
     books: ClobClient | None,
 ) -> None:
-    positions = sum(1 for r in rows[Position.__table__] if r["status"] == "OPEN")  # type: ignore[arg-type]
-    agents = len(rows[Agent.__table__])  # type: ignore[arg-type]
-    start = time.perf_counter()
-    load(engine, rows)
-    loaded = time.perf_counter() - start
-    del rows
+    agents = figures["agents"]
     factory = session_factory(engine)
     settings = Settings()
     slots = iter(NOW + timedelta(minutes=10 * i) for i in range(10_000))
-    snapshot_rows, _, _ = value_agents(factory, NOW, NOW)
+    in_lists: list[int] = []
 
-    def tick() -> None:
-        report = take_snapshots(factory, settings, FixedClock(next(slots)), books=books)
+    @event.listens_for(engine, "before_cursor_execute")
+    def count_in_lists(_c: Any, _cur: Any, statement: str, _p: Any, _x: Any, _m: bool) -> None:
+        in_lists.extend(m.count(",") + 1 for m in IN_LIST.findall(statement))
+
+    requests: list[int] = []
+
+    def tick(at: datetime | None = None) -> None:
+        sent = books.requests if books is not None else 0
+        report = take_snapshots(factory, settings, FixedClock(at or next(slots)), books=books)
         assert report.written == agents, report
         assert report.books_error is None, report
+        requests.append((books.requests if books is not None else 0) - sent)
 
     def read() -> None:
         value_agents(factory, NOW, NOW)
+
+    first = timed(tick, 1)  # the first tick of a day: every held market's fee schedule fetched
+    first_requests = requests[-1]
+    results = {"later ticks": timed(tick, repeat), "read+value": timed(read, repeat)}
+    later_requests = max(requests[1:])
+    snapshot_rows, _, _ = value_agents(factory, NOW, NOW)
 
     def write() -> None:
         slot = next(slots)
@@ -458,26 +497,34 @@ def measure(
             written = insert_snapshots(session, [{**r, "taken_at": slot} for r in snapshot_rows])
         assert written == agents
 
-    results = {"tick": timed(tick, repeat), "read+value": timed(read, repeat)}
     results["insert"] = timed(write, repeat)
     gc.collect()
     tracemalloc.start()
     tick()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
+    # half a day on: the schedules about to expire are refreshed ahead, a bounded number a tick
+    ahead = timed(lambda: tick(NOW + timedelta(hours=12, minutes=10)), 1)
+    ahead_requests = requests[-1]
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        f"{label}: {cohorts} cohorts, {agents} agents, {positions:,} open positions"
-        f" (bulk load {loaded:.1f} s)"
+        f"{label}: {cohorts} cohorts, {agents} agents, {figures['positions']:,} open positions"
+        f" (bulk load {figures['load']:.1f} s, in a child process)"
     )
+    print(f"  first tick of a day {first[0]:7.3f} s  ({first_requests} CLOB requests)")
     for name, (best, median, cpu) in results.items():
         print(
-            f"  {name:<11} best {best:6.3f} s  median {median:6.3f} s  "
+            f"  {name:<11} best {best:7.3f} s  median {median:7.3f} s  "
             f"(client CPU best {cpu:6.3f} s)"
         )
     print(
-        f"  one tick: peak traced Python memory {peak / 2**20:.1f} MiB;"
-        f" process peak RSS so far {rss:.0f} MiB",
+        f"  CLOB requests per later tick at most {later_requests};"
+        f" 12 h on (early fee refresh) {ahead[0]:.3f} s, {ahead_requests} requests"
+    )
+    print(
+        f"  largest IN list {max(in_lists, default=0)} ids;"
+        f" one tick: peak traced Python memory {peak / 2**20:.1f} MiB;"
+        f" process peak RSS {rss:.0f} MiB",
         flush=True,
     )
 
@@ -485,7 +532,7 @@ def measure(
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", default="1,10", help="multiples of 100 cohorts (e.g. 1,10)")
-    parser.add_argument("--repeat", type=int, default=5, help="timed ticks per measurement")
+    parser.add_argument("--repeat", type=int, default=5, help="timed later ticks per measurement")
     parser.add_argument(
         "--postgres-url",
         default=os.environ.get("ARENA_TEST_POSTGRES_URL"),
@@ -493,6 +540,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--no-sqlite", action="store_true", help="skip SQLite")
     parser.add_argument("--pricing", default="gamma,book", help="pricing modes (gamma,book)")
+    parser.add_argument(
+        "--latency", type=float, default=0.05, help="seconds each fake CLOB answer is delayed"
+    )
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)  # a few synthetic markets have no book, by design
     scales = [int(s) for s in args.scales.split(",") if s.strip()]
@@ -501,11 +551,12 @@ def main(argv: list[str] | None = None) -> None:
         cohorts = 100 * scale
         for pricing in modes:
             if not args.no_sqlite:
-                with sqlite_engine() as engine:
-                    bench("sqlite", engine, cohorts, args.repeat, pricing)
+                with tempfile.TemporaryDirectory(prefix="arena-bench-") as directory:
+                    url = f"sqlite:///{Path(directory) / 'bench.db'}"
+                    bench(args, "sqlite", url, cohorts, pricing)
             if args.postgres_url:
-                with postgres_engine(args.postgres_url) as engine:
-                    bench("postgresql", engine, cohorts, args.repeat, pricing)
+                with postgres_database(args.postgres_url) as url:
+                    bench(args, "postgresql", url, cohorts, pricing)
     if not args.postgres_url:
         print("PostgreSQL skipped: pass --postgres-url or set ARENA_TEST_POSTGRES_URL")
 

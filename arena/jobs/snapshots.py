@@ -20,12 +20,16 @@ Methodology, "Valuation and snapshots". Choices made here:
 * **Refresh**: with a ``source``, held markets are refreshed first. If Gamma fails, the
   snapshot is still taken on the last valid marks and the error is in the report.
 * **Mode book** (methodology, "Executable prices", Marks): with ``books`` (the CLOB), the book
-  of every token held by a mode-book cohort is fetched in batch first and its mark stored
-  (:mod:`arena.jobs.books`); those positions are valued at their token's last valid mark
-  (Gamma's mark only when the token never had one), and each mode-book agent's snapshot
-  stores ``exit_value``: its cash plus the proceeds of selling every open position into the
-  current bids, fees included. When the CLOB is unreachable the marks hold and
-  ``exit_value`` is left empty (unknown), never guessed.
+  of every token held by a mode-book cohort is fetched in batch first, a chunk of markets at
+  a time, its mark stored and the exit proceeds of the chunk's positions summed per agent
+  (:func:`arena.jobs.books.fetch_held_books`: no more than a chunk's books in memory); those
+  positions are valued at their token's last valid mark (Gamma's mark only when the token
+  never had one), and each mode-book agent's snapshot stores ``exit_value``: its cash plus
+  the proceeds of selling every open position into the current bids, fees included. The
+  proceeds count only when they were computed for exactly the positions the consistent read
+  finds (same ids and shares, checked by a seal), so a trade between the two reads leaves
+  that agent's ``exit_value`` unknown for the slot, never mixed. When the CLOB is
+  unreachable the marks hold and ``exit_value`` is left empty (unknown), never guessed.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from arena.domain.markets import side_index, stored_prices
 from arena.domain.states import CohortStatus, PositionStatus
 from arena.domain.valuation import position_value, side_mark
 from arena.errors import ArenaError, ExecutionError
-from arena.jobs.books import HeldBooks, fetch_held_books
+from arena.jobs.books import HeldBooks, fetch_held_books, seal
 from arena.jobs.prices import refresh_held_markets
 from arena.slots import job_slot
 from arena.sources.gamma import MarketSource
@@ -164,7 +168,7 @@ def take_snapshots(
         unpriced_positions=unpriced,
         refreshed_markets=refreshed,
         refresh_error=refresh_error,
-        books_fetched=None if held is None else len(held.books),
+        books_fetched=None if held is None else held.fetched,
         books_error=None if held is None else held.error,
     )
 
@@ -221,6 +225,7 @@ def value_agents(
         for mode in Pricing:
             positions = conn.execution_options(yield_per=STREAM_ROWS).execute(
                 select(
+                    Position.id,
                     Position.agent_id,
                     Position.market_id,
                     Position.side,
@@ -231,8 +236,10 @@ def value_agents(
                 .where(Position.status == PositionStatus.OPEN, Cohort.pricing == mode, *unfinished)
             )
             in_book = mode is Pricing.BOOK
-            for agent_id, market_id, side, shares, cost_basis in positions:
+            for position_id, agent_id, market_id, side, shares, cost_basis in positions:
                 book.add(agent_id, market_id, side, shares, cost_basis, in_book)
+                if in_book:
+                    book.seal_exit(agent_id, position_id, market_id, side, shares)
 
     rows: list[dict[str, Any]] = []
     for agent_id, cohort_id, starting, cash, realized, pricing in agents:
@@ -279,7 +286,8 @@ class _Book:
         self.value: dict[int, Decimal] = defaultdict(Decimal)
         self.basis: dict[int, Decimal] = defaultdict(Decimal)
         self.count: dict[int, int] = defaultdict(int)
-        self.exit: dict[int, Decimal] = defaultdict(Decimal)
+        self.exit_count: dict[int, int] = defaultdict(int)
+        self.exit_seal: dict[int, int] = defaultdict(int)
         self.exit_unknown: set[int] = set()
         self.positions = 0
         self.unpriced = 0
@@ -302,15 +310,27 @@ class _Book:
         self.basis[agent_id] += cost_basis
         self.count[agent_id] += 1
         self.positions += 1
-        if book and self.held is not None:
-            proceeds = self.held.exit_proceeds(market_id, side, shares)
-            if proceeds is None:
-                self.exit_unknown.add(agent_id)
-            else:
-                self.exit[agent_id] += proceeds
+
+    def seal_exit(
+        self, agent_id: int, position_id: int, market_id: str, side: str, shares: Decimal
+    ) -> None:
+        """Seal a mode-book position into the agent's exit check (see :meth:`exit_value`)."""
+        if self.held is None:
+            return
+        if (market_id, side) not in self.held.tokens:
+            self.exit_unknown.add(agent_id)  # no token to sell it on: its exit is unknown
+        self.exit_count[agent_id] += 1
+        self.exit_seal[agent_id] = seal(self.exit_seal[agent_id], position_id, shares)
 
     def exit_value(self, agent_id: int, cash: Decimal) -> Decimal | None:
-        return None if agent_id in self.exit_unknown else cash + self.exit[agent_id]
+        """Cash plus the proceeds computed chunk by chunk before this read
+        (:func:`~arena.jobs.books.fetch_held_books`), when they were computed for exactly the
+        positions read here; else unknown."""
+        if self.held is None or agent_id in self.exit_unknown:
+            return None
+        return self.held.exit_value(
+            agent_id, cash, self.exit_count[agent_id], self.exit_seal[agent_id]
+        )
 
     def _mark(self, market_id: str, side: str, book: bool) -> Decimal | None:
         """Mode book: the token's last valid mark; else (or when it never had one) the side's

@@ -12,7 +12,11 @@ Behaviour follows clob-api.md:
   one bad book costs that token only;
 - ``POST /midpoints`` (same body and cap) answers ``{"<token id>": "<mid>"}``;
 - ``GET /clob-markets/{condition_id}`` carries the fee schedule in ``fd`` (see
-  :func:`~arena.sources.clob_parse.parse_fee_schedule`);
+  :func:`~arena.sources.clob_parse.parse_fee_schedule`). The CLOB has no batch form of it, so
+  :meth:`ClobClient.fee_schedules` sends one request per market, :data:`FEE_CONCURRENCY` at a
+  time (well inside the CLOB's general limit of 9,000 requests per 10 s), and stops starting
+  new ones after :data:`FEE_FAILURES_TO_STOP` failures (an outage must not cost every market
+  its retries);
 - transient failures (connection errors, timeouts, 429, 5xx, a body that is not the JSON
   expected, such as an HTML error page or an object where an array belongs) are retried with
   exponential backoff and jitter, honouring ``Retry-After`` (capped at two minutes); every
@@ -28,9 +32,11 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -48,10 +54,12 @@ from arena.sources.http import (
 
 __all__ = [
     "CLOB_URL",
+    "FEE_CONCURRENCY",
     "MAX_BATCH",
     "BookBatch",
     "BookSource",
     "ClobClient",
+    "FeeBatch",
     "book_hash",
     "parse_book",
     "parse_fee_schedule",
@@ -61,6 +69,8 @@ logger = logging.getLogger(__name__)
 
 CLOB_URL = "https://clob.polymarket.com"
 MAX_BATCH = 500  # items per POST /books or /midpoints; 501 -> 400 "Payload exceeds the limit"
+FEE_CONCURRENCY = 32  # GET /clob-markets requests in flight at once (640 a second at 50 ms)
+FEE_FAILURES_TO_STOP = 3  # failed fee fetches after which a batch starts no new request
 
 retry_sleep: Callable[[float], None] = time.sleep  # the default wait; tests replace it
 
@@ -72,6 +82,18 @@ class BookBatch:
 
     books: dict[str, OrderBook]
     missing: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FeeBatch:
+    """The answer to a batch of fee-schedule requests: the schedules found, keyed by condition
+    id, and the reason each failed one failed. ``stopped`` says the batch gave up after
+    :data:`FEE_FAILURES_TO_STOP` failures (the CLOB looks unreachable): the ids in neither map
+    were never asked."""
+
+    schedules: dict[str, FeeSchedule]
+    failed: dict[str, str] = field(default_factory=dict)
+    stopped: bool = False
 
 
 class BookSource(Protocol):
@@ -86,6 +108,8 @@ class BookSource(Protocol):
     def books(self, token_ids: Sequence[str]) -> BookBatch: ...
 
     def fee_schedule(self, condition_id: str) -> FeeSchedule: ...
+
+    def fee_schedules(self, condition_ids: Sequence[str]) -> FeeBatch: ...
 
     def close(self) -> None: ...
 
@@ -111,6 +135,7 @@ class ClobClient:
         max_attempts: int | None = None,
         sleep: Callable[[float], None] | None = None,
         jitter: Callable[[float, float], float] = random.uniform,
+        fee_concurrency: int = FEE_CONCURRENCY,
     ) -> None:
         if http is not None and transport is not None:
             raise ValueError("pass either http or transport, not both")
@@ -121,12 +146,18 @@ class ClobClient:
         self._max_attempts = settings.max_attempts if max_attempts is None else max_attempts
         if self._max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        if fee_concurrency < 1:
+            raise ValueError("fee_concurrency must be at least 1")
+        self._fee_concurrency = fee_concurrency
         self._owns_http = http is None
-        self._http = http or httpx.Client(timeout=self._timeout, transport=transport)
+        # a connection kept alive for each fee request in flight
+        limits = httpx.Limits(max_keepalive_connections=max(20, fee_concurrency))
+        self._http = http or httpx.Client(timeout=self._timeout, transport=transport, limits=limits)
         self._sleep = sleep if sleep is not None else retry_sleep
         self._jitter = jitter
         self.requests = 0  # HTTP requests sent, retries included
         self.retries = 0
+        self._count_lock = threading.Lock()  # fee batches count from several threads
 
     def close(self) -> None:
         if self._owns_http:
@@ -207,10 +238,51 @@ class ClobClient:
     def fee_schedule(self, condition_id: str) -> FeeSchedule:
         """The market's taker fee from ``GET /clob-markets/{condition_id}`` (``fd``; none:
         fee-free). An unknown market raises :class:`ClobError`."""
-        if not condition_id or "/" in condition_id:
-            raise ValueError(f"not a condition id: {condition_id!r}")
+        _check_condition(condition_id)
         body = self._request("GET", f"/clob-markets/{condition_id}", dict)
         return parse_fee_schedule(body, condition_id)
+
+    def fee_schedules(self, condition_ids: Sequence[str]) -> FeeBatch:
+        """The fee schedule of each market (duplicates asked once), fetched
+        :data:`FEE_CONCURRENCY` at a time, each with its own retries. A market whose schedule
+        cannot be fetched or read is in ``failed`` with the reason (and logged), never read as
+        fee-free; after :data:`FEE_FAILURES_TO_STOP` failures no new request starts
+        (``stopped``). Ids are asked in the order given, so the ones that matter most go
+        first."""
+        wanted = list(dict.fromkeys(condition_ids))
+        for condition_id in wanted:
+            _check_condition(condition_id)
+        found: dict[str, FeeSchedule] = {}
+        failed: dict[str, str] = {}
+        lock = threading.Lock()
+
+        def fetch(condition_id: str) -> None:
+            with lock:
+                if len(failed) >= FEE_FAILURES_TO_STOP:
+                    return
+            try:
+                fee = self.fee_schedule(condition_id)
+            except ClobError as exc:
+                with lock:
+                    failed[condition_id] = str(exc)
+                return
+            with lock:
+                found[condition_id] = fee
+
+        if wanted:
+            workers = min(self._fee_concurrency, len(wanted))
+            with ThreadPoolExecutor(workers, thread_name_prefix="clob-fees") as pool:
+                list(pool.map(fetch, wanted))  # re-raises what is not a ClobError (a bug)
+        stopped = len(found) + len(failed) < len(wanted)
+        if failed:
+            logger.warning(
+                "clob /clob-markets: no fee schedule for %d of %d markets%s: %s",
+                len(failed),
+                len(wanted),
+                " (stopped asking)" if stopped else "",
+                "; ".join(f"{cid}: {why}" for cid, why in list(failed.items())[:5]),
+            )
+        return FeeBatch(found, failed, stopped)
 
     # -- HTTP with retries -------------------------------------------------------------------
 
@@ -237,7 +309,8 @@ class ClobClient:
         )
 
     def _count_retry(self) -> None:
-        self.retries += 1
+        with self._count_lock:
+            self.retries += 1
 
     def _request_once(
         self,
@@ -248,7 +321,8 @@ class ClobClient:
         payload: Any,
         allow_404: bool,
     ) -> Any:
-        self.requests += 1
+        with self._count_lock:
+            self.requests += 1
         headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
         content = None
         if payload is not None:
@@ -280,6 +354,11 @@ def _check_token(token_id: object) -> None:
     lose digits somewhere upstream, so it is refused rather than converted."""
     if not isinstance(token_id, str) or not token_id:
         raise TypeError(f"a token id must be a non-empty string, got {token_id!r}")
+
+
+def _check_condition(condition_id: object) -> None:
+    if not isinstance(condition_id, str) or not condition_id or "/" in condition_id:
+        raise ValueError(f"not a condition id: {condition_id!r}")
 
 
 def _unique_tokens(token_ids: Sequence[str]) -> list[str]:

@@ -200,6 +200,40 @@ def test_fee_schedule(clob: Harness) -> None:
     assert clob.world.count("/clob-markets/0x" + "00" * 32) == 1
 
 
+def test_fee_schedules_are_fetched_concurrently_and_one_failure_costs_that_market(
+    clob: Harness,
+) -> None:
+    extra = [
+        clob.world.add_plausible_market(Decimal("0.5"), fee=FEE if i % 3 else NO_FEE)
+        for i in range(40)
+    ]
+    markets = clob.markets + extra
+    unknown = "0x" + "00" * 32
+    bad = markets[5].condition_id
+    clob.world.fail("400", path=f"/clob-markets/{bad}")  # refused: not retried
+    asked = [m.condition_id for m in markets] + [unknown, markets[0].condition_id]
+    batch = clob.client().fee_schedules(asked)
+    assert batch.schedules == {m.condition_id: m.fee for m in markets if m.condition_id != bad}
+    assert set(batch.failed) == {bad, unknown} and not batch.stopped
+    assert "400" in batch.failed[bad] and "404" in batch.failed[unknown]
+    assert clob.world.count(f"/clob-markets/{markets[0].condition_id}") == 1  # asked once
+    assert (
+        sum(c for p, c in clob.world.counts().items() if "/clob-markets/" in p) == len(markets) + 1
+    )
+
+
+def test_fee_schedules_stop_asking_when_the_clob_is_down(mock: Harness) -> None:
+    for _ in range(100):
+        mock.world.add_plausible_market(Decimal("0.5"))
+    mock.world.outage = True
+    client = mock.client(max_attempts=2)
+    batch = client.fee_schedules(list(mock.world.markets))
+    assert batch.stopped and not batch.schedules
+    # at most the failures that stop it plus the requests already running, each with retries
+    assert 3 <= len(batch.failed) <= clob_module.FEE_FAILURES_TO_STOP + clob_module.FEE_CONCURRENCY
+    assert client.requests == 2 * len(batch.failed) < 2 * len(mock.world.markets)
+
+
 def test_the_client_is_a_book_source(clob: Harness) -> None:
     source: BookSource = clob.client()
     assert source.books([clob.markets[0].yes_token]).books
