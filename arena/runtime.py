@@ -357,9 +357,10 @@ class Runtime:
         return newer is None
 
     def run_due(self, at: datetime) -> list[GuardedRun]:
-        """``--once``: every job whose current slot has not run yet, in dependency order. A
-        weekly job whose latest slot lies in a past week is not run: that week is over (the
-        same rule as :meth:`catch_up`, which owes only the current week's work)."""
+        """``--once``: every job whose current slot has not run yet, in dependency order,
+        after marking abandoned the runs whose holder died. A weekly job whose latest slot lies
+        in a past week is not run: that week is over (the same rule as :meth:`catch_up`, which
+        owes only the current week's work)."""
         clock = FixedClock(at)
         mark_abandoned(self.factory, clock, self.wall_clock)
         results = []
