@@ -32,7 +32,11 @@ from arena.clock import FixedClock
 from arena.config import load_settings
 from arena.demo_world import Simulation
 from arena.fakes.serving import Reply, serve_handler
+from arena.jobs.cohorts import start_cohort
+from arena.jobs.guard import mark_abandoned
+from arena.jobs.holders import this_process
 from arena.jobs.status import read_status
+from arena.store.db import transaction
 from arena.store.models import Agent, JobRun, PortfolioSnapshot
 from arena.web.app import create_app
 from tests.conftest import Database
@@ -208,3 +212,38 @@ def test_a_killed_snapshot_slot_past_the_grace_is_abandoned_and_shown(
     assert samples[("arena_missing_snapshots", None)] == 2 * agents
     assert samples[("arena_abandoned_job_runs", "snapshot")] == 1
     assert samples[("arena_abandoned_job_runs", "market_sync")] == 0
+
+
+def test_only_runs_whose_holder_is_gone_are_abandoned(db: Database, tmp_path: Path) -> None:
+    """A run held elsewhere under a live lease, or by this live process, is in progress: not
+    abandoned, and its slot not a gap; an expired lease elsewhere is a holder gone."""
+    settings = load_settings(write_config(tmp_path / "c.yaml", db.url, families=FAMILIES))
+    start_cohort(db.factory, settings, FixedClock(SUNDAY))
+    wall = datetime.now(UTC)
+    minute = timedelta(minutes=1)
+    held = {
+        ("snapshot", SUNDAY + 10 * minute): ("other-host:1:1", wall + timedelta(hours=1)),
+        ("snapshot", SUNDAY + 20 * minute): ("other-host:2:1", wall - timedelta(seconds=1)),
+        ("market_sync", SUNDAY + 5 * minute): (str(this_process()), wall),
+    }
+    with transaction(db.factory) as session:
+        for (job, slot), (holder, lease) in held.items():
+            session.add(
+                JobRun(job=job, slot=slot, holder=holder, status="running", started_at=slot,
+                       lease_expires_at=lease)
+            )  # fmt: skip
+    at = SUNDAY + timedelta(minutes=30)
+    assert mark_abandoned(db.factory, FixedClock(at)) == [
+        ("snapshot", SUNDAY + timedelta(minutes=20))
+    ]
+    assert mark_abandoned(db.factory, FixedClock(at)) == []  # idempotent
+    with db.factory() as session:
+        status = read_status(session, settings, at, datetime.now(UTC))
+    assert [(r.job, r.slot, r.holder) for r in status.abandoned_runs] == [
+        ("snapshot", SUNDAY + timedelta(minutes=20), "other-host:2")
+    ]
+    # 00:00 never ran; 00:10 is in progress; 00:30 is within its grace
+    assert [(g.slot, g.run.split(":")[0], g.missing) for g in status.snapshot_gaps.slots] == [
+        (SUNDAY, "never ran", len(FAMILIES)),
+        (SUNDAY + timedelta(minutes=20), "abandoned", len(FAMILIES)),
+    ]

@@ -215,16 +215,18 @@ def mark_abandoned(
     host, or its lease run out elsewhere); the ``(job, slot)`` of each, also written to the
     system log. Its ``finished_at`` stays empty: it never finished. Idempotent."""
     wall_now = (wall_clock or SystemClock()).now()
-    marked: list[tuple[str, datetime]] = []
-    with transaction(factory) as session:
+    with factory() as session:  # a read first: no write lock unless something is to mark
         running = session.execute(
             select(JobRun.job, JobRun.slot, JobRun.holder, JobRun.lease_expires_at).where(
                 JobRun.status == JobRunStatus.RUNNING
             )
         ).all()
-        for run in running:
-            if not holder_gone(run.holder, run.lease_expires_at, wall_now):
-                continue
+    gone = [run for run in running if holder_gone(run.holder, run.lease_expires_at, wall_now)]
+    if not gone:
+        return []
+    marked: list[tuple[str, datetime]] = []
+    with transaction(factory) as session:
+        for run in gone:
             result = session.execute(
                 update(JobRun)
                 .where(
@@ -232,6 +234,7 @@ def mark_abandoned(
                     JobRun.slot == run.slot,
                     JobRun.holder == run.holder,
                     JobRun.status == JobRunStatus.RUNNING,
+                    JobRun.lease_expires_at == run.lease_expires_at,  # not renewed since
                 )
                 .values(
                     status=JobRunStatus.ABANDONED,
