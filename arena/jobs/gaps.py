@@ -78,7 +78,7 @@ class AbandonedRun:
 
 
 def abandoned_warnings(runs: list[AbandonedRun]) -> list[str]:
-    """One line per job with abandoned runs, newest slot first."""
+    """One line per job with abandoned runs (how many, and the latest)."""
     per_job = Counter(run.job for run in runs)
     lines = []
     for job, count in sorted(per_job.items()):
@@ -94,8 +94,14 @@ def abandoned_runs(session: Reader, now: datetime, lease_now: datetime) -> list[
     """The runs of slots in the last :data:`GAP_WINDOW` whose holder died mid-run, oldest
     first."""
     rows = session.execute(
-        select(job_runs.c.job, job_runs.c.slot, job_runs.c.holder, job_runs.c.started_at)
-        .add_columns(job_runs.c.status, job_runs.c.lease_expires_at)
+        select(
+            job_runs.c.job,
+            job_runs.c.slot,
+            job_runs.c.holder,
+            job_runs.c.started_at,
+            job_runs.c.status,
+            job_runs.c.lease_expires_at,
+        )
         .where(
             job_runs.c.slot > now - GAP_WINDOW,
             job_runs.c.slot <= now,
