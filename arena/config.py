@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -119,6 +120,17 @@ class Schedule(_Strict):
         parse_weekly(value)
         return value
 
+    @model_validator(mode="after")
+    def _decision_run_after_cohort_start(self) -> Schedule:
+        # A week's decision run decides the cohort that week's cohort start opens; before it
+        # (or at the same minute, when the two jobs race) there would be nothing to decide.
+        if weekly_offset(self.decision_run) <= weekly_offset(self.cohort_start):
+            raise ValueError(
+                f"decision_run ({self.decision_run!r}) must come after cohort_start "
+                f"({self.cohort_start!r}) in the week, which starts Sunday 00:00 UTC"
+            )
+        return self
+
     @field_validator("market_sync_minutes", "snapshot_minutes", "resolution_minutes")
     @classmethod
     def _divides_the_day(cls, value: int) -> int:
@@ -145,6 +157,13 @@ def parse_weekly(value: str) -> tuple[str, int, int]:
     if day not in _DAYS or not (0 <= hour < 24 and 0 <= minute < 60):
         raise ValueError(f"expected 'day HH:MM' (e.g. 'sun 00:05'), got {value!r}")
     return day, hour, minute
+
+
+def weekly_offset(spec: str) -> timedelta:
+    """How long after the week's start (Sunday 00:00 UTC) a ``"sun 00:05"`` schedule fires."""
+    day, hour, minute = parse_weekly(spec)
+    days_after_sunday = (_DAYS.index(day) + 1) % 7
+    return timedelta(days=days_after_sunday, hours=hour, minutes=minute)
 
 
 class Polymarket(_Strict):

@@ -33,7 +33,7 @@ from arena.jobs.cohorts import CohortReport, complete_cohorts, start_cohort
 from arena.jobs.decide import DecisionRun
 from arena.jobs.decide_report import AgentResult, DecideReport
 from arena.jobs.due import WeekDue, current_week_due, retry_pause, weekly_fire_time
-from arena.jobs.guard import GuardedRun, log_event, run_guarded
+from arena.jobs.guard import GuardedRun, log_event, mark_abandoned, run_guarded
 from arena.jobs.markets import SyncReport, sync_markets
 from arena.jobs.prices import refresh_markets
 from arena.jobs.settle import SettleReport, settle_markets
@@ -48,6 +48,9 @@ from arena.store.models import Cohort, JobRun
 log = logging.getLogger(__name__)
 
 DECISION_RETRY_MINUTES = 30
+# An interval slot with no run this long after its fire time was missed: the scheduler starts
+# its own run at the fire time, so the catch-up does not race it.
+MISSED_AFTER = timedelta(seconds=30)
 
 
 class SupportsClose(Protocol):
@@ -182,7 +185,12 @@ class Runtime:
         return self.clob
 
     def decision_run(self, clock: Clock) -> dict[str, Any]:
-        """The scheduled decision run; fails (retryably) unless every decision is final."""
+        """The scheduled decision run; fails (retryably) unless every decision is final and
+        the slot's week had its cohort when the run started: a slot with no cohort to decide
+        is not done (the catch-up decides that cohort once it exists)."""
+        week = week_start(self.slot("decision_run", clock.now()))
+        with self.factory() as session:
+            cohort = session.scalar(select(Cohort.id).where(Cohort.week_start == week))
         report = self.decide(clock)
         counts = {
             "decided": sum(r.status == DecisionStatus.COMPLETED for r in report.results),
@@ -197,6 +205,11 @@ class Runtime:
                 f"{r.family_id}: {r.describe()}" for r in report.unfinished[:5]
             )
             raise JobFailed(f"decision run unfinished: {reason}")
+        if cohort is None:
+            raise JobFailed(
+                f"no cohort for the week of {week.date()} when the run started: its agents are "
+                "decided once it exists"
+            )
         return counts
 
     # --- the scheduled jobs (names as in arena.slots.JOBS): a report's counts for the log ---
@@ -222,15 +235,22 @@ class Runtime:
     def slot(self, job: str, now: datetime) -> datetime:
         return job_slot(self.settings, job, now)
 
-    def run_job(self, job: str, clock: Clock) -> GuardedRun:
-        """Run ``job`` for its slot at ``clock.now()`` under the database guard."""
+    def run_job(self, job: str, clock: Clock, *, reopen: bool = False) -> GuardedRun:
+        """Run ``job`` for its slot at ``clock.now()`` under the database guard; ``reopen``:
+        even when the slot succeeded before (the catch-up, for agents still undecided)."""
         slot = self.slot(job, clock.now())
-        if self._settled.get(job) == slot:
+        if self._settled.get(job) == slot and not reopen:
             return GuardedRun(job, slot, False, Blocked.ALREADY_FINAL)
         method: Callable[[Clock], dict[str, Any]] = getattr(self, job)
         # A weekly job acts as of its slot's week, even when it runs late (catch-up).
         result = run_guarded(
-            self.factory, job, slot, lambda: method(clock), clock=clock, wall_clock=self.wall_clock
+            self.factory,
+            job,
+            slot,
+            lambda: method(clock),
+            clock=clock,
+            wall_clock=self.wall_clock,
+            reopen=reopen,
         )
         if result.status == JobRunStatus.SUCCEEDED:
             self._settled[job] = slot  # done here: no need to ask the database again
@@ -244,52 +264,105 @@ class Runtime:
             )
 
     def catch_up(self, clock: Clock) -> list[GuardedRun]:
-        """Run this week's cohort start and decision run when due and not done: at daemon
-        start-up and every tick, until ``schedule.catch_up_hours`` into the week. A failed
-        decision run is retried every ``DECISION_RETRY_MINUTES``; a missing or crashed one
-        at once. Every slot caught up late is recorded in the system log."""
+        """At daemon start-up and every tick: mark abandoned the runs whose holder is gone,
+        catch up the week's weekly work (:meth:`catch_up_week`), and take the current slot of
+        each interval job that was missed or lost (:meth:`catch_up_slots`)."""
+        mark_abandoned(self.factory, clock, self.wall_clock)
+        return self.catch_up_week(clock) + self.catch_up_slots(clock)
+
+    def catch_up_week(self, clock: Clock) -> list[GuardedRun]:
+        """Run this week's cohort start and decision run when due and not done, until
+        ``schedule.catch_up_hours`` into the week. The decision run is due while any agent of
+        the decision window is undecided for its week, whatever its slot's row says (a slot
+        that succeeded is reopened for them). A failed decision run is retried every
+        ``DECISION_RETRY_MINUTES``, except for a cohort created since it started (never tried:
+        decided at once); a missing or crashed one at once. Every slot caught up late is
+        recorded in the system log."""
         now = clock.now()
         if now - week_start(now) > timedelta(hours=self.settings.schedule.catch_up_hours):
             return []
-        due = self.week_due(now)
         results = []
-        for job, owed in (
-            ("cohort_start", due.missing_cohort is not None),
-            ("decision_run", due.missing_decision_run is not None or bool(due.unfinished)),
-        ):
+        for job in WEEKLY_JOBS:
+            due = self.week_due(now)  # again after the cohort start: its agents are now due
             slot = self.slot(job, now)
-            if not owed or self._settled.get(job) == slot or self._paused(job, slot, now):
+            if job == "cohort_start":
+                owed, reopen = due.missing_cohort is not None, False
+            else:
+                reopen = bool(due.unfinished) and due.missing_decision_run is None
+                owed = due.missing_decision_run is not None or bool(due.unfinished)
+            if not owed or (self._settled.get(job) == slot and not reopen):
                 continue
-            result = self.run_job(job, clock)
-            if result.ran:
-                late = now - slot
-                log_event(
-                    self.factory,
-                    clock,
-                    job,
-                    "caught_up",
-                    f"slot {slot.isoformat()} caught up {int(late.total_seconds())} s late: "
-                    f"{result.describe()}",
-                    level="WARNING",
-                )
-            results.append(result)
+            if self._paused(job, slot, now):
+                continue
+            results.append(self._caught_up(self.run_job(job, clock, reopen=reopen), clock))
         return results
 
+    def catch_up_slots(self, clock: Clock) -> list[GuardedRun]:
+        """Take the current slot of each interval job while it is within
+        ``misfire_grace_seconds`` of its fire time and was missed (no run
+        :data:`MISSED_AFTER` after it: the daemon was down or the database unreachable then)
+        or lost (its run abandoned by a holder that died). Later than that it is left: the
+        next slot comes, and ``arena status`` shows the gap."""
+        now = clock.now()
+        grace = timedelta(seconds=self.settings.schedule.misfire_grace_seconds)
+        results = []
+        for job in JOBS:
+            if job in WEEKLY_JOBS:
+                continue
+            slot = self.slot(job, now)
+            if now - slot > grace or self._settled.get(job) == slot:
+                continue
+            with self.factory() as session:
+                status = session.scalar(
+                    select(JobRun.status).where(JobRun.job == job, JobRun.slot == slot)
+                )
+            missed = status is None and now - slot >= MISSED_AFTER
+            if missed or status == JobRunStatus.ABANDONED:
+                results.append(self._caught_up(self.run_job(job, clock), clock))
+        return results
+
+    def _caught_up(self, result: GuardedRun, clock: Clock) -> GuardedRun:
+        """``result``, recorded in the system log when it ran (a slot run late)."""
+        if result.ran:
+            late = clock.now() - result.slot
+            log_event(
+                self.factory,
+                clock,
+                result.job,
+                "caught_up",
+                f"slot {result.slot.isoformat()} caught up {int(late.total_seconds())} s late: "
+                f"{result.describe()}",
+                level="WARNING",
+            )
+        return result
+
     def _paused(self, job: str, slot: datetime, now: datetime) -> bool:
-        """A failed run is retried only every ``DECISION_RETRY_MINUTES``."""
+        """A failed run is retried only every ``DECISION_RETRY_MINUTES``; a decision run not
+        at all before a cohort created since it started, which it never saw."""
         with self.factory() as session:
             run = session.execute(
                 select(JobRun).where(JobRun.job == job, JobRun.slot == slot)
             ).scalar_one_or_none()
-        if run is None or run.status != JobRunStatus.FAILED:
-            return False
-        return retry_pause(run.finished_at, now, DECISION_RETRY_MINUTES)
+            if run is None or run.status != JobRunStatus.FAILED:
+                return False
+            if not retry_pause(run.finished_at, now, DECISION_RETRY_MINUTES):
+                return False
+            if job != "decision_run":
+                return True
+            newer = session.scalar(
+                select(Cohort.id).where(
+                    Cohort.week_start == week_start(slot), Cohort.created_at >= run.started_at
+                )
+            )
+        return newer is None
 
     def run_due(self, at: datetime) -> list[GuardedRun]:
-        """``--once``: every job whose current slot has not run yet, in dependency order. A
-        weekly job whose latest slot lies in a past week is not run: that week is over (the
-        same rule as :meth:`catch_up`, which owes only the current week's work)."""
+        """``--once``: every job whose current slot has not run yet, in dependency order,
+        after marking abandoned the runs whose holder died. A weekly job whose latest slot lies
+        in a past week is not run: that week is over (the same rule as :meth:`catch_up`, which
+        owes only the current week's work)."""
         clock = FixedClock(at)
+        mark_abandoned(self.factory, clock, self.wall_clock)
         results = []
         for job in JOBS:
             if self.stop_event.is_set():

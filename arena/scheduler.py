@@ -7,7 +7,9 @@ the database guard (:mod:`arena.jobs.guard`), so two daemons never do the same s
 At start-up and every minute, :meth:`Runtime.catch_up` runs the week's cohort start and
 decision run when they are due and not done (a missed fire time, a database outage at it, a
 crashed run, a start after the fire time), and retries a failed decision run every
-``DECISION_RETRY_MINUTES`` within its week.
+``DECISION_RETRY_MINUTES`` within its week. It also marks abandoned the runs whose holder died,
+and takes an interval job's current slot that was missed or abandoned while it is within the
+grace: APScheduler's own misfire handling cannot, as a restart forgets what it missed.
 """
 
 from __future__ import annotations

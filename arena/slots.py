@@ -12,22 +12,18 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from arena.clock import floor_to_minutes, week_start
-from arena.config import Settings, parse_weekly
+from arena.config import Settings, weekly_offset
 
 # The order `--once` runs due jobs in: a cohort exists before its decisions; markets are fresh
 # before decisions and settlement; snapshots see the state after everything else.
 JOBS = ("cohort_start", "market_sync", "decision_run", "resolution", "snapshot")
 WEEKLY_JOBS = ("cohort_start", "decision_run")
-_DAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 WEEK = timedelta(days=7)
 
 
 def weekly_slot(spec: str, now: datetime) -> datetime:
     """The most recent fire time of a weekly ``"sun 00:05"`` schedule at or before ``now``."""
-    day, hour, minute = parse_weekly(spec)
-    sunday = week_start(now)
-    offset = (_DAYS[day] + 1) % 7  # days after Sunday
-    slot = sunday + timedelta(days=offset, hours=hour, minutes=minute)
+    slot = week_start(now) + weekly_offset(spec)
     return slot if slot <= now else slot - WEEK
 
 

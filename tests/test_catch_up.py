@@ -63,13 +63,14 @@ def test_a_daemon_started_after_the_fire_time_catches_up(db: Database, sim: Simu
     _step(sim, at)
     assert sim.runtime.week_due(at).missing_cohort == SUNDAY
     results = sim.runtime.catch_up(sim.clock)
-    assert [r.job for r in results] == ["cohort_start", "decision_run"]
+    # and the market sync of 00:05, missed two minutes ago: within misfire_grace_seconds
+    assert [r.job for r in results] == ["cohort_start", "decision_run", "market_sync"]
     assert all(r.status == "succeeded" for r in results), results
     assert _counts(db) == (1, len(FAMILIES))
     assert sim.runtime.week_due(at).warnings() == []
     with db.factory() as session:
         events = session.scalars(select(SystemLog.event).where(SystemLog.event == "caught_up"))
-        assert len(list(events)) == 2  # both missed slots recorded
+        assert len(list(events)) == 3  # every missed slot recorded
     assert sim.runtime.catch_up(sim.clock) == []  # nothing owed any more
 
 
@@ -88,7 +89,10 @@ def test_database_unreachable_at_the_fire_time_is_caught_up(db: Database, sim: S
     assert due.missing_decision_run == SUNDAY + timedelta(minutes=5)
     assert "missing decision run" in due.warnings()[0]
     results = sim.runtime.catch_up(sim.clock)
-    assert [(r.job, r.status) for r in results] == [("decision_run", "succeeded")]
+    assert [(r.job, r.status) for r in results] == [
+        ("decision_run", "succeeded"),
+        ("market_sync", "succeeded"),  # its 00:05 slot, lost in the same outage
+    ]
     assert _counts(db) == (1, len(FAMILIES))
 
 
@@ -119,7 +123,12 @@ def test_a_run_whose_holder_was_killed_is_taken_over_at_once(db: Database, sim: 
     due = sim.runtime.week_due(fire)
     assert "which is gone" in (due.decision_run_status or "")
     results = sim.runtime.catch_up(sim.clock)
-    assert [(r.job, r.status) for r in results] == [("decision_run", "succeeded")]
+    assert [(r.job, r.status) for r in results] == [
+        ("decision_run", "succeeded"),
+        # the 00:00 slots this test never ran, still within misfire_grace_seconds
+        ("resolution", "succeeded"),
+        ("snapshot", "succeeded"),
+    ]
     assert _counts(db) == (1, len(FAMILIES))
 
 

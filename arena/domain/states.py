@@ -106,6 +106,9 @@ class JobRunStatus(enum.StrEnum):
     """Done; the slot is never run again."""
     FAILED = "failed"
     """Failed; a later tick (or the CLI) may run the slot again."""
+    ABANDONED = "abandoned"
+    """Its holder died mid-run (or its lease ran out on another host) and the slot was not
+    taken over: it never ran to its end. A later run of the slot may still take it."""
 
 
 class Blocked(enum.StrEnum):

@@ -3,11 +3,17 @@
 Operators may run two replicas against one PostgreSQL, or a cron ``arena run --once`` next to
 a daemon. Before a job runs for a slot (its scheduled fire time) it inserts the unique
 ``job_runs`` row ``(job, slot)``; whoever inserts it runs the job, everyone else is told who
-holds it. A row left ``failed``, or ``running`` by a dead holder, is taken over: at once when
-the holder ran on this host (:mod:`arena.jobs.holders`), else once its short lease (renewed
-every third of it while the job runs, on the real clock) has expired. The same
-rows are the job-run log (start, end, outcome, counts) that ``arena status`` shows; failures
-are also written to ``system_log`` with their traceback.
+holds it. A row left ``failed``, ``abandoned``, or ``running`` by a dead holder, is taken
+over: at once when the holder ran on this host (:mod:`arena.jobs.holders`), else once its short
+lease (renewed every third of it while the job runs, on the real clock) has expired. A
+``succeeded`` row is final, except when the catch-up reopens a decision slot that still has
+agents to decide (methodology: "When a slot counts as done").
+
+A row left ``running`` by a holder that is gone and that nobody takes over is marked
+``abandoned`` (:func:`mark_abandoned`, at every catch-up tick and ``--once``), so the record
+never claims a run is in flight that no process is doing. The same rows are the job-run log
+(start, end, outcome, counts) that ``arena status`` shows; failures and abandoned runs are
+also written to ``system_log``.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, SystemClock
 from arena.domain.states import Blocked, JobRunStatus
-from arena.jobs.holders import Heartbeat, holder_alive, label, this_process
+from arena.jobs.holders import Heartbeat, holder_alive, holder_gone, label, this_process
 from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import JobRun, SystemLog
@@ -69,8 +75,10 @@ def _acquire(
     started: datetime,
     lease_until: datetime,
     wall_now: datetime,
+    reopen: bool = False,
 ) -> JobRun | None:
-    """Take the ``(job, slot)`` row; ``None`` when taken, else the row that stops us."""
+    """Take the ``(job, slot)`` row; ``None`` when taken, else the row that stops us.
+    ``reopen``: a succeeded row may be taken too."""
     me = _holder()
     take = {
         "holder": me,
@@ -82,6 +90,9 @@ def _acquire(
         "counts": None,
     }
     key = (JobRun.job == job, JobRun.slot == slot)
+    takeable = [JobRunStatus.FAILED, JobRunStatus.ABANDONED]
+    if reopen:
+        takeable.append(JobRunStatus.SUCCEEDED)
     with transaction(factory) as session:
         inserted = insert_ignore(
             session,
@@ -96,7 +107,7 @@ def _acquire(
             .where(
                 *key,
                 or_(
-                    JobRun.status == JobRunStatus.FAILED,
+                    JobRun.status.in_(takeable),
                     (JobRun.status == JobRunStatus.RUNNING) & (JobRun.lease_expires_at < wall_now),
                 ),
             )
@@ -127,14 +138,16 @@ def run_guarded(
     clock: Clock,
     wall_clock: Clock | None = None,
     lease: timedelta = DEFAULT_LEASE,
+    reopen: bool = False,
 ) -> GuardedRun:
-    """Run ``fn`` for ``(job, slot)`` unless another process already did or is doing it.
+    """Run ``fn`` for ``(job, slot)`` unless another process already did or is doing it
+    (``reopen``: even when it succeeded before).
 
     A failing ``fn`` is logged and recorded (never raised): the job is retried at its next
     slot, or for this slot by a catch-up or a later ``--once``.
     """
     wall = wall_clock or SystemClock()
-    blocker = _acquire(factory, job, slot, clock.now(), wall.now() + lease, wall.now())
+    blocker = _acquire(factory, job, slot, clock.now(), wall.now() + lease, wall.now(), reopen)
     if blocker is not None:
         status = Blocked.HELD if blocker.status == JobRunStatus.RUNNING else Blocked.ALREADY_FINAL
         log.info("job %s for slot %s: %s", job, slot, status)
@@ -193,6 +206,54 @@ def _finish(
             .where(JobRun.job == job, JobRun.slot == slot, JobRun.holder == _holder())
             .values(status=status, finished_at=clock.now(), counts=counts, error=error)
         )
+
+
+def mark_abandoned(
+    factory: sessionmaker[Session], clock: Clock, wall_clock: Clock | None = None
+) -> list[tuple[str, datetime]]:
+    """Mark ``abandoned`` every run left ``running`` by a holder that is gone (dead on this
+    host, or its lease run out elsewhere); the ``(job, slot)`` of each, also written to the
+    system log. Its ``finished_at`` stays empty: it never finished. Idempotent."""
+    wall_now = (wall_clock or SystemClock()).now()
+    with factory() as session:  # a read first: no write lock unless something is to mark
+        running = session.execute(
+            select(JobRun.job, JobRun.slot, JobRun.holder, JobRun.lease_expires_at).where(
+                JobRun.status == JobRunStatus.RUNNING
+            )
+        ).all()
+    gone = [run for run in running if holder_gone(run.holder, run.lease_expires_at, wall_now)]
+    if not gone:
+        return []
+    marked: list[tuple[str, datetime]] = []
+    with transaction(factory) as session:
+        for run in gone:
+            result = session.execute(
+                update(JobRun)
+                .where(
+                    JobRun.job == run.job,
+                    JobRun.slot == run.slot,
+                    JobRun.holder == run.holder,
+                    JobRun.status == JobRunStatus.RUNNING,
+                    JobRun.lease_expires_at == run.lease_expires_at,  # not renewed since
+                )
+                .values(
+                    status=JobRunStatus.ABANDONED,
+                    error=f"holder {label(run.holder)} is gone; the run never finished",
+                )
+            )
+            if result.rowcount == 1:  # type: ignore[attr-defined]
+                marked.append((run.job, run.slot))
+    for job, slot in marked:
+        log.warning("job %s slot %s: its holder is gone; marked abandoned", job, slot)
+        log_event(
+            factory,
+            clock,
+            job,
+            JobRunStatus.ABANDONED,
+            f"slot {slot.isoformat()}: its holder is gone; the run never finished",
+            level="WARNING",
+        )
+    return marked
 
 
 def log_event(

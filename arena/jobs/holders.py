@@ -16,6 +16,7 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,15 @@ def holder_alive(text: str | None) -> bool | None:
     if psutil.Process(holder.pid).status() == psutil.STATUS_ZOMBIE:
         return False
     return abs(started - holder.started) <= 1
+
+
+def holder_gone(text: str | None, lease_expires_at: datetime | None, wall_now: datetime) -> bool:
+    """Whether the holder of a lease is gone: dead on this host, or (elsewhere, where that
+    cannot be seen) its lease has run out on the real clock ``wall_now``."""
+    alive = holder_alive(text)
+    if alive is not None:
+        return not alive
+    return lease_expires_at is None or lease_expires_at < wall_now
 
 
 def label(text: str | None) -> str:

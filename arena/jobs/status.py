@@ -1,8 +1,9 @@
 """What ``arena status`` (and the daemon's status page) shows, read in a fixed number of queries.
 
 The latest run of every job with its next fire time, the cohorts still tracked, and the open
-warnings: the current week's missing and unfinished work (:mod:`arena.jobs.due`) and held
-markets that have waited long for resolution. Everything is judged at ``now`` (``--at``);
+warnings: the current week's missing and unfinished work (:mod:`arena.jobs.due`), the snapshot
+gaps and abandoned runs of the last day (:mod:`arena.jobs.gaps`), and held markets that have
+waited long for resolution. Everything is judged at ``now`` (``--at``);
 claim and run leases are judged on ``lease_now``, the real clock they are renewed on.
 
 It reads in SQLAlchemy Core (:mod:`arena.store.schema`, :mod:`arena.store.queries`), on an
@@ -12,7 +13,7 @@ ORM and the mapped classes cost it about 0.13 s of start-up).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,13 @@ from arena.domain.states import (
     PositionStatus,
 )
 from arena.jobs.due import current_week_due
+from arena.jobs.gaps import (
+    AbandonedRun,
+    SnapshotGaps,
+    abandoned_runs,
+    abandoned_warnings,
+    snapshot_gaps,
+)
 from arena.slots import JOBS, next_slot
 from arena.store.queries import decision_window, held_market_ids, latest_runs, unfinished_cohorts
 from arena.store.schema import agents, markets, positions, system_log
@@ -63,6 +71,8 @@ class Status:
     jobs: list[JobLine]
     cohorts: list[CohortLine]
     warnings: list[str]
+    snapshot_gaps: SnapshotGaps = field(default_factory=SnapshotGaps)
+    abandoned_runs: list[AbandonedRun] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         def plain(value: Any) -> Any:
@@ -115,11 +125,14 @@ def read_status(session: Reader, settings: Settings, now: datetime, lease_now: d
         )
         for c in cohorts
     ]
+    gaps = snapshot_gaps(session, settings, now, lease_now)
+    abandoned = abandoned_runs(session, now, lease_now)
     warnings = current_week_due(settings, session, now, lease_now).warnings()
+    warnings += gaps.warnings() + abandoned_warnings(abandoned)
     warnings += awaiting_resolution(session, now)
     warnings += clob_outages(session, now)
     warnings += book_hash_mismatches(session, now)
-    return Status(now=now, jobs=jobs, cohorts=lines, warnings=warnings)
+    return Status(now, jobs, lines, warnings, gaps, abandoned)
 
 
 def _counts(session: Reader, statement: Any) -> dict[int, int]:

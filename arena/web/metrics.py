@@ -18,6 +18,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.domain.states import BOOK_HASH_MISMATCH, JobRunStatus, PositionStatus
+from arena.jobs.gaps import GAP_HOURS, abandoned_runs, snapshot_gaps
+from arena.slots import JOBS
 from arena.store.models import (
     Agent,
     Decision,
@@ -31,7 +33,8 @@ from arena.web.context import WebContext
 
 
 class ArenaCollector(Collector):
-    """Job runs, decisions, attempts, cost, open positions and snapshot age, from the database."""
+    """Job runs, decisions, attempts, cost, open positions, snapshot age, snapshot gaps and
+    abandoned runs, from the database."""
 
     def __init__(self, ctx: WebContext) -> None:
         self.ctx = ctx
@@ -42,6 +45,10 @@ class ArenaCollector(Collector):
                 ("metrics", None), self.ctx.version(session), lambda: _read(session)
             )
             newest = session.scalar(select(func.max(PortfolioSnapshot.taken_at)))
+            # Judged at the time of the scrape, so read each time, not cached by data version.
+            now, wall = self.ctx.now(), datetime.now(UTC)
+            gaps = snapshot_gaps(session, self.ctx.settings, now, wall)
+            abandoned = [run.job for run in abandoned_runs(session, now, wall)]
         runs = CounterMetricFamily(
             "arena_job_runs", "Job runs recorded, by job and outcome.", labels=["job", "outcome"]
         )
@@ -99,6 +106,25 @@ class ArenaCollector(Collector):
         if newest is not None:
             age.add_metric([], (datetime.now(UTC) - newest).total_seconds())
         yield age
+        yield GaugeMetricFamily(
+            "arena_snapshot_gap_slots",
+            f"Snapshot slots of the last {GAP_HOURS} h at which an agent has no snapshot.",
+            value=len(gaps.slots),
+        )
+        yield GaugeMetricFamily(
+            "arena_missing_snapshots",
+            f"Agent snapshots missing from the snapshot slots of the last {GAP_HOURS} h.",
+            value=gaps.missing_snapshots,
+        )
+        lost = GaugeMetricFamily(
+            "arena_abandoned_job_runs",
+            f"Job runs of the last {GAP_HOURS} h whose holder died mid-run and that nobody "
+            "finished, by job.",
+            labels=["job"],
+        )
+        for job in JOBS:
+            lost.add_metric([job], abandoned.count(job))
+        yield lost
 
 
 def _read(session: Session) -> dict[str, Any]:
