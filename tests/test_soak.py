@@ -1,8 +1,19 @@
-"""Soak (issue 10): eight simulated weeks of the daemon's jobs on the fake clock, with a killed
-holder every week at a random moment, a database outage at a decision run, and a batch of
-hostile Gamma rows every week. Every week's cohort and decisions end complete, no trade ever
-executes on a market whose outcome was known, and the ledger is exact. On SQLite and
-PostgreSQL (the outage is a closed port swapped in for the database, never a stopped server)."""
+"""Soak (issues 10 and 22): eight simulated weeks of the daemon's jobs on the fake clock, in
+pricing mode book (the real order-book path: frozen books, fills against the fake CLOB,
+marks and exit values), with every week:
+
+* a killed holder at a random moment (a decision run or a snapshot);
+* a batch of hostile Gamma rows;
+* one hostile order book of each kind the fake CLOB serves (an unstorable size, timestamp or
+  hash, phantom levels of size 0, a crossed and a locked touch, a wrong served hash);
+
+and once: a database outage at a decision run; a week whose cohort start fails (the database
+down from Sunday 00:00) until after the decision fire time, where the decision run then fires
+before the catch-up has created the cohort; OpenRouter replies whose every field is over-long
+or unstorable. Every week's cohort and decisions end complete, no snapshot slot is left a gap,
+no job run is left running, no trade ever executes on a market whose outcome was known, and the
+ledger is exact. On SQLite and PostgreSQL (the outages are a closed port swapped in for the
+database, never a stopped server)."""
 
 from __future__ import annotations
 
@@ -18,13 +29,29 @@ from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
 from arena.clock import week_start
-from arena.config import load_settings
+from arena.config import Settings, load_settings
 from arena.demo_world import Simulation
+from arena.domain.states import BOOK_HASH_MISMATCH, JobRunStatus
+from arena.domain.storable import CUT_MARKER
+from arena.fakes.clob import HOSTILE_BOOKS
+from arena.fakes.clob_api import ZERO_HASH
+from arena.fakes.gamma_api import token_ids
+from arena.fakes.openrouter import odd_fields
 from arena.jobs.audit import check_ledger
+from arena.jobs.gaps import snapshot_gaps
 from arena.jobs.holders import Holder, this_process
 from arena.store.db import make_engine, session_factory, transaction
-from arena.store.models import Agent, Cohort, Decision, JobRun, Market, Trade
-from tests.conftest import Database
+from arena.store.models import (
+    Agent,
+    Cohort,
+    Decision,
+    DecisionAttempt,
+    JobRun,
+    Market,
+    SystemLog,
+    Trade,
+)
+from tests.conftest import PRICING_ENV, Database
 from tests.helpers import write_config
 
 START = datetime(2026, 9, 6, tzinfo=UTC)  # a Sunday
@@ -52,20 +79,23 @@ def _dead_holder() -> str:
 
 
 @pytest.mark.slow
-def test_eight_weeks_with_kills_outages_and_hostile_rows(db: Database, tmp_path: Path) -> None:
+def test_eight_weeks_with_kills_outages_and_hostile_rows(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(PRICING_ENV)  # mode book, as configured below
     rng = random.Random(2026)
     config = write_config(
         tmp_path / "config.yaml",
         db.url,
         families=FAMILIES,
         schedule={"market_sync_minutes": 60, "resolution_minutes": 60, "snapshot_minutes": 60},
-        benchmark={"decision_cohort_limit": 2},
+        benchmark={"decision_cohort_limit": 2, "pricing": "book"},
     )
-    sim = Simulation(
-        load_settings(config), db.factory, start=START, days=7 * WEEKS, n_markets=80, seed=4
-    )
+    settings = load_settings(config)
+    sim = Simulation(settings, db.factory, start=START, days=7 * WEEKS, n_markets=80, seed=4)
     broken: sessionmaker = session_factory(make_engine("postgresql+psycopg://x@127.0.0.1:9/none"))
-    outage_week = 3
+    outage_week, late_cohort_week, odd_reply_weeks = 3, 5, (1, 6)
+    planted: list[str] = []
     try:
         for week in range(WEEKS):
             monday = START + timedelta(days=7 * week)
@@ -73,20 +103,36 @@ def test_eight_weeks_with_kills_outages_and_hostile_rows(db: Database, tmp_path:
             kill_job = "decision_run" if kill_at == monday + timedelta(minutes=5) else "snapshot"
             for market_id in rng.sample(sorted(sim.world.gamma.markets), len(HOSTILE)):
                 sim.world.gamma.corrupt(market_id, **rng.choice(HOSTILE))
+            planted = _plant_hostile_books(sim, rng, planted)
+            if week in odd_reply_weeks:  # this week's first answer of each model is odd
+                for model in ("sim/a", "sim/b"):
+                    sim.openrouter.script(model, odd_fields(sim.openrouter.default_for(model)))
             at = monday
             while at < monday + timedelta(days=7):
                 sim.clock.set(at)
                 sim.world.evolve(at)
                 if at == kill_at:  # a daemon was killed in this job; it restarts now
                     _leave_dead_holder(db, at, kill_job)
-                if week == outage_week and at == monday + timedelta(minutes=5):
+                late = week == late_cohort_week and at < monday + timedelta(minutes=5)
+                if late or (week == outage_week and at == monday + timedelta(minutes=5)):
+                    # the database is down: the cohort start (00:00) or the decision run fails
                     good, sim.runtime.factory = sim.runtime.factory, broken
                     with pytest.raises(Exception):  # noqa: B017 - the outage itself
                         sim.runtime.run_due(at)
+                    if late:
+                        with pytest.raises(Exception):  # noqa: B017 - the outage itself
+                            sim.runtime.catch_up(sim.clock)
                     sim.runtime.factory = good
+                    if late:  # nothing could run or catch up while the database was down
+                        at += timedelta(minutes=5)
+                        continue
                 else:
+                    # in the late week at 00:05 the decision run fires before the catch-up
+                    # below has created the week's cohort: that slot is not done
                     sim.runtime.run_due(at)
                 sim.runtime.catch_up(sim.clock)
+                if at == kill_at and kill_job == "snapshot":
+                    _assert_no_gap(db, settings, at)
                 at += (
                     timedelta(minutes=5) if at < monday + timedelta(hours=1) else timedelta(hours=1)
                 )
@@ -128,7 +174,46 @@ def test_eight_weeks_with_kills_outages_and_hostile_rows(db: Database, tmp_path:
         assert sorted(r.slot for r in runs) == [
             START + timedelta(days=7 * i, minutes=5) for i in range(WEEKS)
         ]
+        # No run is left running by a dead holder, nor failed: every slot was taken over.
+        left = session.scalars(select(JobRun).where(JobRun.status != JobRunStatus.SUCCEEDED)).all()
+        assert [(r.job, r.slot, r.status) for r in left] == []
+        # The odd replies were paid for and stored, cut to their columns.
+        odd = session.scalars(
+            select(DecisionAttempt).where(DecisionAttempt.provider.like(f"%{CUT_MARKER}"))
+        ).all()
+        assert len(odd) >= 2 * len(odd_reply_weeks)
+        assert all(a.generation_id is None for a in odd)
+        # The wrong served hashes were counted; the proofs stored are the computed hashes.
+        mismatches = session.scalars(
+            select(SystemLog).where(SystemLog.event == BOOK_HASH_MISMATCH)
+        ).all()
+        assert mismatches
+        assert not session.scalars(select(Trade).where(Trade.book_hash == ZERO_HASH)).all()
     assert week_start(START) == START
+
+
+def _plant_hostile_books(sim: Simulation, rng: random.Random, before: list[str]) -> list[str]:
+    """One hostile book of each kind, each on another market's first token, in place of last
+    week's (which turn honest again)."""
+    clob = sim.world.books.clob
+    for token in before:
+        clob.plant(token, None)
+    booked = sorted(
+        token_ids(market)[0]
+        for market in sim.world.gamma.markets.values()
+        if token_ids(market) and token_ids(market)[0] in clob.books
+    )
+    chosen = rng.sample(booked, len(HOSTILE_BOOKS))
+    for token, kind in zip(chosen, HOSTILE_BOOKS, strict=True):
+        clob.plant(token, kind)
+    return chosen
+
+
+def _assert_no_gap(db: Database, settings: Settings, at: datetime) -> None:
+    """The killed snapshot slot was taken over: no slot of the last day lacks a snapshot."""
+    with db.factory() as session:
+        gaps = snapshot_gaps(session.connection(), settings, at, at)
+    assert gaps.slots == [], gaps
 
 
 def _leave_dead_holder(db: Database, at: datetime, job: str) -> None:

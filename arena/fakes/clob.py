@@ -277,14 +277,15 @@ class FakeClobWorld:
         """Serve a hostile variant of the token's book from now on (one of
         :data:`HOSTILE_BOOKS`, see :func:`~arena.fakes.clob_api.hostile_body`), on ``/book``
         and ``/books``, following the book as it changes; ``None`` serves it honestly again.
-        The derived endpoints (``/midpoints``, ``/price``...) stay honest."""
+        The derived endpoints (``/midpoints``, ``/price``...) stay honest. Planting needs the
+        token's book; making it honest again does not (its book may be gone by then)."""
         if kind is not None and kind not in HOSTILE_BOOKS:
             raise ValueError(f"unknown hostile book {kind!r}; one of {HOSTILE_BOOKS}")
         with self._lock:
-            self._current(token_id)
             if kind is None:
                 self.hostile.pop(token_id, None)
             else:
+                self._current(token_id)
                 self.hostile[token_id] = kind
 
     def count(self, path: str, method: str | None = None) -> int:
