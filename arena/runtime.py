@@ -33,7 +33,7 @@ from arena.jobs.cohorts import CohortReport, complete_cohorts, start_cohort
 from arena.jobs.decide import DecisionRun
 from arena.jobs.decide_report import AgentResult, DecideReport
 from arena.jobs.due import WeekDue, current_week_due, retry_pause, weekly_fire_time
-from arena.jobs.guard import GuardedRun, log_event, mark_abandoned, run_guarded
+from arena.jobs.guard import GuardedRun, mark_abandoned, run_guarded
 from arena.jobs.markets import SyncReport, sync_markets
 from arena.jobs.prices import refresh_markets
 from arena.jobs.settle import SettleReport, settle_markets
@@ -44,6 +44,7 @@ from arena.sources.clob import BookSource, ClobClient
 from arena.sources.gamma import GammaClient
 from arena.sources.registry import ProviderRegistry
 from arena.store.models import Cohort, JobRun
+from arena.store.system_log import log_event
 
 log = logging.getLogger(__name__)
 
@@ -327,7 +328,7 @@ class Runtime:
             late = clock.now() - result.slot
             log_event(
                 self.factory,
-                clock,
+                clock.now(),
                 result.job,
                 "caught_up",
                 f"slot {result.slot.isoformat()} caught up {int(late.total_seconds())} s late: "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
@@ -200,9 +200,8 @@ READ_ONLY_TEXT = (
 )
 
 
-def storage_failure(exc: BaseException) -> str | None:
-    """``"disk full: ..."`` or ``"read-only database: ..."`` when ``exc`` (or what it wraps)
-    is a full disk or a database that refuses writes; None for anything else."""
+def error_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and everything it wraps (the driver's error, causes, contexts), each once."""
     seen: set[int] = set()
     pending: list[BaseException | None] = [exc]
     while pending:
@@ -210,7 +209,14 @@ def storage_failure(exc: BaseException) -> str | None:
         if error is None or id(error) in seen:
             continue
         seen.add(id(error))
+        yield error
         pending += [getattr(error, "orig", None), error.__cause__, error.__context__]
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """``"disk full: ..."`` or ``"read-only database: ..."`` when ``exc`` (or what it wraps)
+    is a full disk or a database that refuses writes; None for anything else."""
+    for error in error_chain(exc):
         detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
         text = detail.lower()
         state = getattr(error, "sqlstate", None)
@@ -238,14 +244,7 @@ def database_unreachable(exc: BaseException) -> str | None:
     away under a running command (PostgreSQL refusing, closing or timing out the connection,
     a SQLite file that can no longer be opened); None for anything else. The reason is the
     driver's first line, which names the host and port, never a password."""
-    seen: set[int] = set()
-    pending: list[BaseException | None] = [exc]
-    while pending:
-        error = pending.pop()
-        if error is None or id(error) in seen:
-            continue
-        seen.add(id(error))
-        pending += [getattr(error, "orig", None), error.__cause__, error.__context__]
+    for error in error_chain(exc):
         driver = type(error).__module__.split(".")[0]
         state = getattr(error, "sqlstate", None)
         if (

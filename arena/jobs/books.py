@@ -15,15 +15,15 @@ fetches of executions.
   Gamma's price), and an outage is written to the system log, where ``arena status`` finds it.
 * Every book fetched carries the hash arena computed of it; books whose served hash differs
   are counted in the system log (:func:`record_hash_mismatches`), one row per fetch.
+
+The exit values of held positions, which a snapshot computes from these books chunk by chunk,
+are in :mod:`arena.jobs.held_books`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -35,23 +35,19 @@ from arena.domain.book import (
     BOOK_HASH_ALGORITHM,
     FeeSchedule,
     OrderBook,
-    Pricing,
-    exit_proceeds,
     mark,
 )
-from arena.domain.ledger import ZERO
-from arena.domain.markets import side_index
-from arena.domain.states import BOOK_HASH_MISMATCH, CLOB_UNAVAILABLE, CohortStatus, PositionStatus
+from arena.domain.states import BOOK_HASH_MISMATCH, CLOB_UNAVAILABLE
 from arena.domain.storable import storable_text
-from arena.errors import BookMissing, BookUnusable, ClobError, ExecutionError, NoBook
-from arena.sources.clob import MAX_BATCH
+from arena.errors import BookMissing, BookUnusable, ClobError, NoBook
 from arena.store import schema
 from arena.store.db import transaction
-from arena.store.models import BookMark, Cohort, Market, MarketFee, Position, SystemLog
+from arena.store.models import BookMark, MarketFee
+from arena.store.system_log import log_event
 from arena.store.upsert import dialect_insert
 
 if TYPE_CHECKING:
-    from arena.sources.clob import BookBatch, BookSource
+    from arena.sources.clob import BookSource
 
 log = logging.getLogger(__name__)
 
@@ -285,24 +281,10 @@ def record_hash_mismatches(
         f"token {first['token_id']}: served {first['served']!r}, computed {first['computed']}"
     )
     log.warning("book hash mismatch (%s): %s", component, message)
-    try:
-        with transaction(factory) as session:
-            session.add(
-                SystemLog(
-                    at=now,
-                    level="WARNING",
-                    source=component,
-                    event=BOOK_HASH_MISMATCH,
-                    message=message,
-                    details={
-                        "count": len(mismatched),
-                        "algorithm": BOOK_HASH_ALGORITHM,
-                        "books": examples,
-                    },
-                )
-            )
-    except Exception:  # the mismatch is already logged; a failed log row must not stop a run
-        log.exception("could not record the book hash mismatch in the system log")
+    details = {"count": len(mismatched), "algorithm": BOOK_HASH_ALGORITHM, "books": examples}
+    log_event(
+        factory, now, component, BOOK_HASH_MISMATCH, message, level="WARNING", details=details
+    )
     return len(mismatched)
 
 
@@ -311,20 +293,8 @@ def record_outage(
 ) -> None:
     """Write a CLOB outage to the system log (``arena status`` lists recent ones)."""
     log.error("CLOB unavailable (%s): %s", component, error)
-    try:
-        with transaction(factory) as session:
-            session.add(
-                SystemLog(
-                    at=now,
-                    level="ERROR",
-                    source=component,
-                    event=CLOB_UNAVAILABLE,
-                    message=f"Polymarket CLOB unavailable: {error}"[:2000],
-                    details=None,
-                )
-            )
-    except Exception:  # the outage is already logged; a failed log row must not hide it
-        log.exception("could not record the CLOB outage in the system log")
+    message = f"Polymarket CLOB unavailable: {error}"
+    log_event(factory, now, component, CLOB_UNAVAILABLE, message, level="ERROR")
 
 
 def touch_fee(fees: Mapping[str, FeeSchedule], condition_id: str | None) -> FeeSchedule:
@@ -332,205 +302,3 @@ def touch_fee(fees: Mapping[str, FeeSchedule], condition_id: str | None) -> FeeS
     if condition_id is None or condition_id not in fees:
         raise NoBook(f"no fee schedule for condition {condition_id}", unavailable=True)
     return fees[condition_id]
-
-
-@dataclass
-class AgentExit:
-    """One agent's exit proceeds, summed over the positions they were computed for, and the
-    seal of those positions (their count and a sum of hashes of ``(position id, shares)``)."""
-
-    proceeds: Decimal = ZERO
-    count: int = 0
-    seal: int = 0
-    unknown: bool = False  # a position's fee schedule is unknown
-
-    def add(self, position_id: int, shares: Decimal, proceeds: Decimal | None) -> None:
-        self.count, self.seal = self.count + 1, seal(self.seal, position_id, shares)
-        if proceeds is None:
-            self.unknown = True
-        else:
-            self.proceeds += proceeds
-
-
-def seal(current: int, position_id: int, shares: Decimal) -> int:
-    """Add one position to a seal (order-free, so two reads of the same positions agree)."""
-    return (current + hash((position_id, shares))) % SEAL_MODULUS
-
-
-SEAL_MODULUS = 2**64
-
-
-@dataclass
-class HeldBooks:
-    """The exit proceeds of every open mode-book position, computed for one snapshot market
-    chunk by market chunk (so no more than one chunk's books is ever held)."""
-
-    tokens: dict[tuple[str, str], str] = field(default_factory=dict)  # (market, side) -> token
-    exits: dict[int, AgentExit] = field(default_factory=dict)  # by agent id
-    fetched: int = 0  # books fetched
-    missing: int = 0  # tokens without a book (404 or silently left out of the batch)
-    error: str | None = None  # the CLOB could not be reached: no exit values this time
-
-    def exit_value(self, agent_id: int, cash: Decimal, count: int, sealed: int) -> Decimal | None:
-        """The agent's cash plus its exit proceeds, when they were computed for exactly the
-        positions the valuation read (``count`` and ``sealed``, see :func:`seal`); else None:
-        unknown (an outage, an unknown token or fee, or a trade between the two reads)."""
-        if self.error is not None:
-            return None
-        found = self.exits.get(agent_id, AgentExit())
-        if found.unknown or (found.count, found.seal) != (count, sealed):
-            return None
-        return cash + found.proceeds
-
-
-def fetch_held_books(
-    factory: sessionmaker[Session], source: BookSource, now: datetime
-) -> HeldBooks:
-    """Value every open position of a mode-book cohort at exit, one chunk of markets at a time:
-    fetch the chunk's books in batch (``POST /books``), store their marks, load the fee
-    schedules of its markets that still have a book, and sell each of its positions into the
-    bids. Only per-agent sums outlive a chunk, so memory does not grow with the books held.
-    An outage is recorded and reported, never raised: the snapshot then values at the last
-    valid marks."""
-    held = HeldBooks()
-    with factory() as session:
-        cohorts = set(
-            session.scalars(
-                select(Cohort.id).where(
-                    Cohort.pricing == Pricing.BOOK,
-                    Cohort.status != CohortStatus.COMPLETED,
-                    Cohort.week_start <= now,
-                )
-            )
-        )
-        held_sides = (
-            select(Position.market_id, Position.side)
-            .join(Cohort, Cohort.id == Position.cohort_id)
-            .where(Position.status == PositionStatus.OPEN, Cohort.pricing == Pricing.BOOK)
-            .distinct()
-            .subquery()
-        )
-        rows = session.execute(
-            select(
-                held_sides.c.market_id,
-                held_sides.c.side,
-                Market.outcomes,
-                Market.clob_token_ids,
-                Market.condition_id,
-            ).join(Market, Market.id == held_sides.c.market_id)
-        ).all()
-    markets: dict[str, tuple[str | None, dict[str, str]]] = {}  # id -> (condition, side tokens)
-    for market_id, side, outcomes, tokens, condition_id in rows:
-        if tokens and len(tokens) == len(outcomes):
-            with contextlib.suppress(ExecutionError):
-                token = str(tokens[side_index(list(outcomes), side)])
-                held.tokens[(market_id, side)] = token
-                markets.setdefault(market_id, (condition_id, {}))[1][side] = token
-    if not markets:
-        return held
-    try:
-        conditions = [cid for cid, _sides in markets.values() if cid]
-        refresh_fees_ahead(factory, source, conditions, now, FEE_REFRESH_PER_CALL)
-        chunks = [{m: markets[m] for m in chunk} for chunk in market_chunks(markets)]
-        # the next chunk's books and fees are fetched while this one is valued: two chunks of
-        # books in memory at most
-        with ThreadPoolExecutor(1, thread_name_prefix="clob-books") as pool:
-            coming = pool.submit(fetch_chunk, factory, source, now, chunks[0])
-            for index, chunk in enumerate(chunks):
-                answer, fees = coming.result()
-                if index + 1 < len(chunks):
-                    coming = pool.submit(fetch_chunk, factory, source, now, chunks[index + 1])
-                value_chunk(factory, now, held, chunk, answer, fees, cohorts)
-    except ClobError as exc:
-        held.error = str(exc)
-        record_outage(factory, now, "snapshot", str(exc))
-    return held
-
-
-def market_chunks(markets: Mapping[str, tuple[str | None, dict[str, str]]]) -> Iterator[list[str]]:
-    """Market ids in chunks whose tokens fill one ``POST /books`` request at most."""
-    chunk: list[str] = []
-    size = 0
-    for market_id, (_cid, sides) in markets.items():
-        if chunk and size + len(sides) > MAX_BATCH:
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(market_id)
-        size += len(sides)
-    if chunk:
-        yield chunk
-
-
-def chunk_tokens(markets: Mapping[str, tuple[str | None, dict[str, str]]]) -> list[str]:
-    return [token for _cid, sides in markets.values() for token in sides.values()]
-
-
-def fetch_chunk(
-    factory: sessionmaker[Session],
-    source: BookSource,
-    now: datetime,
-    markets: Mapping[str, tuple[str | None, dict[str, str]]],
-) -> tuple[BookBatch, dict[str, FeeSchedule]]:
-    """One chunk's books (``POST /books``) and the fee schedules of its markets that still
-    have a book: one the CLOB no longer knows has no bids to sell into (and its 404 on
-    ``/clob-markets`` is not an outage). Raises :class:`ClobError` when the CLOB cannot be
-    reached."""
-    answer = source.books(chunk_tokens(markets))
-    booked = {
-        cid
-        for cid, sides in markets.values()
-        if cid and any(token in answer.books for token in sides.values())
-    }
-    return answer, fee_schedules(factory, source, sorted(booked), now, early=0)
-
-
-def value_chunk(
-    factory: sessionmaker[Session],
-    now: datetime,
-    held: HeldBooks,
-    markets: Mapping[str, tuple[str | None, dict[str, str]]],
-    answer: BookBatch,
-    fees: Mapping[str, FeeSchedule],
-    cohorts: set[int],
-) -> None:
-    """Store the marks of one chunk's books and add the exit proceeds of its positions in
-    ``cohorts`` (the unfinished mode-book ones) to ``held``."""
-    market_of = {token: m for m, (_cid, sides) in markets.items() for token in sides.values()}
-    held.fetched += len(answer.books)
-    held.missing += len(set(market_of) - set(answer.books))
-    record_hash_mismatches(factory, now, "snapshot", answer.books.values())
-    with transaction(factory) as session:
-        store_marks(
-            session, [(market_of[t], b) for t, b in answer.books.items() if t in market_of], now
-        )
-    with factory() as session:  # Core rows, on the market index; the cohorts are known
-        positions = (
-            session.connection()
-            .execute(
-                select(
-                    Position.id,
-                    Position.agent_id,
-                    Position.market_id,
-                    Position.side,
-                    Position.shares,
-                    Position.cohort_id,
-                ).where(
-                    Position.status == PositionStatus.OPEN, Position.market_id.in_(list(markets))
-                )
-            )
-            .all()
-        )
-    for position_id, agent_id, market_id, side, shares, cohort_id in positions:
-        if cohort_id not in cohorts:
-            continue  # not a mode-book cohort, or one that is finished
-        token = held.tokens.get((market_id, side))
-        if token is None:
-            continue  # its side has no token: the valuation finds its exit value unknown
-        book = answer.books.get(token)
-        condition_id = markets[market_id][0]
-        fee = fees.get(condition_id or "")
-        if book is None:
-            proceeds: Decimal | None = ZERO  # no book: no bids to sell into
-        else:
-            proceeds = None if fee is None else exit_proceeds(book, shares, fee)
-        held.exits.setdefault(agent_id, AgentExit()).add(position_id, shares, proceeds)

@@ -33,7 +33,8 @@ from arena.domain.states import Blocked, JobRunStatus
 from arena.jobs.holders import Heartbeat, holder_alive, holder_gone, label, this_process
 from arena.store import schema
 from arena.store.db import transaction
-from arena.store.models import JobRun, SystemLog
+from arena.store.models import JobRun
+from arena.store.system_log import log_event
 from arena.store.upsert import insert_ignore
 
 log = logging.getLogger(__name__)
@@ -179,7 +180,7 @@ def run_guarded(
         _finish(factory, job, slot, clock, JobRunStatus.FAILED, None, error)
         log_event(
             factory,
-            clock,
+            clock.now(),
             job,
             JobRunStatus.FAILED,
             error,
@@ -247,36 +248,10 @@ def mark_abandoned(
         log.warning("job %s slot %s: its holder is gone; marked abandoned", job, slot)
         log_event(
             factory,
-            clock,
+            clock.now(),
             job,
             JobRunStatus.ABANDONED,
             f"slot {slot.isoformat()}: its holder is gone; the run never finished",
             level="WARNING",
         )
     return marked
-
-
-def log_event(
-    factory: sessionmaker[Session],
-    clock: Clock,
-    source: str,
-    event: str,
-    message: str,
-    *,
-    level: str = "INFO",
-    details: dict[str, Any] | None = None,
-) -> None:
-    try:
-        with transaction(factory) as session:
-            session.add(
-                SystemLog(
-                    at=clock.now(),
-                    level=level,
-                    source=source,
-                    event=event,
-                    message=message[:2000],
-                    details=details,
-                )
-            )
-    except Exception:  # the system log must never break a job
-        log.exception("could not write the system log")

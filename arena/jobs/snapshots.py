@@ -22,7 +22,7 @@ Methodology, "Valuation and snapshots". Choices made here:
 * **Mode book** (methodology, "Executable prices", Marks): with ``books`` (the CLOB), the book
   of every token held by a mode-book cohort is fetched in batch first, a chunk of markets at
   a time, its mark stored and the exit proceeds of the chunk's positions summed per agent
-  (:func:`arena.jobs.books.fetch_held_books`: no more than a chunk's books in memory); those
+  (:func:`arena.jobs.held_books.fetch_held_books`: no more than a chunk's books in memory); those
   positions are valued at their token's last valid mark (Gamma's mark only when the token
   never had one), and each mode-book agent's snapshot stores ``exit_value``: its cash plus
   the proceeds of selling every open position into the current bids, fees included. The
@@ -52,7 +52,7 @@ from arena.domain.markets import side_index, stored_prices
 from arena.domain.states import CohortStatus, PositionStatus
 from arena.domain.valuation import position_value, side_mark
 from arena.errors import ArenaError, ExecutionError
-from arena.jobs.books import HeldBooks, fetch_held_books, seal
+from arena.jobs.held_books import HeldBooks, fetch_held_books, seal
 from arena.jobs.prices import refresh_held_markets
 from arena.slots import job_slot
 from arena.sources.gamma import MarketSource
@@ -324,7 +324,7 @@ class _Book:
 
     def exit_value(self, agent_id: int, cash: Decimal) -> Decimal | None:
         """Cash plus the proceeds computed chunk by chunk before this read
-        (:func:`~arena.jobs.books.fetch_held_books`), when they were computed for exactly the
+        (:func:`~arena.jobs.held_books.fetch_held_books`), when they were computed for exactly the
         positions read here; else unknown."""
         if self.held is None or agent_id in self.exit_unknown:
             return None

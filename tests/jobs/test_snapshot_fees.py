@@ -22,8 +22,9 @@ from arena.config import Settings
 from arena.domain.book import NO_FEE, FeeSchedule, exit_proceeds, mark
 from arena.domain.valuation import position_value
 from arena.fakes.clob import FakeClobMarket, FakeClobWorld
-from arena.jobs import books as books_module
-from arena.jobs.books import IN_CHUNK, fetch_held_books
+from arena.jobs import held_books
+from arena.jobs.books import IN_CHUNK
+from arena.jobs.held_books import fetch_held_books
 from arena.jobs.snapshots import take_snapshots, value_agents
 from arena.sources import clob as clob_module
 from arena.sources.clob import ClobClient
@@ -146,7 +147,7 @@ def test_fee_requests_per_tick_stay_bounded_over_two_days(
     ahead of their expiry, a bounded number a tick, so a day later they do not all expire (and
     get fetched) in one tick, and no exit value is ever unknown for want of a fee."""
     arena = BookArena(db, markets=24)
-    monkeypatch.setattr(books_module, "FEE_REFRESH_PER_CALL", 6, raising=False)
+    monkeypatch.setattr(held_books, "FEE_REFRESH_PER_CALL", 6)
     per_tick = []
     for hour in range(0, 50, 2):
         at = T0 + timedelta(hours=hour)
