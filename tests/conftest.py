@@ -130,3 +130,10 @@ def _gamma_pricing_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     ``arena`` process it starts) runs mode gamma unless it asks for book: by passing
     ``pricing="book"`` in its settings, or by removing this variable (``monkeypatch``)."""
     monkeypatch.setenv(PRICING_ENV, "gamma")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow end-to-end modules first (marked ``slow``): pytest-xdist hands out whole
+    modules in the order their tests come, so a long module left to the end would keep one
+    worker busy while the other has nothing left to do."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -30,6 +30,8 @@ from arena.store.models import (
 from tests.conftest import Database
 from tests.helpers import write_config
 
+pytestmark = pytest.mark.slow  # started first (tests/conftest.py)
+
 START = datetime(2026, 11, 1, tzinfo=UTC)  # a Sunday
 END = START + timedelta(days=21) - timedelta(minutes=10)
 SCALE = Decimal("1e-10")  # Brier columns keep 10 decimals

@@ -24,6 +24,8 @@ import pytest
 
 from tests.helpers import cli_env, free_port
 
+pytestmark = pytest.mark.slow  # started first (tests/conftest.py)
+
 REPO = Path(__file__).resolve().parents[1]
 
 
