@@ -115,6 +115,13 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
 
 
 @pytest.fixture
+def postgres_db(request: pytest.FixtureRequest) -> Iterator[Database]:
+    """A migrated empty PostgreSQL database (for what only a server can do, such as going away
+    in the middle of a command); mark the test ``postgres``."""
+    yield from _postgres_database(request)
+
+
+@pytest.fixture
 def sqlite_db(tmp_path: Path) -> Iterator[Database]:
     """A migrated empty SQLite database (for tests that are not about the backend)."""
     yield from _sqlite_database(tmp_path)

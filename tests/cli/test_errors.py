@@ -154,13 +154,14 @@ class CuttingProxy:
             sock.close()
 
 
-def test_a_database_outage_during_run_once_is_one_line(db: Database, tmp_path: Path) -> None:
+@pytest.mark.postgres
+def test_a_database_outage_during_run_once_is_one_line(
+    postgres_db: Database, tmp_path: Path
+) -> None:
     """The database goes away under ``arena run --once`` (after it connected and migrated, as
     the first job takes its slot): one line and exit 1, no traceback. PostgreSQL only: a
     SQLite file does not go away in the middle of a command."""
-    if db.backend != "postgresql":
-        pytest.skip("an outage of a server: PostgreSQL only")
-    url = make_url(db.url)
+    url = make_url(postgres_db.url)
     proxy = CuttingProxy(url.port or 5432, trigger=b"job_runs")
     through = url.set(port=proxy.port, query={"sslmode": "disable"})
     config = write_config(tmp_path / "c.yaml", through.render_as_string(hide_password=False))
