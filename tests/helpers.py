@@ -6,6 +6,9 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +100,28 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+WEEK_FAMILIES = [
+    {"id": "sim-a", "display_name": "A", "openrouter_id": "sim/a"},
+    {"id": "market-follower", "kind": "baseline", "strategy": "market-follower"},
+    {"id": "always-hold", "kind": "baseline", "strategy": "always-hold"},
+]
+"""A model and two baselines: the families of the catch-up and decision-slot simulations."""
+
+
+@contextmanager
+def week_simulation(url: str, factory: Any, config: Path, sunday: datetime) -> Iterator[Any]:
+    """A simulated arena of :data:`WEEK_FAMILIES` on the database at ``url``, its world built
+    from the Saturday before ``sunday`` for two weeks (60 markets)."""
+    from arena.config import load_settings
+    from arena.demo_world import Simulation
+
+    write_config(config, url, families=WEEK_FAMILIES)
+    simulation = Simulation(
+        load_settings(config), factory, start=sunday - timedelta(days=1), days=14, n_markets=60
+    )
+    try:
+        yield simulation
+    finally:
+        simulation.close()

@@ -15,30 +15,21 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from arena.config import load_settings
 from arena.demo_world import Simulation
 from arena.jobs.holders import Holder, this_process
 from arena.store.db import make_engine, session_factory, transaction
 from arena.store.models import Cohort, Decision, DecisionUniverse, JobRun, SystemLog
 from tests.conftest import Database
-from tests.helpers import write_config
+from tests.helpers import WEEK_FAMILIES, week_simulation
 
 SUNDAY = datetime(2026, 11, 22, tzinfo=UTC)
-FAMILIES = [
-    {"id": "sim-a", "display_name": "A", "openrouter_id": "sim/a"},
-    {"id": "market-follower", "kind": "baseline", "strategy": "market-follower"},
-    {"id": "always-hold", "kind": "baseline", "strategy": "always-hold"},
-]
+FAMILIES = WEEK_FAMILIES
 
 
 @pytest.fixture
 def sim(db: Database, tmp_path: Path) -> Iterator[Simulation]:
-    config = write_config(tmp_path / "config.yaml", db.url, families=FAMILIES)
-    simulation = Simulation(
-        load_settings(config), db.factory, start=SUNDAY - timedelta(days=1), days=14, n_markets=60
-    )
-    yield simulation
-    simulation.close()
+    with week_simulation(db.url, db.factory, tmp_path / "config.yaml", SUNDAY) as simulation:
+        yield simulation
 
 
 def _counts(db: Database) -> tuple[int, int]:

@@ -24,25 +24,17 @@ from arena.errors import ConfigError
 from arena.store.db import transaction
 from arena.store.models import Agent, Cohort, Decision, JobRun
 from tests.conftest import Database
-from tests.helpers import run_arena, write_config
+from tests.helpers import WEEK_FAMILIES, run_arena, week_simulation, write_config
 
 SUNDAY = datetime(2026, 11, 22, tzinfo=UTC)
 FIRE = SUNDAY + timedelta(minutes=5)  # the default decision_run, "sun 00:05"
-FAMILIES = [
-    {"id": "sim-a", "display_name": "A", "openrouter_id": "sim/a"},
-    {"id": "market-follower", "kind": "baseline", "strategy": "market-follower"},
-    {"id": "always-hold", "kind": "baseline", "strategy": "always-hold"},
-]
+FAMILIES = WEEK_FAMILIES
 
 
 @pytest.fixture
 def sim(db: Database, tmp_path: Path) -> Iterator[Simulation]:
-    config = write_config(tmp_path / "config.yaml", db.url, families=FAMILIES)
-    simulation = Simulation(
-        load_settings(config), db.factory, start=SUNDAY - timedelta(days=1), days=14, n_markets=60
-    )
-    yield simulation
-    simulation.close()
+    with week_simulation(db.url, db.factory, tmp_path / "config.yaml", SUNDAY) as simulation:
+        yield simulation
 
 
 def _at(sim: Simulation, at: datetime) -> None:

@@ -24,6 +24,7 @@ from arena.jobs.cohorts import start_cohort
 from arena.jobs.decide import DecisionRun
 from arena.jobs.decide_report import DecideReport
 from arena.jobs.universe import freeze_universe
+from arena.sources.clob import BookSource
 from arena.sources.registry import ProviderRegistry
 from arena.store.models import Agent, Decision, DecisionAttempt, Market, Position, Trade
 from tests.conftest import Database
@@ -110,18 +111,27 @@ class World:
             self.settings, api_key=SecretStr(self.fake.api_key), http_client=client
         )
 
-    def run(self, at: datetime = DECIDE_AT, budget: Budget | None = None) -> DecideReport:
+    def run(
+        self,
+        at: datetime = DECIDE_AT,
+        budget: Budget | None = None,
+        books: BookSource | None = None,
+    ) -> DecideReport:
+        """One decision run at ``at``; ``books``: the CLOB that mode-book cohorts freeze and
+        trade against."""
         registry = self.registry()
         clock = FixedClock(at)
+        factory, settings = self.db.factory, self.settings
         try:
             run = DecisionRun(
-                self.db.factory,
-                self.settings,
+                factory,
+                settings,
                 clock,
                 registry.for_agent,
-                lambda ids: freeze_universe(self.db.factory, self.settings, clock.now(), ids),
+                lambda ids: freeze_universe(factory, settings, clock.now(), ids, books=books),
                 sleep=self.sleeps.append,
                 budget=budget,
+                books=books,
             )
             return run.run()
         finally:

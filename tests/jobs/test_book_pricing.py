@@ -16,7 +16,6 @@ from sqlalchemy import select, update
 from arena.clock import FixedClock
 from arena.domain.book import FeeSchedule, Level
 from arena.fakes.clob import FakeClobWorld
-from arena.jobs.decide import DecisionRun
 from arena.jobs.snapshots import take_snapshots
 from arena.jobs.status import read_status
 from arena.jobs.universe import freeze_universe
@@ -91,22 +90,7 @@ class BookWorld:
         )
 
     def run(self, at: Any = DECIDE_AT) -> Any:
-        registry = self.world.registry()
-        clock = FixedClock(at)
-        factory, settings = self.world.db.factory, self.world.settings
-        try:
-            run = DecisionRun(
-                factory,
-                settings,
-                clock,
-                registry.for_agent,
-                lambda ids: freeze_universe(factory, settings, clock.now(), ids, books=self.client),
-                sleep=lambda _s: None,
-                books=self.client,
-            )
-            return run.run()
-        finally:
-            registry.close()
+        return self.world.run(at, books=self.client)
 
     def decision(self) -> Decision:
         with self.world.db.factory() as session:

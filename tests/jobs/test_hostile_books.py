@@ -24,7 +24,6 @@ from arena.clock import FixedClock
 from arena.domain.book import Level
 from arena.domain.states import BOOK_HASH_MISMATCH, CLOB_UNAVAILABLE
 from arena.fakes.clob import FakeClobWorld, serve_fake_clob
-from arena.jobs.decide import DecisionRun
 from arena.jobs.decide_report import DecideReport
 from arena.jobs.snapshots import take_snapshots
 from arena.jobs.status import read_status
@@ -113,21 +112,7 @@ class Hostile:
         )
 
     def run(self, at: datetime = DECIDE_AT) -> DecideReport:
-        registry = self.world.registry()
-        clock = FixedClock(at)
-        factory, settings = self.world.db.factory, self.world.settings
-        try:
-            return DecisionRun(
-                factory,
-                settings,
-                clock,
-                registry.for_agent,
-                lambda ids: freeze_universe(factory, settings, clock.now(), ids, books=self.client),
-                sleep=lambda _s: None,
-                books=self.client,
-            ).run()
-        finally:
-            registry.close()
+        return self.world.run(at, books=self.client)
 
     def snapshot(self, at: datetime) -> Any:
         return take_snapshots(
