@@ -56,6 +56,13 @@ def parse_timestamp(text: str) -> datetime:
     return ensure_utc(datetime.fromisoformat(cleaned))
 
 
+def iso_utc(moment: datetime) -> str:
+    """The one written form of an instant: ISO 8601 in UTC with a ``Z``, microseconds only when
+    present (``2026-11-22T00:05:00Z``); what the CLI, the JSON API, the logs and the exports
+    print. Naive instants are taken to be UTC already."""
+    return ensure_utc(moment).isoformat().replace("+00:00", "Z")
+
+
 def week_start(at: datetime) -> datetime:
     """Sunday 00:00:00 UTC at or before ``at``."""
     at = ensure_utc(at)

@@ -97,6 +97,49 @@ FAILED_CALLS = (
 """The outcomes of calls the provider failed."""
 
 
+class Job(enum.StrEnum):
+    """The daemon's jobs, one name each. The value is what ``job_runs.job``, the logs, the
+    ``job`` label of the metrics, ``arena status`` and the status page carry; the members are
+    in the order ``arena run --once`` runs them (a cohort exists before its decisions, markets
+    are fresh before decisions and settlement, snapshots see the state after everything else).
+
+    Names kept for the interface contract are aliases, listed in :data:`JOB_ALIASES`.
+    """
+
+    COHORT_START = "cohort_start"
+    """Open this week's cohort, one agent per active family (``arena cohort start``;
+    weekly, ``schedule.cohort_start``)."""
+    MARKET_SYNC = "market_sync"
+    """Pull the Gamma universe and refresh the markets the store needs fresh
+    (``arena markets sync``; every ``schedule.market_sync_minutes``)."""
+    DECISION_RUN = "decision_run"
+    """Freeze the universe and decide every agent of the decision window (``arena decide``;
+    weekly, ``schedule.decision_run``)."""
+    SETTLEMENT = "settlement"
+    """Settle the positions of markets Gamma reports resolved, then complete finished cohorts
+    (``arena settle``, alias ``arena resolve``; every ``schedule.settlement_minutes``, alias
+    ``schedule.resolution_minutes``). A market's outcome itself is its *resolution*
+    (:mod:`arena.domain.resolution`)."""
+    SNAPSHOT = "snapshot"
+    """Value every agent at this slot (``arena snapshot``; every ``schedule.snapshot_minutes``)."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> Job | None:
+        """A stored or configured old name (:data:`JOB_ALIASES`) reads as its job."""
+        return JOB_ALIASES.get(value) if isinstance(value, str) else None
+
+    @property
+    def weekly(self) -> bool:
+        """Fires once a week at its day and time (else every N minutes from midnight UTC)."""
+        return self in (Job.COHORT_START, Job.DECISION_RUN)
+
+
+JOB_ALIASES: dict[str, Job] = {"resolution": Job.SETTLEMENT}
+"""Old job names that still read as their job: ``resolution`` was the settlement job's name in
+``job_runs`` rows (migration 0006 rewrites them) and in the ``schedule.resolution_minutes``
+key, which the interface contract keeps."""
+
+
 class JobRunStatus(enum.StrEnum):
     """A scheduled job's run for one slot."""
 

@@ -1,0 +1,35 @@
+"""The one converter from stored values to JSON values.
+
+Decimals keep their exact text (never a float), instants are written by
+:func:`arena.clock.iso_utc`, mappings get string keys and sequences become lists. Used by job
+reports' counts, the web app's JSON and the status report.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from arena.clock import iso_utc
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with every Decimal, instant, date and enum member made JSON-ready, at any
+    depth."""
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, datetime):
+        return iso_utc(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {
+            str(k.value if isinstance(k, enum.Enum) else k): jsonable(v) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    return value
