@@ -2,7 +2,8 @@
 
 Sources, highest priority first: ``ARENA_*`` environment variables (``__`` for nesting), then
 the YAML file (``--config``, ``ARENA_CONFIG``, or ``config.yaml``). Secrets are never read from
-the file: ``OPENROUTER_API_KEY`` and ``ARENA_ADMIN_TOKEN`` come from the environment only.
+the file: ``OPENROUTER_API_KEY`` comes from the environment only (as ``ARENA_ADMIN_TOKEN`` will
+once an admin surface exists; none does yet, so nothing reads it).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from arena.errors import ConfigError
 from arena.masking import masked_urls
 
 DEFAULT_CONFIG_PATH = Path("config.yaml")
-METHODOLOGY_VERSIONS = ("v1", "v2")
 FAMILY_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 
 # Upper bounds: every numeric value stays far inside what the ledger's columns and Python's
@@ -486,9 +486,4 @@ def describe_settings_error(exc: SettingsError) -> str:
 def openrouter_api_key() -> SecretStr | None:
     """The OpenRouter key, from the environment only."""
     value = os.environ.get("OPENROUTER_API_KEY", "").strip()
-    return SecretStr(value) if value else None
-
-
-def admin_token() -> SecretStr | None:
-    value = os.environ.get("ARENA_ADMIN_TOKEN", "").strip()
     return SecretStr(value) if value else None

@@ -14,7 +14,7 @@ the difference is what the work itself needed. Flat memory: the difference must 
 the data.
 
 Run: ``.venv/bin/python benchmarks/bench_results.py`` (scales 0.2 and 1), or e.g.
-``--scale 0.02 --scale 0.2`` for a quick look, ``--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test``.
+``--scale 0.02 --scale 0.2`` for a quick look, ``--smoke`` for the smallest, ``--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test``.
 """
 
 from __future__ import annotations
@@ -520,6 +520,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--postgres-url", help="PostgreSQL server URL (default: SQLite)")
     parser.add_argument("--workdir", type=Path, help="where to keep the SQLite files")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest size, in seconds: what CI runs to see the benchmark still works",
+    )
     parser.add_argument("--measure", choices=("leaderboard", "export"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -530,7 +535,7 @@ def main(argv: list[str] | None = None) -> None:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="arena_bench_"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        for scale in args.scale or [0.2, 1.0]:
+        for scale in [0.002] if args.smoke else args.scale or [0.2, 1.0]:
             bench_scale(scale, args, workdir)
     finally:
         if args.workdir is None:

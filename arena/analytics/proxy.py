@@ -79,7 +79,6 @@ class ProxyScores:
     """
 
     cell_score: NDArray[np.float64]
-    cell_aggregate: NDArray[np.float64]
     cell_z: NDArray[np.float64]
     week_family: NDArray[np.int64]
     week_index: NDArray[np.int64]
@@ -150,7 +149,6 @@ def proxy_scores(
     mean_z = np.divide(z_total, n_weeks, out=np.full(n_forecasters, np.nan), where=n_weeks > 0)
     return ProxyScores(
         cell_score=cell_score,
-        cell_aggregate=aggregate,
         cell_z=cell_z,
         week_family=week_family,
         week_index=week_index,

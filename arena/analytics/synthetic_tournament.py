@@ -20,7 +20,7 @@ questions, and to benchmark the fit at scale. The data-generating process:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import numpy as np
 from numpy.typing import NDArray
@@ -155,8 +155,3 @@ def _standardise(values: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _sigmoid(x: NDArray[np.float64]) -> NDArray[np.float64]:
     return 1.0 / (1.0 + np.exp(-x))
-
-
-def week_of_round(round_index: int) -> datetime:
-    """The week start of a simulated round."""
-    return START + timedelta(weeks=round_index)

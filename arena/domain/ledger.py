@@ -90,7 +90,6 @@ class Sell:
 @dataclass(frozen=True)
 class Settlement:
     outcome: SettlementOutcome
-    payout_per_share: Decimal | None  # None for a CANCELLED refund
     payout: Decimal
     realized_pnl: Decimal
     cash_after: Decimal
@@ -197,11 +196,10 @@ PAYOUT_PER_SHARE = {
 def settle(cash: Decimal, holding: Holding, outcome: SettlementOutcome) -> Settlement:
     """Close a holding at resolution: $1/$0/$0.50 a share, or refund the basis if CANCELLED."""
     if outcome is SettlementOutcome.CANCELLED:
-        payout, per_share = holding.cost_basis, None
+        payout = holding.cost_basis
     else:
-        per_share = PAYOUT_PER_SHARE[outcome]
-        payout = to_money(holding.shares * per_share)
-    return Settlement(outcome, per_share, payout, payout - holding.cost_basis, cash + payout)
+        payout = to_money(holding.shares * PAYOUT_PER_SHARE[outcome])
+    return Settlement(outcome, payout, payout - holding.cost_basis, cash + payout)
 
 
 def implied_confidence(amount: Decimal, cash_shown: Decimal, max_bet_fraction: Decimal) -> Decimal:

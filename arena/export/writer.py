@@ -121,7 +121,7 @@ def export(
     exclusive. ``include_prompts=False`` writes null instead of each attempt's request
     messages, raw response and raw body. A non-empty ``out_dir`` is refused unless
     ``overwrite``, which replaces the whole earlier export; the files are written beside it,
-    ``manifest.json`` last, and moved into place in one step (:mod:`arena.export_dir`).
+    ``manifest.json`` last, and moved into place in one step (:mod:`arena.export.directory`).
     """
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")

@@ -26,7 +26,7 @@ from arena.store.models import Agent, Decision, Position, Trade
 from tests.conftest import Database
 from tests.jobs.decide_world import HOLD, MODELS, bet, fake_answer, make_world
 
-GPT, CLAUDE, GROK, QWEN = MODELS.values()
+GPT, CLAUDE, GROK, _QWEN = MODELS.values()
 
 
 def test_happy_path_one_decision_per_agent(db: Database, tmp_path: Path) -> None:
