@@ -8,7 +8,8 @@ graph cannot say, and shows that the cycle contract sees every kind of import:
   (``arena.store.db``), but never builds SQL itself;
 * ``web`` owns its read queries (as Datasette's views do) and never writes: no DML builder, no
   session write, in its modules nor in the job modules it borrows read queries from;
-* every exception lives in the one tree, ``arena/errors.py``.
+* every exception lives in the one tree, ``arena/errors.py``;
+* every ``:mod:``/``:func:``/``:class:``... reference in a docstring names code that exists.
 """
 
 from __future__ import annotations
