@@ -3,7 +3,6 @@ queries per page."""
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -11,9 +10,10 @@ from urllib.parse import quote
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from arena.domain.states import MarketStatus, PositionStatus
+from arena.domain.states import PositionStatus
 from arena.domain.storable import is_market_id
 from arena.errors import NotFound
+from arena.jsonable import jsonable
 from arena.store import schema
 from arena.store.models import (
     Agent,
@@ -27,17 +27,8 @@ from arena.store.models import (
     Position,
     Trade,
 )
-from arena.web.context import (
-    Page,
-    WebContext,
-    columns,
-    count,
-    fields,
-    iso,
-    jsonable,
-    row_dict,
-    rows_of,
-)
+from arena.web.context import Page, WebContext, columns, count, fields, row_dict, rows_of
+from arena.web.params import MarketFilter, MarketSort
 
 POLYMARKET = "https://polymarket.com"
 PRICE_HISTORY = 200
@@ -54,22 +45,10 @@ MARKET_LIST_COLUMNS = (
 )
 
 
-class MarketSort(enum.StrEnum):
-    VOLUME = "volume"
-    CLOSE = "close"
-
-
-def markets(
-    session: Session,
-    page: Page,
-    *,
-    q: str | None = None,
-    status: MarketStatus | None = None,
-    category: str | None = None,
-    sort: MarketSort = MarketSort.VOLUME,
-    held: bool = False,
-) -> dict[str, Any]:
-    """Markets matching the search and filters; ``held`` keeps those with an open position."""
+def markets(session: Session, page: Page, chosen: MarketFilter | None = None) -> dict[str, Any]:
+    """The markets ``chosen`` keeps (default: every market, by volume)."""
+    chosen = chosen or MarketFilter()
+    q, status, category = chosen.q, chosen.status, chosen.category
     statement = select(*(schema.markets.c[name] for name in MARKET_LIST_COLUMNS))
     if q:
         pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -80,11 +59,11 @@ def markets(
         statement = statement.where(Market.status == status.value)
     if category:
         statement = statement.where(Market.category == category)
-    if held:
+    if chosen.held:
         # IN without DISTINCT: SQLite plans a correlated EXISTS on the status index (seconds)
         holders = select(Position.market_id).where(Position.status == PositionStatus.OPEN)
         statement = statement.where(Market.id.in_(holders))
-    if sort is MarketSort.CLOSE:
+    if chosen.sort is MarketSort.CLOSE:
         order = [Market.end_date.is_(None), Market.end_date, Market.id]
     else:
         # volume is exact text on SQLite: order numerically on every backend
@@ -211,7 +190,7 @@ def decision(session: Session, decision_id: int) -> dict[str, Any]:
         "claim_history": {
             "claim_count": found.claim_count,
             "claimed_by": found.claimed_by,
-            "lease_expires_at": iso(found.lease_expires_at),
+            "lease_expires_at": jsonable(found.lease_expires_at),
             "claims": list(claims.values()),
         },
     }
