@@ -16,7 +16,7 @@ from arena.cli.common import (
     state,
 )
 from arena.errors import UserError
-from arena.terminal import Column, fitted_table, show
+from arena.terminal import TerminalColumn, fitted_table, show
 
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 cohort_app = typer.Typer(help="Weekly cohorts.", no_args_is_help=True)
@@ -47,12 +47,12 @@ def cohort_start(ctx: typer.Context, at: AtOption = None) -> None:
 FAMILY_FORMATS = ("table", "json")
 
 FAMILY_COLUMNS = [
-    Column("id", lambda f: f["id"], numeric=False),
-    Column("kind", lambda f: f["kind"], numeric=False),
-    Column("display name", lambda f: f["display_name"], essential=False, numeric=False),
-    Column("model / strategy", lambda f: f["target"], numeric=False),
-    Column("active", lambda f: "yes" if f["active"] else "no", numeric=False),
-    Column("ready", lambda f: f["ready"], numeric=False),
+    TerminalColumn("id", lambda f: f["id"], numeric=False),
+    TerminalColumn("kind", lambda f: f["kind"], numeric=False),
+    TerminalColumn("display name", lambda f: f["display_name"], essential=False, numeric=False),
+    TerminalColumn("model / strategy", lambda f: f["target"], numeric=False),
+    TerminalColumn("active", lambda f: "yes" if f["active"] else "no", numeric=False),
+    TerminalColumn("ready", lambda f: f["ready"], numeric=False),
 ]
 
 

@@ -15,7 +15,7 @@ import typer
 from arena.cli.common import AtOption, WideOption, clock_for, console, runtime
 from arena.domain.states import DecisionStatus
 from arena.errors import JobFailed
-from arena.terminal import Column, fitted_table, show
+from arena.terminal import TerminalColumn, fitted_table, show
 
 if TYPE_CHECKING:
     from arena.jobs.decide_report import AgentResult, DecideReport
@@ -39,15 +39,15 @@ def decide(ctx: typer.Context, at: AtOption = None, wide: WideOption = False) ->
 
 
 RESULT_COLUMNS = [
-    Column("cohort", lambda r: str(r.cohort_id)),
-    Column("family", lambda r: r.family_id, numeric=False),
-    Column(
+    TerminalColumn("cohort", lambda r: str(r.cohort_id)),
+    TerminalColumn("family", lambda r: r.family_id, numeric=False),
+    TerminalColumn(
         "action", lambda r: (r.action or "-") + (" (system)" if r.system_hold else ""), True, False
     ),
-    Column("trades", lambda r: str(r.trades)),
-    Column("cost USD", lambda r: f"{r.cost_usd:.6f}", essential=False),
-    Column("attempts", lambda r: str(r.attempts), essential=False),
-    Column("status", lambda r: r.describe(), numeric=False),
+    TerminalColumn("trades", lambda r: str(r.trades)),
+    TerminalColumn("cost USD", lambda r: f"{r.cost_usd:.6f}", essential=False),
+    TerminalColumn("attempts", lambda r: str(r.attempts), essential=False),
+    TerminalColumn("status", lambda r: r.describe(), numeric=False),
 ]
 
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from arena.web import records, standings
-from arena.web.api import methodology_text
-from arena.web.columns import (
+from arena.analytics.leaderboard_columns import (
     EXECUTION_COLUMNS,
     LEADERBOARD_COLUMNS,
-    RANKING_COLUMNS,
     RELIABILITY_COLUMNS,
 )
+from arena.web import records, standings
+from arena.web.api import methodology_text
+from arena.web.columns import RANKING_COLUMNS
 from arena.web.deps import ContextDep, SessionDep
 from arena.web.markdown import render_markdown
 from arena.web.params import (

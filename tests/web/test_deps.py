@@ -4,8 +4,6 @@ route that reads the database asks for :data:`~arena.web.deps.SessionDep`, and a
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
