@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock, FixedClock, SystemClock, week_start
+from arena.clock import Clock, FixedClock, SystemClock, iso_utc, week_start
 from arena.config import Settings
 from arena.domain.book import Pricing
 from arena.domain.states import Blocked, DecisionStatus, JobRunStatus
@@ -331,7 +331,7 @@ class Runtime:
                 clock.now(),
                 result.job,
                 "caught_up",
-                f"slot {result.slot.isoformat()} caught up {int(late.total_seconds())} s late: "
+                f"slot {iso_utc(result.slot)} caught up {int(late.total_seconds())} s late: "
                 f"{result.describe()}",
                 level="WARNING",
             )

@@ -25,7 +25,7 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from arena.clock import SystemClock
+from arena.clock import SystemClock, iso_utc
 from arena.config import Settings, parse_weekly
 from arena.runtime import Runtime
 from arena.slots import JOBS, WEEKLY_JOBS, interval_minutes
@@ -113,7 +113,7 @@ def run_forever(runtime: Runtime, stop: threading.Event | None = None) -> None:
     scheduler = build_scheduler(runtime)
     scheduler.start()
     for job, at in sorted(next_run_times(scheduler).items()):
-        log.info("job %s next runs at %s", job, at.isoformat() if at else "never")
+        log.info("job %s next runs at %s", job, iso_utc(at) if at else "never")
     try:
         while not stop.wait(1.0):
             pass

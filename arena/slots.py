@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from arena.clock import floor_to_minutes, week_start
+from arena.clock import WEEK, floor_to_minutes, week_start
 from arena.config import Settings, weekly_offset
 
 # The order `--once` runs due jobs in: a cohort exists before its decisions; markets are fresh
 # before decisions and settlement; snapshots see the state after everything else.
 JOBS = ("cohort_start", "market_sync", "decision_run", "resolution", "snapshot")
 WEEKLY_JOBS = ("cohort_start", "decision_run")
-WEEK = timedelta(days=7)
 
 
 def weekly_slot(spec: str, now: datetime) -> datetime:

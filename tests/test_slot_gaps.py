@@ -28,7 +28,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 
-from arena.clock import FixedClock
+from arena.clock import FixedClock, iso_utc
 from arena.config import load_settings
 from arena.demo_world import Simulation
 from arena.fakes.serving import Reply, serve_handler
@@ -180,14 +180,14 @@ def test_a_killed_snapshot_slot_past_the_grace_is_abandoned_and_shown(
     status = json.loads(shown.stdout)
     gaps = status["snapshot_gaps"]
     assert [g["slot"] for g in gaps["slots"]] == [
-        KILLED.isoformat(),
-        (KILLED + timedelta(minutes=10)).isoformat(),
+        iso_utc(KILLED),
+        iso_utc(KILLED + timedelta(minutes=10)),
     ]
     assert gaps["slots"][0]["run"].startswith("abandoned")
     assert gaps["slots"][1]["run"] == "never ran"
     assert gaps["missing_snapshots"] == 2 * agents
     assert [(r["job"], r["slot"]) for r in status["abandoned_runs"]] == [
-        ("snapshot", KILLED.isoformat())
+        ("snapshot", iso_utc(KILLED))
     ]
     assert status["abandoned_runs"][0]["holder"].endswith(f":{killed.pid}")
     assert any(w.startswith("snapshot gaps: 2 slots") for w in status["warnings"])

@@ -15,6 +15,7 @@ from arena.cli.common import (
     runtime,
     state,
 )
+from arena.clock import iso_utc
 from arena.errors import UserError
 from arena.terminal import TerminalColumn, fitted_table, show
 
@@ -40,7 +41,7 @@ def cohort_start(ctx: typer.Context, at: AtOption = None) -> None:
     verb = "created" if report.created else "already exists:"
     console.print(
         f"cohort {report.cohort_id} {verb} week starting "
-        f"{report.week_start.isoformat().replace('+00:00', 'Z')}, {report.agents} agents"
+        f"{iso_utc(report.week_start)}, {report.agents} agents"
     )
 
 

@@ -26,13 +26,13 @@ from arena.cli.common import (
     state,
 )
 from arena.errors import UserError
+from arena.export import FORMATS
 from arena.terminal import TerminalColumn, fitted_table, show, text_column
 
 if TYPE_CHECKING:
     from arena.analytics.leaderboard import FamilyStanding
 
 LEADERBOARD_FORMATS = ("table", "json", "csv")
-EXPORT_FORMATS = ("jsonl", "csv", "parquet")
 
 
 def leaderboard(
@@ -165,8 +165,8 @@ def export_command(
     ] = False,
 ) -> None:
     """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md)."""
-    if fmt not in EXPORT_FORMATS:
-        raise UserError(f"--format: {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
+    if fmt not in FORMATS:
+        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     from arena.export.writer import export  # pyarrow loads only for this command
 
     app_state = state(ctx)

@@ -18,7 +18,7 @@ from arena.cli.common import (
     runtime,
     state,
 )
-from arena.clock import SystemClock
+from arena.clock import SystemClock, iso_utc
 from arena.errors import JobFailed, UserError
 from arena.terminal import TerminalColumn, fitted_table, instant, show
 from arena.web.bind import parse_bind
@@ -63,7 +63,7 @@ def run(
             results = jobs.finish_held(now, jobs.run_due(now))
             for result in results:
                 console.print(
-                    f"{result.job:13} slot {result.slot.isoformat()}: {result.describe()}",
+                    f"{result.job:13} slot {iso_utc(result.slot)}: {result.describe()}",
                     markup=False,
                 )
             unfinished = [r for r in results if not r.final]

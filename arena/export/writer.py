@@ -42,11 +42,12 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena import __version__
-from arena.clock import Clock, SystemClock, ensure_utc
+from arena.clock import Clock, SystemClock, ensure_utc, iso_utc
 from arena.csv_safe import safe_cell
 from arena.errors import UserError
+from arena.export import FORMATS
 from arena.export.directory import MANIFEST, check_target, publish, sha256_of, staging
-from arena.export.spec import Column, ExportFilters, Kind, TableSpec
+from arena.export.spec import ExportColumn, ExportFilters, Kind, TableSpec
 from arena.export.tables import TABLES
 from arena.store.consistent_read import consistent_read
 from arena.store.models import Agent, Cohort, Family
@@ -54,7 +55,6 @@ from arena.store.models import Agent, Cohort, Family
 log = logging.getLogger(__name__)
 
 EXPORT_SCHEMA_VERSION = "2"  # 2: executable prices (mode book columns)
-FORMATS = ("jsonl", "csv", "parquet")
 BATCH_ROWS = 2_000
 BATCH_BYTES = 4 * 1024 * 1024
 
@@ -89,7 +89,7 @@ class Manifest:
             "methodology_version": self.methodology_version,
             "arena_version": self.arena_version,
             "format": self.format,
-            "exported_at": iso(self.exported_at),
+            "exported_at": iso_utc(self.exported_at),
             "filters": self.filters,
             "cohort_methodology_versions": self.cohort_methodology_versions,
             "files": {
@@ -177,8 +177,8 @@ def _manifest(
         filters={
             "cohorts": list(filters.cohorts) if filters.cohorts else None,
             "families": list(filters.families) if filters.families else None,
-            "since": iso(since) if since else None,
-            "until": iso(until) if until else None,
+            "since": iso_utc(since) if since else None,
+            "until": iso_utc(until) if until else None,
             "include_prompts": include_prompts,
         },
         cohort_methodology_versions=[],
@@ -258,7 +258,7 @@ def _write_table(
 
 
 def _batches(
-    session: Session, statement: Select, columns: tuple[Column, ...], batch_rows: int
+    session: Session, statement: Select, columns: tuple[ExportColumn, ...], batch_rows: int
 ) -> Iterator[list[tuple[Any, ...]]]:
     """Rows converted to export values, in lists of at most ``batch_rows`` / ~BATCH_BYTES."""
     converters = [_CONVERT[column.kind](column) for column in columns]
@@ -280,19 +280,19 @@ def _batches(
 # -- value conversion: database value -> the one export value every format starts from ------
 
 
-def _identity(_column: Column) -> Callable[[Any], Any]:
+def _identity(_column: ExportColumn) -> Callable[[Any], Any]:
     return lambda value: value
 
 
-def _to_int(_column: Column) -> Callable[[Any], Any]:
+def _to_int(_column: ExportColumn) -> Callable[[Any], Any]:
     return lambda value: None if value is None else int(value)
 
 
-def _to_bool(_column: Column) -> Callable[[Any], Any]:
+def _to_bool(_column: ExportColumn) -> Callable[[Any], Any]:
     return lambda value: None if value is None else bool(value)
 
 
-def _to_decimal(column: Column) -> Callable[[Any], Any]:
+def _to_decimal(column: ExportColumn) -> Callable[[Any], Any]:
     """Quantized to the column's scale, half-up as PostgreSQL's NUMERIC does, so an export
     from SQLite (which keeps decimal text as written) equals one from PostgreSQL."""
     step = Decimal(1).scaleb(-column.scale)
@@ -305,7 +305,7 @@ def _to_decimal(column: Column) -> Callable[[Any], Any]:
     return convert
 
 
-def _to_time(column: Column) -> Callable[[Any], Any]:
+def _to_time(column: ExportColumn) -> Callable[[Any], Any]:
     derive = column.derive
 
     def convert(value: Any) -> datetime | None:
@@ -317,7 +317,7 @@ def _to_time(column: Column) -> Callable[[Any], Any]:
     return convert
 
 
-def _to_json_text(column: Column) -> Callable[[Any], Any]:
+def _to_json_text(column: ExportColumn) -> Callable[[Any], Any]:
     """JSON columns are read as their stored text; a stored JSON ``null`` becomes null. A
     derived JSON column maps the stored text to its own."""
     derive = column.derive
@@ -330,7 +330,7 @@ def _to_json_text(column: Column) -> Callable[[Any], Any]:
     return convert
 
 
-_CONVERT: dict[Kind, Callable[[Column], Callable[[Any], Any]]] = {
+_CONVERT: dict[Kind, Callable[[ExportColumn], Callable[[Any], Any]]] = {
     Kind.INT: _to_int,
     Kind.TEXT: _identity,
     Kind.BOOL: _to_bool,
@@ -338,11 +338,6 @@ _CONVERT: dict[Kind, Callable[[Column], Callable[[Any], Any]]] = {
     Kind.TIME: _to_time,
     Kind.JSON: _to_json_text,
 }
-
-
-def iso(value: datetime) -> str:
-    """ISO 8601 in UTC with a ``Z`` (microseconds only when present)."""
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def decimal_text(value: Decimal, scale: int) -> str:
@@ -353,14 +348,14 @@ def decimal_text(value: Decimal, scale: int) -> str:
     return text.rstrip("0").rstrip(".")
 
 
-def text_value(column: Column, value: Any) -> Any:
+def text_value(column: ExportColumn, value: Any) -> Any:
     """The JSON-lines value of an export value (CSV writes the same, null as an empty cell)."""
     if value is None:
         return None
     if column.kind is Kind.DECIMAL:
         return decimal_text(value, column.scale)
     if column.kind is Kind.TIME:
-        return iso(value)
+        return iso_utc(value)
     return value
 
 
@@ -368,7 +363,7 @@ def text_value(column: Column, value: Any) -> Any:
 
 
 class _JsonlWriter:
-    def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
+    def __init__(self, path: Path, columns: tuple[ExportColumn, ...]) -> None:
         self.columns = columns
         self.handle: IO[str] = path.open("w", encoding="utf-8", newline="\n")
 
@@ -382,7 +377,7 @@ class _JsonlWriter:
 
 
 class _CsvWriter:
-    def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
+    def __init__(self, path: Path, columns: tuple[ExportColumn, ...]) -> None:
         self.columns = columns
         self.handle: IO[str] = path.open("w", encoding="utf-8", newline="")
         # RFC 4180 line ends: the writer then quotes a cell holding a carriage return, which
@@ -398,7 +393,7 @@ class _CsvWriter:
         self.handle.close()
 
 
-def _csv_cell(column: Column, value: Any) -> Any:
+def _csv_cell(column: ExportColumn, value: Any) -> Any:
     value = text_value(column, value)
     if value is None:
         return ""
@@ -410,7 +405,7 @@ def _csv_cell(column: Column, value: Any) -> Any:
 
 
 class _ParquetWriter:
-    def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
+    def __init__(self, path: Path, columns: tuple[ExportColumn, ...]) -> None:
         self.schema = arrow_schema(columns)
         # Dictionary pages pay off for repeated values (ids, statuses), not for prompts; and
         # min/max statistics of prompts would only grow the footer kept until the file closes.
@@ -430,7 +425,7 @@ class _ParquetWriter:
         self.writer.close()
 
 
-def arrow_type(column: Column) -> pa.DataType:
+def arrow_type(column: ExportColumn) -> pa.DataType:
     """The Parquet (Arrow) type of an export column."""
     if column.kind is Kind.INT:
         return pa.int64()
@@ -443,11 +438,11 @@ def arrow_type(column: Column) -> pa.DataType:
     return pa.string()
 
 
-def arrow_schema(columns: tuple[Column, ...]) -> pa.Schema:
+def arrow_schema(columns: tuple[ExportColumn, ...]) -> pa.Schema:
     return pa.schema([pa.field(column.name, arrow_type(column)) for column in columns])
 
 
-_WRITERS: dict[str, Callable[[Path, tuple[Column, ...]], Any]] = {
+_WRITERS: dict[str, Callable[[Path, tuple[ExportColumn, ...]], Any]] = {
     "jsonl": _JsonlWriter,
     "csv": _CsvWriter,
     "parquet": _ParquetWriter,

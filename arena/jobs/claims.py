@@ -23,7 +23,7 @@ from decimal import Decimal
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock
+from arena.clock import Clock, iso_utc
 from arena.domain.decisions import ValidDecision
 from arena.domain.states import Blocked, DecisionStatus
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
@@ -63,7 +63,7 @@ class Refused:
         """``already final`` or ``held by HOST:PID until T``."""
         if not self.held:
             return Blocked.ALREADY_FINAL
-        until = self.lease_until.isoformat() if self.lease_until else "?"
+        until = iso_utc(self.lease_until) if self.lease_until else "?"
         return f"held by {label(self.holder)} until {until}"
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Row, select
 
-from arena.clock import decision_week, week_start
+from arena.clock import decision_week, iso_utc, week_start
 from arena.domain.states import DecisionStatus, JobRunStatus
 from arena.jobs.holders import holder_alive, label
 from arena.slots import job_slot
@@ -56,7 +56,7 @@ class WeekDue:
         if self.missing_decision_run is not None:
             state = self.decision_run_status or "never ran"
             lines.append(
-                f"missing decision run: the run of {self.missing_decision_run.isoformat()} "
+                f"missing decision run: the run of {iso_utc(self.missing_decision_run)} "
                 f"has not succeeded ({state})"
             )
         lines += [
@@ -157,7 +157,7 @@ def _reason(decision: Any, lease_now: datetime) -> str:
         alive = holder_alive(decision.claimed_by)
         if alive is False or (until is not None and until < lease_now):
             return f"claimed by {label(decision.claimed_by)}, which is gone; retried next run"
-        return f"held by {label(decision.claimed_by)} until {until.isoformat() if until else '?'}"
+        return f"held by {label(decision.claimed_by)} until {iso_utc(until) if until else '?'}"
     return f"{decision.status}: {(decision.error or '')[:120]}".rstrip(": ")
 
 
@@ -167,7 +167,7 @@ def _run_state(run: Row[Any] | None, lease_now: datetime) -> str:
     if run.status == JobRunStatus.RUNNING:
         if holder_alive(run.holder) is False or run.lease_expires_at < lease_now:
             return f"running by {label(run.holder)}, which is gone"
-        return f"running, held by {label(run.holder)} until {run.lease_expires_at.isoformat()}"
+        return f"running, held by {label(run.holder)} until {iso_utc(run.lease_expires_at)}"
     return f"{run.status}: {(run.error or '')[:120]}".rstrip(": ")
 
 

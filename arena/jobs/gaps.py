@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, or_, select
 
+from arena.clock import iso_utc
 from arena.domain.states import JobRunStatus
 from arena.jobs.holders import holder_gone, label
 from arena.slots import interval_minutes, job_slot
@@ -59,7 +60,7 @@ class SnapshotGaps:
     def warnings(self) -> list[str]:
         if not self.slots:
             return []
-        named = ", ".join(f"{g.slot.isoformat()} ({g.run})" for g in self.slots[:LISTED])
+        named = ", ".join(f"{iso_utc(g.slot)} ({g.run})" for g in self.slots[:LISTED])
         more = f" and {len(self.slots) - LISTED} more" if len(self.slots) > LISTED else ""
         return [
             f"snapshot gaps: {len(self.slots)} slots in the last {self.window_hours} h lack "
@@ -85,7 +86,7 @@ def abandoned_warnings(runs: list[AbandonedRun]) -> list[str]:
         latest = max((r for r in runs if r.job == job), key=lambda r: r.slot)
         lines.append(
             f"abandoned runs: {count} {job} runs in the last {GAP_HOURS} h never finished, "
-            f"their holder gone (latest: slot {latest.slot.isoformat()}, holder {latest.holder})"
+            f"their holder gone (latest: slot {iso_utc(latest.slot)}, holder {latest.holder})"
         )
     return lines
 

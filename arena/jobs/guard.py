@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock, SystemClock
+from arena.clock import Clock, SystemClock, iso_utc
 from arena.domain.states import Blocked, JobRunStatus
 from arena.jobs.holders import Heartbeat, holder_alive, holder_gone, label, this_process
 from arena.store import schema
@@ -60,7 +60,7 @@ class GuardedRun:
     def describe(self) -> str:
         """``succeeded``, ``already final``, ``held by HOST:PID until T``, or the failure."""
         if self.status == Blocked.HELD:
-            until = self.lease_until.isoformat() if self.lease_until else "?"
+            until = iso_utc(self.lease_until) if self.lease_until else "?"
             return f"held by {label(self.holder)} until {until}"
         return self.status + (f": {self.error}" if self.error else "")
 
@@ -251,7 +251,7 @@ def mark_abandoned(
             clock.now(),
             job,
             JobRunStatus.ABANDONED,
-            f"slot {slot.isoformat()}: its holder is gone; the run never finished",
+            f"slot {iso_utc(slot)}: its holder is gone; the run never finished",
             level="WARNING",
         )
     return marked

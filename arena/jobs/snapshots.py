@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock
+from arena.clock import Clock, iso_utc
 from arena.config import Settings
 from arena.domain.book import Pricing
 from arena.domain.ledger import HUNDRED, ZERO
@@ -95,7 +95,7 @@ class SnapshotReport:
     def counts(self) -> dict[str, Any]:
         """JSON-safe figures for the job log."""
         return {
-            "taken_at": self.taken_at.isoformat(),
+            "taken_at": iso_utc(self.taken_at),
             "agents": self.agents,
             "written": self.written,
             "positions": self.positions,
@@ -107,7 +107,7 @@ class SnapshotReport:
         }
 
     def summary(self) -> str:
-        slot = self.taken_at.isoformat().replace("+00:00", "Z")
+        slot = iso_utc(self.taken_at)
         text = (
             f"snapshot {slot}: {self.written} written, {self.agents - self.written} already "
             f"there, {self.positions} open positions"
@@ -154,7 +154,7 @@ def take_snapshots(
             written = insert_snapshots(session, rows)
     log.info(
         "snapshot %s: %d agents, %d written, %d open positions (%d at cost basis)",
-        slot.isoformat(),
+        iso_utc(slot),
         len(rows),
         written,
         positions,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
+from arena.clock import iso_utc
 from arena.domain.states import (
     BOOK_HASH_MISMATCH,
     CLOB_UNAVAILABLE,
@@ -33,6 +34,7 @@ from arena.jobs.gaps import (
     abandoned_warnings,
     snapshot_gaps,
 )
+from arena.jsonable import jsonable
 from arena.slots import JOBS, next_slot
 from arena.store.queries import decision_window, held_market_ids, latest_runs, unfinished_cohorts
 from arena.store.schema import agents, markets, positions, system_log
@@ -75,16 +77,7 @@ class Status:
     abandoned_runs: list[AbandonedRun] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        def plain(value: Any) -> Any:
-            if isinstance(value, datetime):
-                return value.isoformat()
-            if isinstance(value, dict):
-                return {k: plain(v) for k, v in value.items()}
-            if isinstance(value, list):
-                return [plain(v) for v in value]
-            return value
-
-        result: dict[str, Any] = plain(asdict(self))
+        result: dict[str, Any] = jsonable(asdict(self))
         return result
 
 
@@ -157,7 +150,7 @@ def clob_outages(session: Reader, now: datetime) -> list[str]:
         return []
     at, source, message = rows[0]
     more = f" ({len(rows)} in the last 24 h)" if len(rows) > 1 else ""
-    return [f"CLOB outage at {at.isoformat()} during the {source}{more}: {message}"]
+    return [f"CLOB outage at {iso_utc(at)} during the {source}{more}: {message}"]
 
 
 def book_hash_mismatches(session: Reader, now: datetime) -> list[str]:
@@ -178,7 +171,7 @@ def book_hash_mismatches(session: Reader, now: datetime) -> list[str]:
     ).one()
     return [
         f"{total} order book(s) served with a wrong hash in the last 24 h; latest at "
-        f"{at.isoformat()} during the {source}: {message}"
+        f"{iso_utc(at)} during the {source}: {message}"
     ]
 
 

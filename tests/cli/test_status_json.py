@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from arena.clock import iso_utc
 from arena.config import load_settings
 from arena.jobs.status import read_status
 from arena.store.db import transaction
@@ -65,19 +66,19 @@ def test_status_json_is_the_status_read_at_the_given_instant(
     shown = _status(capsys, config, at)
     with db.factory() as session:
         expected = read_status(session, load_settings(config), at, at).to_json()
-    assert shown["now"] == expected["now"] == at.isoformat()
+    assert shown["now"] == expected["now"] == iso_utc(at)  # the one written form
     assert shown["jobs"] == expected["jobs"]
     assert shown["cohorts"] == expected["cohorts"]
     jobs = {line["job"]: line for line in shown["jobs"]}
     # judged at --at: the latest runs at or before it, not the newest in the database
-    assert jobs["snapshot"]["last_slot"] == (WEEK + timedelta(hours=10)).isoformat()
-    assert jobs["market_sync"]["last_slot"] == (WEEK + timedelta(hours=1)).isoformat()
+    assert jobs["snapshot"]["last_slot"] == iso_utc(WEEK + timedelta(hours=10))
+    assert jobs["market_sync"]["last_slot"] == iso_utc(WEEK + timedelta(hours=1))
     assert jobs["market_sync"]["status"] == "failed"
     assert jobs["cohort_start"]["status"] == "never"
     later = {
         line["job"]: line for line in _status(capsys, config, WEEK + timedelta(days=3))["jobs"]
     }
-    assert later["snapshot"]["last_slot"] == (WEEK + timedelta(hours=47)).isoformat()
+    assert later["snapshot"]["last_slot"] == iso_utc(WEEK + timedelta(hours=47))
     assert later["market_sync"]["status"] == "succeeded"
     before = {
         line["job"]: line for line in _status(capsys, config, WEEK - timedelta(hours=1))["jobs"]
