@@ -26,7 +26,7 @@ from arena.errors import NotFound
 from arena.store.db import head_revision, session_factory
 from arena.web import api, pages
 from arena.web.context import WebContext
-from arena.web.db import read_only_engine, readiness
+from arena.web.db import failure_line, read_only_engine, readiness
 from arena.web.metrics import HttpMetrics, make_registry
 from arena.web.params import CheckedRoute
 from arena.web.render import HERE, SECURITY_HEADERS, error_response, templates, wants_json
@@ -152,7 +152,7 @@ def _error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DBAPIError)
     async def database_error(request: Request, exc: DBAPIError) -> Response:
-        log.error("database error on %s: %s", request.url.path, type(exc.orig).__name__)
+        log.error("database error on %s: %s", request.url.path, failure_line(exc))
         return error_response(request, 503, "database unavailable", "try again shortly")
 
     @app.exception_handler(Exception)
