@@ -44,7 +44,7 @@ from arena.sources.clob import BookSource, ClobClient
 from arena.sources.gamma import GammaClient
 from arena.sources.registry import ProviderRegistry
 from arena.store.models import Cohort, JobRun
-from arena.store.system_log import log_event
+from arena.store.system_log import LogMessage, log_event
 
 log = logging.getLogger(__name__)
 
@@ -331,9 +331,11 @@ class Runtime:
                 clock.now(),
                 result.job,
                 "caught_up",
-                f"slot {iso_utc(result.slot)} caught up {int(late.total_seconds())} s late: "
-                f"{result.describe()}",
-                level="WARNING",
+                LogMessage(
+                    f"slot {iso_utc(result.slot)} caught up {int(late.total_seconds())} s late: "
+                    f"{result.describe()}",
+                    "WARNING",
+                ),
             )
         return result
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,6 +21,7 @@ from arena.cli.common import (
     FormatOption,
     WideOption,
     console,
+    grouped_options,
     ids_in_range,
     parse_at,
     state,
@@ -122,12 +123,14 @@ def print_leaderboard(
         console.print("(--wide: every column; --format json: every field)")
 
 
-def export_command(
-    ctx: typer.Context,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the files into.")],
+@dataclass(frozen=True)
+class ExportOptions:
+    """The options of ``arena export``."""
+
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the files into.")]
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="File format: jsonl, csv or parquet.")
-    ] = "jsonl",
+    ] = "jsonl"
     cohort: Annotated[
         list[int] | None,
         typer.Option(
@@ -136,35 +139,39 @@ def export_command(
             show_default=False,
             callback=ids_in_range("--cohort"),
         ),
-    ] = None,
+    ] = None
     family: Annotated[
         list[str] | None,
         typer.Option(
             "--family", help="Only this family id (repeat for several).", show_default=False
         ),
-    ] = None,
+    ] = None
     since: Annotated[
         str | None,
         typer.Option(
             "--since", help="Rows at or after this time (ISO 8601, UTC).", show_default=False
         ),
-    ] = None,
+    ] = None
     until: Annotated[
         str | None,
         typer.Option("--until", help="Rows before this time (ISO 8601, UTC).", show_default=False),
-    ] = None,
+    ] = None
     no_prompts: Annotated[
         bool,
         typer.Option("--no-prompts", help="Leave out the attempts' prompts and raw responses."),
-    ] = False,
+    ] = False
     overwrite: Annotated[
         bool,
         typer.Option(
             "--overwrite", help="Replace the whole export already in --out (default: refuse)."
         ),
-    ] = False,
-) -> None:
+    ] = False
+
+
+@grouped_options
+def export_command(ctx: typer.Context, options: ExportOptions) -> None:
     """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md)."""
+    fmt = options.fmt
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     from arena.export.writer import export  # pyarrow loads only for this command
@@ -172,19 +179,19 @@ def export_command(
     app_state = state(ctx)
     manifest = export(
         app_state.reader(),
-        out,
+        options.out,
         fmt,
-        cohorts=cohort or None,
-        families=family or None,
-        since=_time(since, "--since"),
-        until=_time(until, "--until"),
-        include_prompts=not no_prompts,
+        cohorts=options.cohort or None,
+        families=options.family or None,
+        since=_time(options.since, "--since"),
+        until=_time(options.until, "--until"),
+        include_prompts=not options.no_prompts,
         methodology=app_state.settings.methodology,
-        overwrite=overwrite,
+        overwrite=options.overwrite,
     )
     counts = ", ".join(f"{f.table} {f.rows}" for f in manifest.files)
     total = sum(f.rows for f in manifest.files)
-    console.print(f"exported {total} rows in {len(manifest.files)} {fmt} files to {out}")
+    console.print(f"exported {total} rows in {len(manifest.files)} {fmt} files to {options.out}")
     console.print(counts, soft_wrap=True)
 
 

@@ -43,7 +43,7 @@ from arena.errors import BookMissing, BookUnusable, ClobError, NoBook
 from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import BookMark, MarketFee
-from arena.store.system_log import log_event
+from arena.store.system_log import LogMessage, log_event
 from arena.store.upsert import dialect_insert
 
 if TYPE_CHECKING:
@@ -282,9 +282,7 @@ def record_hash_mismatches(
     )
     log.warning("book hash mismatch (%s): %s", component, message)
     details = {"count": len(mismatched), "algorithm": BOOK_HASH_ALGORITHM, "books": examples}
-    log_event(
-        factory, now, component, BOOK_HASH_MISMATCH, message, level="WARNING", details=details
-    )
+    log_event(factory, now, component, BOOK_HASH_MISMATCH, LogMessage(message, "WARNING", details))
     return len(mismatched)
 
 
@@ -294,7 +292,7 @@ def record_outage(
     """Write a CLOB outage to the system log (``arena status`` lists recent ones)."""
     log.error("CLOB unavailable (%s): %s", component, error)
     message = f"Polymarket CLOB unavailable: {error}"
-    log_event(factory, now, component, CLOB_UNAVAILABLE, message, level="ERROR")
+    log_event(factory, now, component, CLOB_UNAVAILABLE, LogMessage(message, "ERROR"))
 
 
 def touch_fee(fees: Mapping[str, FeeSchedule], condition_id: str | None) -> FeeSchedule:

@@ -34,7 +34,7 @@ from arena.jobs.holders import Heartbeat, holder_alive, holder_gone, label, this
 from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import JobRun
-from arena.store.system_log import log_event
+from arena.store.system_log import LogMessage, log_event
 from arena.store.upsert import insert_ignore
 
 log = logging.getLogger(__name__)
@@ -183,9 +183,7 @@ def run_guarded(
             clock.now(),
             job,
             JobRunStatus.FAILED,
-            error,
-            level="ERROR",
-            details={"traceback": traceback.format_exc(limit=8)},
+            LogMessage(error, "ERROR", {"traceback": traceback.format_exc(limit=8)}),
         )
         return GuardedRun(job, slot, True, JobRunStatus.FAILED, error=error)
     _finish(factory, job, slot, clock, JobRunStatus.SUCCEEDED, counts, None)
@@ -251,7 +249,8 @@ def mark_abandoned(
             clock.now(),
             job,
             JobRunStatus.ABANDONED,
-            f"slot {iso_utc(slot)}: its holder is gone; the run never finished",
-            level="WARNING",
+            LogMessage(
+                f"slot {iso_utc(slot)}: its holder is gone; the run never finished", "WARNING"
+            ),
         )
     return marked
