@@ -7,12 +7,13 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Float, func, or_, select
 from sqlalchemy.orm import Session
 
 from arena.domain.states import PositionStatus
 from arena.domain.storable import is_market_id
 from arena.errors import NotFound
+from arena.jobs.status import read_status
 from arena.jsonable import jsonable
 from arena.store import schema
 from arena.store.models import (
@@ -67,7 +68,7 @@ def markets(session: Session, page: Page, chosen: MarketFilter | None = None) ->
         order = [Market.end_date.is_(None), Market.end_date, Market.id]
     else:
         # volume is exact text on SQLite: order numerically on every backend
-        order = [Market.volume.is_(None), func.cast(Market.volume, _real()).desc(), Market.id]
+        order = [Market.volume.is_(None), func.cast(Market.volume, Float()).desc(), Market.id]
     # the total rides along as a window count: the filter runs once, not twice
     rows = session.execute(
         page.apply(statement.add_columns(func.count().over().label("total")).order_by(*order))
@@ -85,12 +86,6 @@ def markets(session: Session, page: Page, chosen: MarketFilter | None = None) ->
         )
     )
     return result
-
-
-def _real() -> Any:
-    from sqlalchemy import Float
-
-    return Float()
 
 
 def polymarket_url(market: Market) -> str:
@@ -212,6 +207,4 @@ def status(ctx: WebContext, session: Session, now: datetime, real_now: datetime)
     """What ``arena status`` shows (:func:`arena.jobs.status.read_status`, the same query):
     each job's latest run and next run time, the unfinished cohorts with their agents and open
     positions, and the open warnings."""
-    from arena.jobs.status import read_status
-
     return read_status(session, ctx.settings, now, real_now).to_json()
