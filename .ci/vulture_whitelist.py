@@ -15,6 +15,7 @@ _ = object()
 _.__getattr__  # a module's lazy attributes (PEP 562): arena/analytics/__init__.py
 _.__dir__  # a module's listing with its lazy attributes (PEP 562): arena/analytics/__init__.py
 _._missing_  # enum: looks up a value that is no member (Job's aliases): arena/domain/states.py
+_.__signature__  # inspect.signature: the options typer reads: arena/cli/common.py (grouped_options)
 
 # pydantic and pydantic-settings
 _.model_config  # pydantic: a model's configuration
