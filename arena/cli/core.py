@@ -16,6 +16,7 @@ from arena.cli.common import (
     state,
 )
 from arena.errors import UserError
+from arena.jobs.report import raise_failure
 from arena.terminal import Column, fitted_table, show
 
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
@@ -36,12 +37,9 @@ def db_upgrade(ctx: typer.Context) -> None:
 def cohort_start(ctx: typer.Context, at: AtOption = None) -> None:
     """Create this week's cohort with one agent per active family (no-op if it exists)."""
     with runtime(ctx) as jobs:
-        report = jobs.start_cohort(clock_for(at))
-    verb = "created" if report.created else "already exists:"
-    console.print(
-        f"cohort {report.cohort_id} {verb} week starting "
-        f"{report.week_start.isoformat().replace('+00:00', 'Z')}, {report.agents} agents"
-    )
+        report = jobs.cohort_start(clock_for(at))
+    console.print(report.summary())
+    raise_failure(report)
 
 
 FAMILY_FORMATS = ("table", "json")

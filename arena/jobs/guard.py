@@ -29,7 +29,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, SystemClock
-from arena.domain.states import Blocked, JobRunStatus
+from arena.domain.states import Blocked, Job, JobRunStatus
 from arena.jobs.holders import Heartbeat, holder_alive, holder_gone, label, this_process
 from arena.store import schema
 from arena.store.db import transaction
@@ -44,7 +44,7 @@ DEFAULT_LEASE = timedelta(seconds=90)
 
 @dataclass(frozen=True)
 class GuardedRun:
-    job: str
+    job: Job
     slot: datetime
     ran: bool
     status: str  # succeeded | failed | already final | held | week over
@@ -132,7 +132,7 @@ def _acquire(
 
 def run_guarded(
     factory: sessionmaker[Session],
-    job: str,
+    job: Job,
     slot: datetime,
     fn: Callable[[], dict[str, Any]],
     *,
