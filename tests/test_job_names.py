@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from arena.clock import Clock
 from arena.cli import app
+from arena.clock import Clock
 from arena.config import Schedule, load_settings
 from arena.demo_world import Simulation
 from arena.domain.states import Job

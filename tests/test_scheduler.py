@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from arena.config import load_settings
+from arena.domain.states import Job
 from arena.errors import ConfigError
 from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
 from arena.scheduler import build_scheduler, interval_trigger, triggers
-from arena.domain.states import Job
 from arena.slots import job_slot, next_slot, weekly_slot
 from tests.helpers import cli_env, write_config
 

@@ -90,7 +90,8 @@ def killed(db: Database, tmp_path: Path) -> Iterator[Killed]:
         sim.step(SUNDAY + timedelta(minutes=5))  # the cohort, decisions (positions), 00:00 snapshot
         sim.clock.set(KILLED)
         sim.world.evolve(KILLED)
-        for job in (Job.MARKET_SYNC, Job.SETTLEMENT):  # done: the process only has the snapshot left
+        # done: the process only has the snapshot left
+        for job in (Job.MARKET_SYNC, Job.SETTLEMENT):
             assert sim.runtime.run_job(job, sim.clock).status == "succeeded"
         entered, release = threading.Event(), threading.Event()
 

@@ -69,7 +69,8 @@ def test_counts_write_money_as_exact_text_and_instants_with_z() -> None:
 
 def test_a_settlement_with_failed_markets_fails() -> None:
     report = SettleReport(checked=2, failures=["market 9: disk on fire", "market 8: gone"])
-    assert report.failure() == "2 market(s) failed to settle: market 9: disk on fire; market 8: gone"
+    failure = "2 market(s) failed to settle: market 9: disk on fire; market 8: gone"
+    assert report.failure() == failure
     assert report.counts()["failures"] == 2
     with pytest.raises(JobFailed, match="failed to settle"):
         raise_failure(report)
