@@ -52,7 +52,9 @@ def test_the_schedule_gives_each_job_its_own_setting() -> None:
 
 
 def test_resolution_minutes_in_a_file_is_settlement_minutes(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "c.yaml", "sqlite:///x.db", schedule={"resolution_minutes": 30})
+    config = write_config(
+        tmp_path / "c.yaml", "sqlite:///x.db", schedule={"resolution_minutes": 30}
+    )
     settings = load_settings(config)
     assert settings.schedule.settlement_minutes == 30
     at = SUNDAY + timedelta(minutes=47)
@@ -65,7 +67,9 @@ def test_resolution_minutes_in_the_environment_overrides_the_file(
 ) -> None:
     """The contract's variable overrides the file's key under its new name, as any variable
     overrides the file."""
-    config = write_config(tmp_path / "c.yaml", "sqlite:///x.db", schedule={"settlement_minutes": 30})
+    config = write_config(
+        tmp_path / "c.yaml", "sqlite:///x.db", schedule={"settlement_minutes": 30}
+    )
     monkeypatch.setenv("ARENA_SCHEDULE__RESOLUTION_MINUTES", "15")
     assert load_settings(config).schedule.settlement_minutes == 15
 
