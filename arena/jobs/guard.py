@@ -211,7 +211,7 @@ def _finish(
 
 def mark_abandoned(
     factory: sessionmaker[Session], clock: Clock, wall_clock: Clock | None = None
-) -> list[tuple[str, datetime]]:
+) -> list[tuple[Job, datetime]]:
     """Mark ``abandoned`` every run left ``running`` by a holder that is gone (dead on this
     host, or its lease run out elsewhere); the ``(job, slot)`` of each, also written to the
     system log. Its ``finished_at`` stays empty: it never finished. Idempotent."""
@@ -225,7 +225,7 @@ def mark_abandoned(
     gone = [run for run in running if holder_gone(run.holder, run.lease_expires_at, wall_now)]
     if not gone:
         return []
-    marked: list[tuple[str, datetime]] = []
+    marked: list[tuple[Job, datetime]] = []
     with transaction(factory) as session:
         for run in gone:
             result = session.execute(
@@ -243,7 +243,7 @@ def mark_abandoned(
                 )
             )
             if result.rowcount == 1:  # type: ignore[attr-defined]
-                marked.append((run.job, run.slot))
+                marked.append((Job(run.job), run.slot))  # an old name reads as its job
     for job, slot in marked:
         log.warning("job %s slot %s: its holder is gone; marked abandoned", job, slot)
         log_event(
