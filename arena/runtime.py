@@ -138,10 +138,10 @@ class Runtime:
         """The decision run (``arena decide``): before each freeze, sync the markets from
         Gamma and offer only what it just listed; a failed sync or a too-small universe
         decides nothing. ``slot``: the scheduled slot this run is for (:meth:`run_job`); when
-        its week had no cohort as the run started, the report says so
-        (:attr:`DecideReport.missing_cohort`) and fails, so the slot is not done and the
-        catch-up decides that cohort once it exists. By hand (no slot), nothing to decide is
-        no failure."""
+        its week had no cohort as the run started, the report says so (its ``missing_cohort``)
+        and fails, so the slot is not done and the catch-up decides that cohort once it exists.
+        By hand (no slot), nothing to decide is no failure: the rule is the slot's, and this
+        is its one home."""
         week = week_start(slot) if slot is not None else None
         if week is not None:
             with self.factory() as session:

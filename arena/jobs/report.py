@@ -1,8 +1,10 @@
 """What every job's report says: its figures for the job log, a line for the operator, and
 whether the job failed.
 
-Each job (:class:`arena.domain.states.Job`) returns one report (:class:`CohortReport`,
-:class:`SyncReport`, :class:`DecideReport`, :class:`SettleReport`, :class:`SnapshotReport`).
+Each job (:class:`arena.domain.states.Job`) returns one report
+(:class:`arena.jobs.cohorts.CohortReport`, :class:`arena.jobs.markets.SyncReport`,
+:class:`arena.jobs.decide_report.DecideReport`, :class:`arena.jobs.settle.SettleReport`,
+:class:`arena.jobs.snapshots.SnapshotReport`).
 The report alone decides how the job ended: its CLI command prints it and exits 1 when it
 failed, and the daemon's run of the job for a slot fails (to be retried) on the same rule,
 both through :func:`raise_failure`.
