@@ -32,7 +32,7 @@ from arena.fakes.book_world import BookWorld
 from arena.fakes.gamma import FakeGammaWorld, FakeMarket
 from arena.fakes.openrouter import FakeOpenRouter, answer
 from arena.jobs.guard import GuardedRun
-from arena.runtime import Runtime
+from arena.runtime import Runtime, Sources
 from arena.sources.clob import ClobClient
 from arena.sources.gamma import GammaClient
 from arena.sources.registry import ProviderRegistry
@@ -329,11 +329,9 @@ class Simulation:
         self.runtime = Runtime(
             settings,
             factory,
-            gamma,
-            providers,
+            Sources(gamma, providers, clob),
             sleep=lambda _s: None,
             wall_clock=self.clock,
-            clob=clob,
         )
 
     def step(self, at: datetime) -> list[GuardedRun]:

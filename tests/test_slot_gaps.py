@@ -31,6 +31,7 @@ from sqlalchemy import func, select
 from arena.clock import FixedClock, iso_utc
 from arena.config import load_settings
 from arena.demo_world import Simulation
+from arena.domain.states import Job
 from arena.fakes.serving import Reply, serve_handler
 from arena.jobs.cohorts import start_cohort
 from arena.jobs.guard import mark_abandoned
@@ -89,7 +90,8 @@ def killed(db: Database, tmp_path: Path) -> Iterator[Killed]:
         sim.step(SUNDAY + timedelta(minutes=5))  # the cohort, decisions (positions), 00:00 snapshot
         sim.clock.set(KILLED)
         sim.world.evolve(KILLED)
-        for job in ("market_sync", "resolution"):  # done: the process only has the snapshot left
+        # done: the process only has the snapshot left
+        for job in (Job.MARKET_SYNC, Job.SETTLEMENT):
             assert sim.runtime.run_job(job, sim.clock).status == "succeeded"
         entered, release = threading.Event(), threading.Event()
 

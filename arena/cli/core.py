@@ -15,8 +15,8 @@ from arena.cli.common import (
     runtime,
     state,
 )
-from arena.clock import iso_utc
 from arena.errors import UserError
+from arena.jobs.report import raise_failure
 from arena.terminal import TerminalColumn, fitted_table, show
 
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
@@ -37,12 +37,9 @@ def db_upgrade(ctx: typer.Context) -> None:
 def cohort_start(ctx: typer.Context, at: AtOption = None) -> None:
     """Create this week's cohort with one agent per active family (no-op if it exists)."""
     with runtime(ctx) as jobs:
-        report = jobs.start_cohort(clock_for(at))
-    verb = "created" if report.created else "already exists:"
-    console.print(
-        f"cohort {report.cohort_id} {verb} week starting "
-        f"{iso_utc(report.week_start)}, {report.agents} agents"
-    )
+        report = jobs.cohort_start(clock_for(at))
+    console.print(report.summary())
+    raise_failure(report)
 
 
 FAMILY_FORMATS = ("table", "json")

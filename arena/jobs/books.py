@@ -37,7 +37,7 @@ from arena.domain.book import (
     OrderBook,
     mark,
 )
-from arena.domain.states import BOOK_HASH_MISMATCH, CLOB_UNAVAILABLE
+from arena.domain.states import BOOK_HASH_MISMATCH, CLOB_UNAVAILABLE, Job
 from arena.domain.storable import storable_text
 from arena.errors import BookMissing, BookUnusable, ClobError, NoBook
 from arena.store import schema
@@ -237,7 +237,7 @@ def live_books(
     tokens: Iterable[str],
     now: datetime,
     *,
-    component: str,
+    component: Job,
 ) -> dict[str, OrderBook | NoBook]:
     """Each token's book fetched now (``GET /book``), or the :class:`NoBook` that fails its
     execution: a 404, or the CLOB unreachable (logged as an outage)."""
@@ -259,7 +259,7 @@ def live_books(
 
 
 def record_hash_mismatches(
-    factory: sessionmaker[Session], now: datetime, component: str, books: Iterable[OrderBook]
+    factory: sessionmaker[Session], now: datetime, component: Job, books: Iterable[OrderBook]
 ) -> int:
     """Log and count the books whose served hash differs from the hash computed of them
     (the stored proof is always the computed one): one system-log row per fetch, with the
@@ -287,7 +287,7 @@ def record_hash_mismatches(
 
 
 def record_outage(
-    factory: sessionmaker[Session], now: datetime, component: str, error: str
+    factory: sessionmaker[Session], now: datetime, component: Job, error: str
 ) -> None:
     """Write a CLOB outage to the system log (``arena status`` lists recent ones)."""
     log.error("CLOB unavailable (%s): %s", component, error)

@@ -19,7 +19,7 @@ from arena.domain import ledger
 from arena.domain.book import Pricing
 from arena.domain.decisions import ValidDecision
 from arena.domain.prompting import PositionView, PromptContext
-from arena.domain.states import PositionStatus
+from arena.domain.states import Job, PositionStatus
 from arena.domain.valuation import side_mark
 from arena.errors import ClobError, ExecutionError, NoBook
 from arena.jobs.books import fee_schedules, live_books, record_outage, stored_marks
@@ -132,7 +132,7 @@ def book_prices(
     if source is None:
         missing = NoBook("mode book needs the CLOB (polymarket.clob_url)", unavailable=True)
         return BookPrices(dict.fromkeys(tokens, missing), {}, slippage)
-    books = live_books(factory, source, tokens, now, component="decision_run")
+    books = live_books(factory, source, tokens, now, component=Job.DECISION_RUN)
     with factory() as session:
         conditions = session.scalars(
             select(Market.condition_id).where(
@@ -142,7 +142,7 @@ def book_prices(
     try:
         fees = fee_schedules(factory, source, [c for c in conditions if c], now)
     except ClobError as exc:
-        record_outage(factory, now, "decision_run", f"fee schedule: {exc}")
+        record_outage(factory, now, Job.DECISION_RUN, f"fee schedule: {exc}")
         fees = {}
     return BookPrices(books, fees, slippage)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Row, select
 
 from arena.clock import decision_week, iso_utc, week_start
-from arena.domain.states import DecisionStatus, JobRunStatus
+from arena.domain.states import DecisionStatus, Job, JobRunStatus
 from arena.jobs.holders import holder_alive, label
 from arena.slots import job_slot
 from arena.store.queries import decision_window
@@ -91,7 +91,7 @@ def week_due(
     if weekly_fire_time(decision_fire, now) is None:
         return due
     run = session.execute(
-        select(job_runs).where(job_runs.c.job == "decision_run", job_runs.c.slot == decision_fire)
+        select(job_runs).where(job_runs.c.job == Job.DECISION_RUN, job_runs.c.slot == decision_fire)
     ).one_or_none()
     if run is None or run.status != JobRunStatus.SUCCEEDED:
         due.missing_decision_run = decision_fire
@@ -108,8 +108,8 @@ def current_week_due(
         session,
         settings,
         now,
-        job_slot(settings, "cohort_start", now),
-        job_slot(settings, "decision_run", now),
+        job_slot(settings, Job.COHORT_START, now),
+        job_slot(settings, Job.DECISION_RUN, now),
         lease_now,
     )
 

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, or_, select
 
 from arena.clock import iso_utc
-from arena.domain.states import JobRunStatus
+from arena.domain.states import Job, JobRunStatus
 from arena.jobs.holders import holder_gone, label
-from arena.slots import interval_minutes, job_slot
+from arena.slots import job_slot
 from arena.store.schema import agents, cohorts, job_runs, portfolio_snapshots
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class SnapshotGaps:
 class AbandonedRun:
     """A job run whose holder died mid-run and that nobody finished."""
 
-    job: str
+    job: Job
     slot: datetime
     holder: str  # HOST:PID
     started_at: datetime
@@ -111,7 +111,7 @@ def abandoned_runs(session: Reader, now: datetime, lease_now: datetime) -> list[
         .order_by(job_runs.c.slot, job_runs.c.job)
     ).all()
     return [
-        AbandonedRun(row.job, row.slot, label(row.holder), row.started_at)
+        AbandonedRun(Job(row.job), row.slot, label(row.holder), row.started_at)
         for row in rows
         if row.status == JobRunStatus.ABANDONED
         or holder_gone(row.holder, row.lease_expires_at, lease_now)
@@ -122,7 +122,7 @@ def snapshot_gaps(
     session: Reader, settings: Settings, now: datetime, lease_now: datetime
 ) -> SnapshotGaps:
     """The snapshot slots of the last :data:`GAP_WINDOW` that lack an expected snapshot."""
-    step = timedelta(minutes=interval_minutes(settings, "snapshot"))
+    step = timedelta(minutes=settings.schedule.every_minutes(Job.SNAPSHOT))
     grace = timedelta(seconds=settings.schedule.misfire_grace_seconds)
     since = now - GAP_WINDOW
     tracked = session.execute(
@@ -162,11 +162,11 @@ def snapshot_gaps(
                 job_runs.c.holder,
                 job_runs.c.lease_expires_at,
                 job_runs.c.error,
-            ).where(job_runs.c.job == "snapshot", job_runs.c.slot > since, job_runs.c.slot <= now)
+            ).where(job_runs.c.job == Job.SNAPSHOT, job_runs.c.slot > since, job_runs.c.slot <= now)
         )
     }
     gaps: list[GapSlot] = []
-    slot = job_slot(settings, "snapshot", now)
+    slot = job_slot(settings, Job.SNAPSHOT, now)
     while slot > since:
         run = runs.get(slot)
         if not _pending(run, slot, now, grace, lease_now):

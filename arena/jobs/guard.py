@@ -29,7 +29,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, SystemClock, iso_utc
-from arena.domain.states import Blocked, JobRunStatus
+from arena.domain.states import Blocked, Job, JobRunStatus
 from arena.jobs.holders import Heartbeat, holder_alive, holder_gone, label, this_process
 from arena.store import schema
 from arena.store.db import transaction
@@ -44,7 +44,7 @@ DEFAULT_LEASE = timedelta(seconds=90)
 
 @dataclass(frozen=True)
 class GuardedRun:
-    job: str
+    job: Job
     slot: datetime
     ran: bool
     status: str  # succeeded | failed | already final | held | week over
@@ -132,7 +132,7 @@ def _acquire(
 
 def run_guarded(
     factory: sessionmaker[Session],
-    job: str,
+    job: Job,
     slot: datetime,
     fn: Callable[[], dict[str, Any]],
     *,
@@ -209,7 +209,7 @@ def _finish(
 
 def mark_abandoned(
     factory: sessionmaker[Session], clock: Clock, wall_clock: Clock | None = None
-) -> list[tuple[str, datetime]]:
+) -> list[tuple[Job, datetime]]:
     """Mark ``abandoned`` every run left ``running`` by a holder that is gone (dead on this
     host, or its lease run out elsewhere); the ``(job, slot)`` of each, also written to the
     system log. Its ``finished_at`` stays empty: it never finished. Idempotent."""
@@ -223,7 +223,7 @@ def mark_abandoned(
     gone = [run for run in running if holder_gone(run.holder, run.lease_expires_at, wall_now)]
     if not gone:
         return []
-    marked: list[tuple[str, datetime]] = []
+    marked: list[tuple[Job, datetime]] = []
     with transaction(factory) as session:
         for run in gone:
             result = session.execute(
@@ -241,7 +241,7 @@ def mark_abandoned(
                 )
             )
             if result.rowcount == 1:  # type: ignore[attr-defined]
-                marked.append((run.job, run.slot))
+                marked.append((Job(run.job), run.slot))  # an old name reads as its job
     for job, slot in marked:
         log.warning("job %s slot %s: its holder is gone; marked abandoned", job, slot)
         log_event(

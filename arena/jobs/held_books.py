@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.domain.book import FeeSchedule, Pricing, exit_proceeds
 from arena.domain.ledger import ZERO
 from arena.domain.markets import side_index
-from arena.domain.states import CohortStatus, PositionStatus
+from arena.domain.states import CohortStatus, Job, PositionStatus
 from arena.errors import ClobError, ExecutionError
 from arena.jobs.books import (
     FEE_REFRESH_PER_CALL,
@@ -153,7 +153,7 @@ def fetch_held_books(
                 value_chunk(factory, now, held, chunk, answer, fees, cohorts)
     except ClobError as exc:
         held.error = str(exc)
-        record_outage(factory, now, "snapshot", str(exc))
+        record_outage(factory, now, Job.SNAPSHOT, str(exc))
     return held
 
 
@@ -208,7 +208,7 @@ def value_chunk(
     market_of = {token: m for m, (_cid, sides) in markets.items() for token in sides.values()}
     held.fetched += len(answer.books)
     held.missing += len(set(market_of) - set(answer.books))
-    record_hash_mismatches(factory, now, "snapshot", answer.books.values())
+    record_hash_mismatches(factory, now, Job.SNAPSHOT, answer.books.values())
     with transaction(factory) as session:
         store_marks(
             session, [(market_of[t], b) for t, b in answer.books.items() if t in market_of], now

@@ -23,6 +23,7 @@ from arena.clock import iso_utc
 from arena.domain.states import (
     BOOK_HASH_MISMATCH,
     CLOB_UNAVAILABLE,
+    Job,
     MarketStatus,
     PositionStatus,
 )
@@ -35,7 +36,7 @@ from arena.jobs.gaps import (
     snapshot_gaps,
 )
 from arena.jsonable import jsonable
-from arena.slots import JOBS, next_slot
+from arena.slots import next_slot
 from arena.store.queries import decision_window, held_market_ids, latest_runs, unfinished_cohorts
 from arena.store.schema import agents, markets, positions, system_log
 
@@ -50,7 +51,7 @@ OUTAGE_LINES = 1000
 
 @dataclass(frozen=True)
 class JobLine:
-    job: str
+    job: Job
     last_slot: datetime | None
     status: str  # the last run's status, or "never"
     finished_at: datetime | None
@@ -83,7 +84,11 @@ class Status:
 
 def read_status(session: Reader, settings: Settings, now: datetime, lease_now: datetime) -> Status:
     """The status at ``now``."""
-    runs = {r.job: r for r in session.execute(latest_runs(now))}
+    runs: dict[Job, Any] = {}
+    for run in session.execute(latest_runs(now)):
+        job = Job(run.job)  # a row stored under an old name (``resolution``) is its job's run
+        if job not in runs or run.slot > runs[job].slot:
+            runs[job] = run
     jobs = [
         JobLine(
             job=job,
@@ -93,7 +98,7 @@ def read_status(session: Reader, settings: Settings, now: datetime, lease_now: d
             next_run=next_slot(settings, job, now),
             error=runs[job].error if job in runs else None,
         )
-        for job in JOBS
+        for job in Job
     ]
     limit = settings.benchmark.decision_cohort_limit
     window = {c.id for c in session.execute(decision_window(limit, now))}

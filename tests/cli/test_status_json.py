@@ -13,6 +13,7 @@ import pytest
 
 from arena.clock import iso_utc
 from arena.config import load_settings
+from arena.domain.states import Job
 from arena.jobs.status import read_status
 from arena.store.db import transaction
 from arena.store.models import JobRun
@@ -110,3 +111,23 @@ def test_families_json_lists_the_configured_lineup(
             "ready": "yes",
         },
     ]
+
+
+def test_a_run_stored_under_the_old_name_resolution_is_the_settlement(
+    db: Database, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``job_runs`` row written as ``resolution`` (the settlement job's old name) reads as
+    the settlement's run, in the status read and in ``arena status --format json``."""
+    slot = WEEK + timedelta(hours=2, minutes=10)
+    with transaction(db.factory) as session:
+        session.add(_run("resolution", slot, status="failed"))
+    at = WEEK + timedelta(hours=3)
+    with db.factory() as session:
+        status = read_status(session, load_settings(config), at, at)
+    assert [line.job for line in status.jobs] == list(Job)
+    settlement = {line.job: line for line in status.jobs}[Job.SETTLEMENT]
+    assert settlement.status == "failed"
+    jobs = {line["job"]: line for line in _status(capsys, config, at)["jobs"]}
+    assert "resolution" not in jobs
+    assert jobs["settlement"]["last_slot"] == slot.isoformat()
+    assert jobs["settlement"]["status"] == "failed"
