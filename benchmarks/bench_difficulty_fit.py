@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from arena.analytics.difficulty import difficulty_adjusted
+from arena.analytics.difficulty import Cells, difficulty_adjusted
 from arena.analytics.report import AnalysisOptions, ranking
-from arena.analytics.synthetic_tournament import simulate_tournament
+from arena.analytics.synthetic_tournament import TournamentDesign, simulate_tournament
 
 
 def measure(label: str, work: Callable[[], Any], repeat: int) -> Any:
@@ -63,8 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
-    sim = simulate_tournament(
-        args.seed,
+    design = TournamentDesign(
         n_forecasters=1000,
         n_questions=50_000,
         n_rounds=50,
@@ -72,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
         forecasters_per_round=40,
         persistence=0.5,
     )
+    sim = simulate_tournament(args.seed, design)
     brier = (sim.probability - sim.outcome[sim.question]) ** 2
     market_brier = (sim.market_probability - sim.outcome) ** 2
     n_present = len(np.unique(sim.forecaster))
@@ -83,11 +83,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def fit(method: str, weight: float) -> Callable[[], Any]:
         return lambda: difficulty_adjusted(
-            sim.forecaster,
-            sim.question,
-            brier,
-            sim.n_forecasters,
-            sim.n_questions,
+            Cells(sim.forecaster, sim.question, brier, sim.n_forecasters, sim.n_questions),
             market_brier=market_brier,
             market_weight=weight,
             method=method,

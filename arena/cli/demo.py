@@ -128,7 +128,7 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
 
     from arena.analytics.leaderboard import compute_leaderboard
     from arena.cli.results import print_leaderboard
-    from arena.demo_world import Simulation
+    from arena.demo_world import Simulation, WorldPlan
     from arena.export.writer import export
     from arena.jobs.audit import check_ledger
     from arena.store.db import make_engine, session_factory, upgrade
@@ -172,10 +172,7 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     sim = Simulation(
         settings,
         factory,
-        start=start,
-        days=7 * weeks,
-        n_markets=markets,
-        seed=seed,
+        WorldPlan(start, 7 * weeks, n_markets=markets, seed=seed),
         skills=demo_skills(settings.families),
     )
     failures: list[str] = []
