@@ -249,9 +249,8 @@ class _Trade:
         else:
             wanted = ledger.shares_to_sell(holding, percentage)
             fill = self._fill(market, row, position.side, TradeSide.SELL, wanted)
-            sold = ledger.sell_filled(
-                self.agent.cash, holding, percentage, fill.shares, fill.cash, fill.price
-            )
+            sale = ledger.Sale(fill.shares, fill.cash, fill.price)
+            sold = ledger.sell_filled(self.agent.cash, holding, percentage, sale)
             record = _fill_record(fill, market.side_token(position.side))
             record["requested_shares"] = wanted
             record["fill_ratio"] = _ratio(fill.shares, wanted)
