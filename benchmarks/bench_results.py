@@ -433,7 +433,7 @@ def _decision(
 
 def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     from arena.analytics.leaderboard import compute_leaderboard
-    from arena.export.writer import export
+    from arena.export.writer import ExportTarget, export
 
     engine = make_engine(url)
     factory = session_factory(engine)
@@ -446,7 +446,7 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
         detail = f"{rows} families"
     else:
         assert out is not None
-        manifest = export(factory, out, "parquet")
+        manifest = export(factory, ExportTarget(out, "parquet"))
         size = sum(f.bytes for f in manifest.files)
         detail = f"{sum(f.rows for f in manifest.files):,} rows, {size / 2**20:,.0f} MiB parquet"
     seconds = time.perf_counter() - start

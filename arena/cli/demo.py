@@ -129,7 +129,7 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     from arena.analytics.leaderboard import compute_leaderboard
     from arena.cli.results import print_leaderboard
     from arena.demo_world import Simulation, WorldPlan
-    from arena.export.writer import export
+    from arena.export.writer import ExportTarget, export
     from arena.jobs.audit import check_ledger
     from arena.store.db import make_engine, session_factory, upgrade
 
@@ -210,7 +210,7 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     minimum = settings.benchmark.min_scored_bets
     print_leaderboard(compute_leaderboard(factory, min_scored_bets=minimum), None, minimum)
     export_dir = out / "export"
-    manifest = export(factory, export_dir, "jsonl", methodology=version)
+    manifest = export(factory, ExportTarget(export_dir, "jsonl"), methodology=version)
     console.print(
         f"export: {export_dir} ({sum(f.rows for f in manifest.files)} rows in "
         f"{len(manifest.files)} files, manifest.json)"

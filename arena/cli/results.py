@@ -168,20 +168,21 @@ def export_command(
     """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md)."""
     if fmt not in EXPORT_FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
-    from arena.export.writer import export  # pyarrow loads only for this command
+    from arena.export.spec import ExportFilters
+    from arena.export.writer import ExportTarget, export  # pyarrow loads only for this command
 
     app_state = state(ctx)
     manifest = export(
         app_state.reader(),
-        out,
-        fmt,
-        cohorts=cohort or None,
-        families=family or None,
-        since=_time(since, "--since"),
-        until=_time(until, "--until"),
+        ExportTarget(out, fmt, overwrite=overwrite),
+        ExportFilters(
+            cohorts=tuple(cohort) if cohort else None,
+            families=tuple(family) if family else None,
+            since=_time(since, "--since"),
+            until=_time(until, "--until"),
+        ),
         include_prompts=not no_prompts,
         methodology=app_state.settings.methodology,
-        overwrite=overwrite,
     )
     counts = ", ".join(f"{f.table} {f.rows}" for f in manifest.files)
     total = sum(f.rows for f in manifest.files)

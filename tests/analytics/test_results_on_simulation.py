@@ -14,7 +14,7 @@ from arena.analytics.leaderboard import compute_leaderboard, to_json
 from arena.analytics.loading import read_export
 from arena.config import load_settings
 from arena.demo_world import Simulation, WorldPlan
-from arena.export.writer import export
+from arena.export.writer import ExportTarget, export
 from arena.store.db import make_engine, session_factory, upgrade
 from tests.analytics.export_files import FORMATS, read_rows
 from tests.analytics.recompute import assert_matches, recompute
@@ -61,7 +61,7 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Databa
     finally:
         sim.close()
     for fmt in FORMATS:
-        export(factory, tmp / fmt, fmt, methodology="v2")
+        export(factory, ExportTarget(tmp / fmt, fmt), methodology="v2")
     yield Database(url, engine, factory), tmp
     engine.dispose()
 
