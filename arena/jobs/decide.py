@@ -62,6 +62,7 @@ from arena.errors import (
 from arena.jobs.budget import Budget
 from arena.jobs.claims import (
     LeaseKeeper,
+    LeaseTerms,
     Refused,
     claim_decision,
     lock_claim,
@@ -70,7 +71,7 @@ from arena.jobs.claims import (
 )
 from arena.jobs.decide_report import AgentResult, AttemptLog, DecideReport
 from arena.jobs.decide_view import book_prices, prompt_context, traded_sides
-from arena.jobs.execute import execute_decision, store_forecasts
+from arena.jobs.execute import Desk, execute_decision, store_forecasts
 from arena.jobs.turn import Turn
 from arena.jobs.universe import FrozenUniverse, load_universe
 from arena.prompts import load_templates
@@ -232,18 +233,9 @@ class DecisionRun:
         now = self.clock.now()
         week = decision_week(cohort.week_start, now)
         result = AgentResult(cohort.id, agent.id, agent.family_id, None, Blocked.HELD)
-        lease = self.settings.benchmark.claim_lease_seconds
+        lease = LeaseTerms(self.hooks.lease_clock, self.settings.benchmark.claim_lease_seconds)
         claim = claim_decision(
-            self.factory,
-            agent_id=agent.id,
-            cohort_id=cohort.id,
-            decision_week=week,
-            universe_id=universe.id,
-            prompt_version=agent.prompt_version,
-            methodology_version=agent.methodology_version,
-            now=now,
-            lease_clock=self.hooks.lease_clock,
-            lease_seconds=lease,
+            self.factory, agent, decision_week=week, universe_id=universe.id, now=now, lease=lease
         )
         if isinstance(claim, Refused):
             result.decision_id = claim.decision_id
@@ -260,7 +252,7 @@ class DecisionRun:
         result.decision_id = claim.decision_id
         attempts = AttemptLog(self.factory, claim, agent.prompt_version, self.clock)
         turn = Turn(claim, agent, week, universe, cohort.pricing, attempts, result)
-        with LeaseKeeper(self.factory, claim, self.hooks.lease_clock, lease):
+        with LeaseKeeper(self.factory, claim, lease):
             try:
                 self._decide_claimed(turn)
             except RunAborted:
@@ -405,17 +397,9 @@ class DecisionRun:
             locked_agent = session.execute(
                 select(Agent).where(Agent.id == agent.id).with_for_update()
             ).scalar_one()
-            execution = execute_decision(
-                session,
-                decision_id=row.id,
-                agent=locked_agent,
-                decision=decision,
-                markets=universe.by_id,
-                cash_shown=cash_shown,
-                max_bet_fraction=self.settings.benchmark.max_bet_fraction,
-                now=now,
-                book=book,
-            )
+            desk = Desk(session, row.id, locked_agent, universe.by_id, now, book)
+            fraction = self.settings.benchmark.max_bet_fraction
+            execution = execute_decision(desk, decision, cash_shown, fraction)
             if execution.all_failed:
                 session.rollback()
                 self._finish(
@@ -427,18 +411,8 @@ class DecisionRun:
                 )
                 return
             if agent.methodology_version == "v2":
-                store_forecasts(
-                    session,
-                    decision_id=row.id,
-                    agent=locked_agent,
-                    decision=decision,
-                    markets=universe.by_id,
-                    now=now,
-                )
-            release_completed(
-                row, decision, result.system_hold, cash_shown, execution.failures,
-                execution.refusals, now,
-            )  # fmt: skip
+                store_forecasts(desk, decision)
+            release_completed(row, decision, result.system_hold, cash_shown, execution, now)
         result.status, result.action = DecisionStatus.COMPLETED, decision.action.value
         result.trades, result.attempts, result.cost_usd = (
             execution.trades,

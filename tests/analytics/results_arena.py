@@ -21,7 +21,7 @@ from arena.domain import ledger
 from arena.domain.decisions import Action, BetOrder, SellOrder, ValidDecision
 from arena.domain.markets import MarketView, side_price
 from arena.domain.states import PositionStatus
-from arena.jobs.execute import execute_decision
+from arena.jobs.execute import Desk, execute_decision
 from arena.store.models import (
     Agent,
     BookMark,
@@ -364,16 +364,8 @@ def _execute(
     at: datetime,
     cash_shown: Decimal,
 ) -> None:
-    done = execute_decision(
-        session,
-        decision_id=decision.id,
-        agent=agent,
-        decision=valid,
-        markets={market.id: market},
-        cash_shown=cash_shown,
-        max_bet_fraction=FRACTION,
-        now=at,
-    )
+    desk = Desk(session, decision.id, agent, {market.id: market}, at)
+    done = execute_decision(desk, valid, cash_shown, FRACTION)
     assert done.trades == 1, done.failures
     session.flush()
 
