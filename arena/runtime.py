@@ -33,7 +33,7 @@ from arena.jobs.cohorts import CohortReport, complete_cohorts, start_cohort
 from arena.jobs.decide import DecisionRun, RunHooks, RunSources
 from arena.jobs.decide_report import AgentResult, DecideReport
 from arena.jobs.due import WeekDue, current_week_due, retry_pause, weekly_fire_time
-from arena.jobs.guard import GuardedRun, mark_abandoned, run_guarded
+from arena.jobs.guard import GuardedRun, JobSlot, mark_abandoned, run_guarded
 from arena.jobs.markets import SyncReport, sync_markets
 from arena.jobs.prices import refresh_markets
 from arena.jobs.settle import SettleReport, settle_markets
@@ -245,8 +245,7 @@ class Runtime:
         # A weekly job acts as of its slot's week, even when it runs late (catch-up).
         result = run_guarded(
             self.factory,
-            job,
-            slot,
+            JobSlot(job, slot),
             lambda: method(clock),
             clock=clock,
             wall_clock=self.wall_clock,
