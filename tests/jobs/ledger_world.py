@@ -39,10 +39,9 @@ def gamma_market(
     closed: bool = False,
     uma: str | None = None,
     closed_time: datetime | None = None,
-    end_date: datetime | None = None,
-    accepting_orders: bool | None = True,
 ) -> MarketView:
-    """A domain market as Gamma would give it."""
+    """A domain market as Gamma would give it, accepting orders (other fields: set them with
+    :func:`dataclasses.replace`)."""
     return MarketView(
         id=market_id,
         question=f"Question {market_id}?",
@@ -51,8 +50,7 @@ def gamma_market(
         closed=closed,
         uma_resolution_status=uma,
         closed_time=closed_time,
-        end_date=end_date,
-        accepting_orders=accepting_orders,
+        accepting_orders=True,
         volume=Decimal(1000),
     )
 
