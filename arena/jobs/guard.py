@@ -79,7 +79,7 @@ def _holder() -> str:
 
 def _acquire(
     factory: sessionmaker[Session],
-    key: JobSlot,
+    job_slot: JobSlot,
     started: datetime,
     lease_until: datetime,
     wall_now: datetime,
@@ -87,7 +87,7 @@ def _acquire(
 ) -> JobRun | None:
     """Take the ``(job, slot)`` row; ``None`` when taken, else the row that stops us.
     ``reopen``: a succeeded row may be taken too."""
-    job, slot = key.job, key.slot
+    job, slot = job_slot.job, job_slot.slot
     me = _holder()
     take = {
         "holder": me,
@@ -98,7 +98,7 @@ def _acquire(
         "error": None,
         "counts": None,
     }
-    row_key = (JobRun.job == job, JobRun.slot == slot)
+    key = (JobRun.job == job, JobRun.slot == slot)
     takeable = [JobRunStatus.FAILED, JobRunStatus.ABANDONED]
     if reopen:
         takeable.append(JobRunStatus.SUCCEEDED)
@@ -114,7 +114,7 @@ def _acquire(
         result = session.execute(
             update(JobRun)
             .where(
-                *row_key,
+                *key,
                 or_(
                     JobRun.status.in_(takeable),
                     (JobRun.status == JobRunStatus.RUNNING) & (JobRun.lease_expires_at < wall_now),
@@ -124,12 +124,12 @@ def _acquire(
         )
         if result.rowcount == 1:  # type: ignore[attr-defined]
             return None
-        row = session.execute(select(JobRun).where(*row_key)).scalar_one()
+        row = session.execute(select(JobRun).where(*key)).scalar_one()
         if row.status == JobRunStatus.RUNNING and holder_alive(row.holder) is False:
             log.warning("job %s slot %s: holder %s is dead; taking over", job, slot, row.holder)
             result = session.execute(
                 update(JobRun)
-                .where(*row_key, JobRun.holder == row.holder, JobRun.status == JobRunStatus.RUNNING)
+                .where(*key, JobRun.holder == row.holder, JobRun.status == JobRunStatus.RUNNING)
                 .values(**take)
             )
             if result.rowcount == 1:  # type: ignore[attr-defined]
@@ -140,7 +140,7 @@ def _acquire(
 
 def run_guarded(
     factory: sessionmaker[Session],
-    key: JobSlot,
+    job_slot: JobSlot,
     fn: Callable[[], dict[str, Any]],
     *,
     clock: Clock,
@@ -153,9 +153,9 @@ def run_guarded(
     A failing ``fn`` is logged and recorded (never raised): the job is retried at its next
     slot, or for this slot by a catch-up or a later ``--once``.
     """
-    job, slot, lease = key.job, key.slot, DEFAULT_LEASE
+    job, slot, lease = job_slot.job, job_slot.slot, DEFAULT_LEASE
     wall = wall_clock or SystemClock()
-    blocker = _acquire(factory, key, clock.now(), wall.now() + lease, wall.now(), reopen)
+    blocker = _acquire(factory, job_slot, clock.now(), wall.now() + lease, wall.now(), reopen)
     if blocker is not None:
         status = Blocked.HELD if blocker.status == JobRunStatus.RUNNING else Blocked.ALREADY_FINAL
         log.info("job %s for slot %s: %s", job, slot, status)
@@ -184,7 +184,7 @@ def run_guarded(
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
         log.error("job %s failed for slot %s: %s", job, slot, error)
-        _finish(factory, key, clock, JobRunStatus.FAILED, None, error)
+        _finish(factory, job_slot, clock, JobRunStatus.FAILED, None, error)
         log_event(
             factory,
             clock.now(),
@@ -195,13 +195,13 @@ def run_guarded(
             details={"traceback": traceback.format_exc(limit=8)},
         )
         return GuardedRun(job, slot, True, JobRunStatus.FAILED, error=error)
-    _finish(factory, key, clock, JobRunStatus.SUCCEEDED, counts, None)
+    _finish(factory, job_slot, clock, JobRunStatus.SUCCEEDED, counts, None)
     return GuardedRun(job, slot, True, JobRunStatus.SUCCEEDED, counts)
 
 
 def _finish(
     factory: sessionmaker[Session],
-    key: JobSlot,
+    job_slot: JobSlot,
     clock: Clock,
     status: str,
     counts: dict[str, Any] | None,
@@ -210,7 +210,11 @@ def _finish(
     with transaction(factory) as session:
         session.execute(
             update(JobRun)
-            .where(JobRun.job == key.job, JobRun.slot == key.slot, JobRun.holder == _holder())
+            .where(
+                JobRun.job == job_slot.job,
+                JobRun.slot == job_slot.slot,
+                JobRun.holder == _holder(),
+            )
             .values(status=status, finished_at=clock.now(), counts=counts, error=error)
         )
 
