@@ -15,7 +15,8 @@ _ = object()
 _.__getattr__  # a module's lazy attributes (PEP 562): arena/analytics/__init__.py
 _.__dir__  # a module's listing with its lazy attributes (PEP 562): arena/analytics/__init__.py
 _._missing_  # enum: looks up a value that is no member (Job's aliases): arena/domain/states.py
-_.__signature__  # inspect.signature: the options typer reads: arena/cli/common.py (grouped_options)
+_.__signature__  # inspect.signature: the options typer reads: arena/cli/composed.py (with_options)
+_.__annotations__  # typing.get_type_hints: the option types typer reads: arena/cli/composed.py
 
 # pydantic and pydantic-settings
 _.model_config  # pydantic: a model's configuration
@@ -73,3 +74,4 @@ _.n_zero  # SignTest, in the head-to-head report's "sign_test" (arena/analytics/
 # documented (README, METHODOLOGY) while the analyses use --market-weight (default 1): wiring it
 # is a behaviour change, left open in issue 28's report.
 _.difficulty_weight
+_.loud  # typer reads it as --loud through with_options: tests/cli/test_composed.py

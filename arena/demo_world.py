@@ -51,6 +51,17 @@ class _Fate:
     stage: int = 0  # 0 open, 1 closed, 2 proposed/disputed, 3 resolved
 
 
+@dataclass(frozen=True)
+class WorldPlan:
+    """The simulated world to build: its first instant, how many days it runs, how many
+    synthetic markets it lists, and the seed everything random in it is drawn from."""
+
+    start: datetime
+    days: int
+    n_markets: int = 300
+    seed: int = 7
+
+
 @dataclass
 class SimulatedWorld:
     """The fake Gamma world plus each market's hidden truth and end-of-life script, and the
@@ -63,7 +74,8 @@ class SimulatedWorld:
     truth: dict[str, int] = field(default_factory=dict)  # winning outcome index
 
     @classmethod
-    def build(cls, n_markets: int, seed: int, start: datetime, days: int) -> SimulatedWorld:
+    def build(cls, plan: WorldPlan) -> SimulatedWorld:
+        n_markets, seed, start, days = plan.n_markets, plan.seed, plan.start, plan.days
         gamma = FakeGammaWorld(n_markets=n_markets, seed=seed, start=start)
         world = cls(gamma, random.Random(seed + 1), BookWorld(gamma, seed=seed + 2))
         special = iter(["fifty", "ambiguous", "disputed", "never"])
@@ -282,26 +294,25 @@ class Simulation:
         self,
         settings: Settings,
         factory: sessionmaker[Session],
+        plan: WorldPlan,
         *,
-        start: datetime,
-        days: int,
-        n_markets: int = 300,
-        seed: int = 7,
         skills: dict[str, float] | None = None,
     ) -> None:
         if settings.benchmark.min_universe_markets is None:  # a small world: a floor it can meet
-            floor = min(settings.benchmark.universe_floor, max(n_markets // 4, 1))
+            floor = min(settings.benchmark.universe_floor, max(plan.n_markets // 4, 1))
             benchmark = settings.benchmark.model_copy(update={"min_universe_markets": floor})
             settings = settings.model_copy(update={"benchmark": benchmark})
         self.settings = settings
-        self.clock = FixedClock(start)
-        self.world = SimulatedWorld.build(n_markets, seed, start, days)
+        self.clock = FixedClock(plan.start)
+        self.world = SimulatedWorld.build(plan)
         self.openrouter = FakeOpenRouter(sleep=lambda _s: None)
         skills = skills or {}
         for index, family in enumerate(f for f in settings.families if f.kind == "openrouter"):
             model = family.openrouter_id
             self.openrouter.add_model(model, "0.0000005", "0.0000015", provider="SimProvider")
-            forecaster = SimulatedForecaster(self.world, seed + index, skills.get(family.id, 0.3))
+            forecaster = SimulatedForecaster(
+                self.world, plan.seed + index, skills.get(family.id, 0.3)
+            )
             self.openrouter.set_default(model, answer(forecaster))
         # The simulation made these clients, so it closes them (Simulation.close).
         self._resources = contextlib.ExitStack()

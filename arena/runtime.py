@@ -30,10 +30,10 @@ from arena.domain.states import Blocked, Job, JobRunStatus
 from arena.errors import UniverseUnavailable
 from arena.jobs.budget import Budget
 from arena.jobs.cohorts import CohortReport, complete_cohorts, start_cohort
-from arena.jobs.decide import DecisionRun
+from arena.jobs.decide import DecisionRun, RunHooks, RunSources
 from arena.jobs.decide_report import AgentResult, DecideReport
 from arena.jobs.due import WeekDue, current_week_due, retry_pause, weekly_fire_time
-from arena.jobs.guard import GuardedRun, mark_abandoned, run_guarded
+from arena.jobs.guard import GuardedRun, JobSlot, mark_abandoned, run_guarded
 from arena.jobs.markets import SyncReport, sync_markets
 from arena.jobs.prices import refresh_markets
 from arena.jobs.report import JobReport, raise_failure
@@ -167,21 +167,20 @@ class Runtime:
             self.providers.worst_case,
             rounds=self.settings.benchmark.malformed_retries + 1,
         )
-        run = DecisionRun(
-            self.factory,
-            self.settings,
-            clock,
+        sources = RunSources(
             self.providers.for_agent,
             freeze,
-            sleep=self.sleep,
-            budget=budget,
-            should_stop=self.stop_event.is_set,
-            lease_clock=self.wall_clock,
-            on_progress=on_progress,
             refresh_markets=lambda ids: refresh_markets(self.factory, self.gamma, ids, clock),
-            wait=self.wait,
             books=self.clob,
         )
+        hooks = RunHooks(
+            lease_clock=self.wall_clock or SystemClock(),
+            sleep=self.sleep,
+            wait=self.wait,
+            should_stop=self.stop_event.is_set,
+            on_progress=on_progress,
+        )
+        run = DecisionRun(self.factory, self.settings, clock, sources, budget=budget, hooks=hooks)
         report = run.run()
         report.missing_cohort = week
         return report
@@ -226,8 +225,7 @@ class Runtime:
         # A weekly job acts as of its slot's week, even when it runs late (catch-up).
         result = run_guarded(
             self.factory,
-            job,
-            slot,
+            JobSlot(job, slot),
             run,
             clock=clock,
             wall_clock=self.wall_clock,

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from arena.analytics.difficulty import difficulty_adjusted
+from arena.analytics.difficulty import Cells, difficulty_adjusted
 from arena.analytics.report import AnalysisOptions, ranking
-from arena.analytics.synthetic_tournament import simulate_tournament
+from arena.analytics.synthetic_tournament import TournamentDesign, simulate_tournament
 
 # the tournament measured, and the smoke CI runs (20 forecasters x 1,000 questions)
 BENCHMARK = {
@@ -86,11 +86,11 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     if args.smoke:
         args.repeat = 1
-    sim = simulate_tournament(
-        args.seed,
+    design = TournamentDesign(
         **(SMOKE if args.smoke else BENCHMARK),
         persistence=0.5,
     )
+    sim = simulate_tournament(args.seed, design)
     brier = (sim.probability - sim.outcome[sim.question]) ** 2
     market_brier = (sim.market_probability - sim.outcome) ** 2
     n_present = len(np.unique(sim.forecaster))
@@ -102,11 +102,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def fit(method: str, weight: float) -> Callable[[], Any]:
         return lambda: difficulty_adjusted(
-            sim.forecaster,
-            sim.question,
-            brier,
-            sim.n_forecasters,
-            sim.n_questions,
+            Cells(sim.forecaster, sim.question, brier, sim.n_forecasters, sim.n_questions),
             market_brier=market_brier,
             market_weight=weight,
             method=method,

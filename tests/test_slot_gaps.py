@@ -30,7 +30,7 @@ from sqlalchemy import func, select
 
 from arena.clock import FixedClock, iso_utc
 from arena.config import load_settings
-from arena.demo_world import Simulation
+from arena.demo_world import Simulation, WorldPlan
 from arena.domain.states import Job
 from arena.fakes.serving import Reply, serve_handler
 from arena.jobs.cohorts import start_cohort
@@ -84,7 +84,7 @@ def _run(db: Database, job: str, slot: datetime) -> JobRun | None:
 def killed(db: Database, tmp_path: Path) -> Iterator[Killed]:
     settings_path = write_config(tmp_path / "sim.yaml", db.url, families=FAMILIES)
     sim = Simulation(
-        load_settings(settings_path), db.factory, start=SUNDAY, days=7, n_markets=60, seed=5
+        load_settings(settings_path), db.factory, WorldPlan(SUNDAY, 7, n_markets=60, seed=5)
     )
     try:
         sim.step(SUNDAY + timedelta(minutes=5))  # the cohort, decisions (positions), 00:00 snapshot

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -189,35 +186,3 @@ def parse_at(text: str, option: str = "--at") -> datetime:
     if not EARLIEST <= at <= LATEST:
         raise UserError(f"{option}: {text!r} is outside 2000-01-01..2100-01-01 (UTC)")
     return at
-
-
-def grouped_options(command: Callable[[typer.Context, Any], None]) -> Callable[..., None]:
-    """``command(ctx, options)`` as a typer command whose options are the fields of the
-    dataclass ``options`` is annotated with (each ``Annotated[type, typer.Option(...)]`` with
-    its default): a command with many options takes them as one value, not one parameter
-    each. Help text and docstring are the command's."""
-    options_type = get_type_hints(command)["options"]
-    hints = get_type_hints(options_type, include_extras=True)
-    parameters = [
-        inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
-        *(
-            inspect.Parameter(
-                option.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                annotation=hints[option.name],
-                default=(
-                    inspect.Parameter.empty
-                    if option.default is dataclasses.MISSING
-                    else option.default
-                ),
-            )
-            for option in dataclasses.fields(options_type)
-        ),
-    ]
-
-    @functools.wraps(command)
-    def typer_command(ctx: typer.Context, **values: Any) -> None:
-        command(ctx, options_type(**values))
-
-    typer_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    return typer_command

@@ -21,11 +21,11 @@ from arena.cli.common import (
     FormatOption,
     WideOption,
     console,
-    grouped_options,
     ids_in_range,
     parse_at,
     state,
 )
+from arena.cli.composed import with_options
 from arena.errors import UserError
 from arena.export import FORMATS
 from arena.terminal import TerminalColumn, fitted_table, show, text_column
@@ -168,26 +168,27 @@ class ExportOptions:
     ] = False
 
 
-@grouped_options
+@with_options(ExportOptions)
 def export_command(ctx: typer.Context, options: ExportOptions) -> None:
     """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md)."""
     fmt = options.fmt
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
-    from arena.export.writer import export  # pyarrow loads only for this command
+    from arena.export.spec import ExportFilters
+    from arena.export.writer import ExportTarget, export  # pyarrow loads only for this command
 
     app_state = state(ctx)
     manifest = export(
         app_state.reader(),
-        options.out,
-        fmt,
-        cohorts=options.cohort or None,
-        families=options.family or None,
-        since=_time(options.since, "--since"),
-        until=_time(options.until, "--until"),
+        ExportTarget(options.out, fmt, overwrite=options.overwrite),
+        ExportFilters(
+            cohorts=tuple(options.cohort) if options.cohort else None,
+            families=tuple(options.family) if options.family else None,
+            since=_time(options.since, "--since"),
+            until=_time(options.until, "--until"),
+        ),
         include_prompts=not options.no_prompts,
         methodology=app_state.settings.methodology,
-        overwrite=options.overwrite,
     )
     counts = ", ".join(f"{f.table} {f.rows}" for f in manifest.files)
     total = sum(f.rows for f in manifest.files)

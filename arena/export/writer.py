@@ -29,7 +29,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
@@ -102,41 +102,40 @@ class Manifest:
         return next(f.rows for f in self.files if f.table == table)
 
 
+@dataclass(frozen=True)
+class ExportTarget:
+    """Where an export goes: its directory, the format of its files, and whether an earlier
+    export in that directory is replaced (else a non-empty directory is refused)."""
+
+    directory: Path | str
+    fmt: str = "jsonl"
+    overwrite: bool = False
+
+
 def export(
     session_factory: sessionmaker[Session],
-    out_dir: Path | str,
-    fmt: str = "jsonl",
-    cohorts: Sequence[int] | None = None,
-    families: Sequence[str] | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
+    target: ExportTarget,
+    filters: ExportFilters | None = None,
+    *,
     include_prompts: bool = True,
     methodology: str = "v1",
     clock: Clock | None = None,
-    overwrite: bool = False,
 ) -> Manifest:
-    """Write every table of the slice into ``out_dir`` in ``fmt`` and return the manifest.
+    """Write every table of the slice into the target directory in its format and return
+    the manifest.
 
     Empty or None ``cohorts``/``families`` mean "all"; ``since`` is inclusive and ``until``
     exclusive. ``include_prompts=False`` writes null instead of each attempt's request
-    messages, raw response and raw body. A non-empty ``out_dir`` is refused unless
-    ``overwrite``, which replaces the whole earlier export; the files are written beside it,
-    ``manifest.json`` last, and moved into place in one step (:mod:`arena.export.directory`).
+    messages, raw response and raw body. A non-empty directory is refused unless the target
+    says ``overwrite``, which replaces the whole earlier export; the files are written beside
+    it, ``manifest.json`` last, and moved into place in one step (:mod:`arena.export.directory`).
     """
+    fmt = target.fmt
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
-    since = ensure_utc(since) if since is not None else None
-    until = ensure_utc(until) if until is not None else None
-    if since is not None and until is not None and since >= until:
-        raise UserError("--since must be earlier than --until")
-    filters = ExportFilters(
-        cohorts=tuple(sorted(set(cohorts))) if cohorts else None,
-        families=tuple(sorted(set(families))) if families else None,
-        since=since,
-        until=until,
-    )
-    directory = Path(out_dir)
-    check_target(directory, overwrite, (f"{t.name}.{f}" for t in TABLES for f in FORMATS))
+    filters = _normalised(filters or ExportFilters())
+    directory = Path(target.directory)
+    check_target(directory, target.overwrite, (f"{t.name}.{f}" for t in TABLES for f in FORMATS))
     exported_at = (clock or SystemClock()).now()
     written: list[ExportedFile] = []
     with consistent_read(session_factory) as session:
@@ -158,6 +157,22 @@ def export(
             publish(staged, directory)
     log.info("export of %d rows written to %s", sum(f.rows for f in written), directory)
     return manifest
+
+
+def _normalised(filters: ExportFilters) -> ExportFilters:
+    """The slice with its instants in UTC and its cohorts and families sorted, once each
+    (empty ones mean "all"); a ``since`` not before ``until`` is a :class:`UserError`."""
+    since = ensure_utc(filters.since) if filters.since is not None else None
+    until = ensure_utc(filters.until) if filters.until is not None else None
+    if since is not None and until is not None and since >= until:
+        raise UserError("--since must be earlier than --until")
+    cohorts, families = filters.cohorts, filters.families
+    return ExportFilters(
+        cohorts=tuple(sorted(set(cohorts))) if cohorts else None,
+        families=tuple(sorted(set(families))) if families else None,
+        since=since,
+        until=until,
+    )
 
 
 def _manifest(

@@ -140,15 +140,15 @@ class AttemptLog:
         outcome: str,
         messages: list[dict[str, Any]],
         started: datetime,
-        reply: ModelReply | None = None,
-        error: ProviderCallError | None = None,
-        parsed: dict[str, Any] | None = None,
+        answer: ModelReply | ProviderCallError | None = None,
         message: str | None = None,
     ) -> int:
-        """Store one attempt (committed before this returns); its row id."""
+        """Store one attempt (committed before this returns); its row id. ``answer``: what
+        the call returned, a reply or the error it failed with (None: no call was made)."""
         self.count += 1
-        source: Any = reply if reply is not None else error
-        cost = getattr(source, "cost_usd", None)
+        reply = answer if isinstance(answer, ModelReply) else None
+        error = answer if isinstance(answer, ProviderCallError) else None
+        cost = getattr(answer, "cost_usd", None)
         if cost is not None:
             self.cost += cost
         elif reply is not None:
@@ -164,19 +164,18 @@ class AttemptLog:
             raw_body=storable_json(
                 reply.raw if reply is not None else error.raw if error else None
             ),
-            parsed=storable_json(parsed),
             error=optional_text(
                 message or (error.message if error is not None else None), MODEL_TEXT
             ),
             http_status=error.status if error is not None else None,
             finish_reason=reply.finish_reason if reply is not None else None,
-            provider=getattr(source, "provider", None),
-            model=getattr(source, "model", None),
-            generation_id=getattr(source, "generation_id", None),
-            prompt_tokens=getattr(source, "prompt_tokens", None),
-            completion_tokens=getattr(source, "completion_tokens", None),
+            provider=getattr(answer, "provider", None),
+            model=getattr(answer, "model", None),
+            generation_id=getattr(answer, "generation_id", None),
+            prompt_tokens=getattr(answer, "prompt_tokens", None),
+            completion_tokens=getattr(answer, "completion_tokens", None),
             cost_usd=cost,
-            latency_ms=getattr(source, "latency_ms", None),
+            latency_ms=getattr(answer, "latency_ms", None),
             prompt_version=self.prompt_version,
             started_at=started,
             finished_at=self.clock.now(),

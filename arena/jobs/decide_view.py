@@ -24,6 +24,7 @@ from arena.domain.valuation import side_mark
 from arena.errors import ClobError, ExecutionError, NoBook
 from arena.jobs.books import fee_schedules, live_books, record_outage, stored_marks
 from arena.jobs.execute import BookPrices
+from arena.jobs.turn import Turn
 from arena.jobs.universe import FrozenUniverse
 from arena.store.models import Agent, Market, Position
 
@@ -32,17 +33,12 @@ if TYPE_CHECKING:
 
 
 def prompt_context(
-    factory: sessionmaker[Session],
-    settings: Settings,
-    now: datetime,
-    agent: Agent,
-    week: int,
-    universe: FrozenUniverse,
-    pricing: str,
+    factory: sessionmaker[Session], settings: Settings, now: datetime, turn: Turn
 ) -> tuple[PromptContext, Decimal]:
-    """What one agent is shown: its cash and open positions (valued at their marks: the
-    token's book mark in mode book) and the frozen markets, with each side's bid and ask in
-    mode book, Gamma's prices in mode gamma. Returns it with the cash shown."""
+    """What the turn's agent is shown: its cash and open positions (valued at their marks:
+    the token's book mark in mode book) and the frozen markets, with each side's bid and ask
+    in mode book, Gamma's prices in mode gamma. Returns it with the cash shown."""
+    agent, universe = turn.agent, turn.universe
     with factory() as session:
         fresh = session.get(Agent, agent.id)
         assert fresh is not None
@@ -53,7 +49,7 @@ def prompt_context(
                 .order_by(Position.id)
             )
         )
-    book = pricing == Pricing.BOOK
+    book = turn.pricing == Pricing.BOOK
     markets = universe.ranked if book else [replace(m, books=()) for m in universe.ranked]
     marks = book_marks(factory, positions, universe) if book else {}
     views = []
@@ -79,7 +75,7 @@ def prompt_context(
     methodology = agent.methodology_version
     ctx = PromptContext(
         now=now,
-        decision_week=week,
+        decision_week=turn.week,
         cash=fresh.cash,
         max_bet=ledger.max_bet(fresh.cash, bench.max_bet_fraction),
         min_bet=bench.min_bet,

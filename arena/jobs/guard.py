@@ -43,6 +43,14 @@ DEFAULT_LEASE = timedelta(seconds=90)
 
 
 @dataclass(frozen=True)
+class JobSlot:
+    """One job at one slot (its scheduled fire time): the key of a ``job_runs`` row."""
+
+    job: Job
+    slot: datetime
+
+
+@dataclass(frozen=True)
 class GuardedRun:
     job: Job
     slot: datetime
@@ -71,8 +79,7 @@ def _holder() -> str:
 
 def _acquire(
     factory: sessionmaker[Session],
-    job: str,
-    slot: datetime,
+    job_slot: JobSlot,
     started: datetime,
     lease_until: datetime,
     wall_now: datetime,
@@ -80,6 +87,7 @@ def _acquire(
 ) -> JobRun | None:
     """Take the ``(job, slot)`` row; ``None`` when taken, else the row that stops us.
     ``reopen``: a succeeded row may be taken too."""
+    job, slot = job_slot.job, job_slot.slot
     me = _holder()
     take = {
         "holder": me,
@@ -132,23 +140,22 @@ def _acquire(
 
 def run_guarded(
     factory: sessionmaker[Session],
-    job: Job,
-    slot: datetime,
+    job_slot: JobSlot,
     fn: Callable[[], dict[str, Any]],
     *,
     clock: Clock,
     wall_clock: Clock | None = None,
-    lease: timedelta = DEFAULT_LEASE,
     reopen: bool = False,
 ) -> GuardedRun:
-    """Run ``fn`` for ``(job, slot)`` unless another process already did or is doing it
-    (``reopen``: even when it succeeded before).
+    """Run ``fn`` for the job's slot unless another process already did or is doing it
+    (``reopen``: even when it succeeded before), under a lease of :data:`DEFAULT_LEASE`.
 
     A failing ``fn`` is logged and recorded (never raised): the job is retried at its next
     slot, or for this slot by a catch-up or a later ``--once``.
     """
+    job, slot, lease = job_slot.job, job_slot.slot, DEFAULT_LEASE
     wall = wall_clock or SystemClock()
-    blocker = _acquire(factory, job, slot, clock.now(), wall.now() + lease, wall.now(), reopen)
+    blocker = _acquire(factory, job_slot, clock.now(), wall.now() + lease, wall.now(), reopen)
     if blocker is not None:
         status = Blocked.HELD if blocker.status == JobRunStatus.RUNNING else Blocked.ALREADY_FINAL
         log.info("job %s for slot %s: %s", job, slot, status)
@@ -177,7 +184,7 @@ def run_guarded(
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
         log.error("job %s failed for slot %s: %s", job, slot, error)
-        _finish(factory, job, slot, clock, JobRunStatus.FAILED, None, error)
+        _finish(factory, job_slot, clock, JobRunStatus.FAILED, None, error)
         log_event(
             factory,
             clock.now(),
@@ -186,14 +193,13 @@ def run_guarded(
             LogMessage(error, "ERROR", {"traceback": traceback.format_exc(limit=8)}),
         )
         return GuardedRun(job, slot, True, JobRunStatus.FAILED, error=error)
-    _finish(factory, job, slot, clock, JobRunStatus.SUCCEEDED, counts, None)
+    _finish(factory, job_slot, clock, JobRunStatus.SUCCEEDED, counts, None)
     return GuardedRun(job, slot, True, JobRunStatus.SUCCEEDED, counts)
 
 
 def _finish(
     factory: sessionmaker[Session],
-    job: str,
-    slot: datetime,
+    job_slot: JobSlot,
     clock: Clock,
     status: str,
     counts: dict[str, Any] | None,
@@ -202,7 +208,11 @@ def _finish(
     with transaction(factory) as session:
         session.execute(
             update(JobRun)
-            .where(JobRun.job == job, JobRun.slot == slot, JobRun.holder == _holder())
+            .where(
+                JobRun.job == job_slot.job,
+                JobRun.slot == job_slot.slot,
+                JobRun.holder == _holder(),
+            )
             .values(status=status, finished_at=clock.now(), counts=counts, error=error)
         )
 
