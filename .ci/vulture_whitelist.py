@@ -70,8 +70,4 @@ _.restore_logging  # pytest: a fixture requested by name for its side effect
 _.base_rate  # CalibrationReport.to_json (arena/analytics/calibration.py)
 _.n_zero  # SignTest, in the head-to-head report's "sign_test" (arena/analytics/report.py)
 
-# pydantic: a config key accepted and validated, but read by nothing yet. v2.difficulty_weight is
-# documented (README, METHODOLOGY) while the analyses use --market-weight (default 1): wiring it
-# is a behaviour change, left open in issue 28's report.
-_.difficulty_weight
 _.loud  # typer reads it as --loud through with_options: tests/cli/test_composed.py

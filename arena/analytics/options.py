@@ -33,7 +33,7 @@ from arena.clock import iso_utc
 from arena.errors import ForecastsError
 
 if TYPE_CHECKING:
-    from arena.config import Analysis
+    from arena.config import Settings
 
 DEFAULT_RESAMPLES = 10_000  # the configured default (config key analysis.resamples)
 MIN_CLUSTERS = 5  # independent clusters an interval needs (head-to-head, ranking, difference)
@@ -95,20 +95,24 @@ class AnalysisOptions:
 
 
 def configured_options(
-    analysis: Analysis,
+    settings: Settings,
     *,
     bootstrap_resamples: int | None = None,
     seed: int | None = None,
+    market_weight: float | None = None,
     **choices: Any,
 ) -> AnalysisOptions:
     """The options of an entry point (``arena analyze``, the dashboard): ``choices`` over the
-    methodology's defaults, the resample count and seed from the config's ``analysis`` section
-    unless given, so every entry point resamples alike."""
+    methodology's defaults; the resample count and seed from the config's ``analysis`` section
+    and the market's weight in question difficulty from ``v2.difficulty_weight`` unless given,
+    so every entry point resamples and weighs alike."""
+    analysis = settings.analysis
     if bootstrap_resamples is None:
         bootstrap_resamples = analysis.resamples
     return AnalysisOptions(
         bootstrap_resamples=bootstrap_resamples,
         seed=analysis.seed if seed is None else seed,
+        market_weight=settings.v2.difficulty_weight if market_weight is None else market_weight,
         **choices,
     )
 

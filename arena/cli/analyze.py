@@ -77,13 +77,14 @@ FromExport = Annotated[
 ]
 Format = Annotated[str, typer.Option("--format", "-f", help="Output format: table or json.")]
 MarketWeight = Annotated[
-    float,
+    float | None,
     typer.Option(
         "--market-weight",
         min=0.0,
         max=1.0,
         help="Weight w of the market's own Brier in question difficulty "
-        "(w*b_mkt + (1-w)*gamma_ols).",
+        "(w*b_mkt + (1-w)*gamma_ols); default: v2.difficulty_weight (1).",
+        show_default=False,
     ),
 ]
 Weights = Annotated[
@@ -127,7 +128,7 @@ class AnalyzeFlags:
     from_export: FromExport = None
     output_format: Format = "table"
     at: AtOption = None
-    market_weight: MarketWeight = 1.0
+    market_weight: MarketWeight = None
     weights: Weights = True
     bootstrap: Bootstrap = None
     seed: Seed = None
@@ -142,7 +143,7 @@ def _options(ctx: typer.Context, flags: AnalyzeFlags, **extra: Any) -> AnalysisO
     if flags.by not in ("family", "agent"):
         raise UserError(f"--by must be family or agent, not {flags.by!r}")
     return _report().configured_options(
-        state(ctx).settings.analysis,
+        state(ctx).settings,
         bootstrap_resamples=flags.bootstrap,
         seed=flags.seed,
         as_of=clock_for(flags.at).now(),

@@ -94,7 +94,7 @@ def _compute_v2(ctx: WebContext, session: Session, as_of: datetime) -> dict[str,
     from arena.export.writer import table_columns
 
     forecasts = Forecasts.from_columns(table_columns(session, "forecasts"))
-    options = configured_options(ctx.settings.analysis, as_of=as_of)
+    options = configured_options(ctx.settings, as_of=as_of)
     try:
         report = ranking(forecasts, options)
     except ForecastsError as exc:  # nothing to rank yet (e.g. no panel forecast at as_of)

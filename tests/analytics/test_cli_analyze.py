@@ -176,3 +176,18 @@ def test_every_command_has_help() -> None:
                 assert (param.help or "").strip(), f"{name} {param.opts}"
         result = runner.invoke(_app(), ["analyze", name, "--help"])
         assert result.exit_code == 0
+
+
+def test_the_market_weight_defaults_to_the_configured_difficulty_weight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``v2.difficulty_weight`` is what ``--market-weight`` defaults to; the flag overrides it."""
+    config = tmp_path / "arena.yaml"
+    config.write_text(
+        f"database_url: sqlite:///{tmp_path / 'a.db'}\nv2:\n  difficulty_weight: 0.25\n"
+    )
+    monkeypatch.setenv("ARENA_CONFIG", str(config))
+    export = _write_export(tmp_path)
+    ranking = ["analyze", "ranking", "--from-export", str(export), "--format", "json", *AT]
+    assert _json(ranking)["options"]["market_weight"] == 0.25
+    assert _json([*ranking, "--market-weight", "0.75"])["options"]["market_weight"] == 0.75
