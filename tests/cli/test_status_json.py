@@ -129,5 +129,5 @@ def test_a_run_stored_under_the_old_name_resolution_is_the_settlement(
     assert settlement.status == "failed"
     jobs = {line["job"]: line for line in _status(capsys, config, at)["jobs"]}
     assert "resolution" not in jobs
-    assert jobs["settlement"]["last_slot"] == slot.isoformat()
+    assert jobs["settlement"]["last_slot"] == iso_utc(slot)
     assert jobs["settlement"]["status"] == "failed"
