@@ -200,7 +200,7 @@ def synthetic_rows(
                     "action": "BET",
                     "system_hold": False,
                     "claim_token": None,
-                    "lease_expires_at": None,
+                    "lease_until": None,
                     "claim_count": 1,
                     "cash_shown": cash,
                     "reasoning": None,

@@ -92,8 +92,8 @@ def claim_decision(
     take_over = {
         "status": DecisionStatus.CLAIMED,
         "claim_token": token,
-        "claimed_by": holder,
-        "lease_expires_at": lease_until,
+        "holder": holder,
+        "lease_until": lease_until,
         "claim_count": Decision.claim_count + 1,
         "universe_id": universe_id,
         "updated_at": now,
@@ -109,8 +109,8 @@ def claim_decision(
                 "universe_id": universe_id,
                 "status": DecisionStatus.CLAIMED,
                 "claim_token": token,
-                "claimed_by": holder,
-                "lease_expires_at": lease_until,
+                "holder": holder,
+                "lease_until": lease_until,
                 "claim_count": 1,
                 "prompt_version": prompt_version,
                 "methodology_version": methodology_version,
@@ -127,7 +127,7 @@ def claim_decision(
                     or_(
                         Decision.status.in_(TAKEOVER_STATUSES),
                         (Decision.status == DecisionStatus.CLAIMED)
-                        & (Decision.lease_expires_at < lease_clock.now()),
+                        & (Decision.lease_until < lease_clock.now()),
                     ),
                 )
                 .values(**take_over)
@@ -136,12 +136,12 @@ def claim_decision(
                 row = session.execute(select(Decision).where(*key)).scalar_one()
                 if (
                     row.status != DecisionStatus.CLAIMED
-                    or holder_alive(row.claimed_by) is not False
+                    or holder_alive(row.holder) is not False
                 ):
-                    return Refused(row.id, row.status, row.claimed_by, row.lease_expires_at)
+                    return Refused(row.id, row.status, row.holder, row.lease_until)
                 # Its holder died on this host: take it over now, unless someone just did.
                 log.warning(
-                    "decision %s: holder %s is dead; taking it over", row.id, label(row.claimed_by)
+                    "decision %s: holder %s is dead; taking it over", row.id, label(row.holder)
                 )
                 result = session.execute(
                     update(Decision)
@@ -180,7 +180,7 @@ def renew_lease(
                 Decision.claim_token == claim.token,
                 Decision.status == DecisionStatus.CLAIMED,
             )
-            .values(lease_expires_at=lease_clock.now() + timedelta(seconds=lease_seconds))
+            .values(lease_until=lease_clock.now() + timedelta(seconds=lease_seconds))
         )
         return result.rowcount == 1  # type: ignore[attr-defined]
 
@@ -221,7 +221,7 @@ def release_completed(
     row.error = optional_text("; ".join(failures), MODEL_TEXT) or None
     row.refusals = storable_json(refusals) or None
     row.completed_at = row.updated_at = now
-    row.lease_expires_at = None
+    row.lease_until = None
 
 
 def release_failed(
@@ -239,4 +239,4 @@ def release_failed(
     row.payload = storable_json(decision.to_json_dict()) if decision else None
     row.refusals = storable_json(refusals) if refusals else None
     row.updated_at = now
-    row.lease_expires_at = None
+    row.lease_until = None

@@ -210,8 +210,8 @@ def decision(session: Session, decision_id: int) -> dict[str, Any]:
         "forecasts": forecasts,
         "claim_history": {
             "claim_count": found.claim_count,
-            "claimed_by": found.claimed_by,
-            "lease_expires_at": iso(found.lease_expires_at),
+            "holder": found.holder,
+            "lease_until": iso(found.lease_until),
             "claims": list(claims.values()),
         },
     }
