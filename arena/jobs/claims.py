@@ -134,10 +134,7 @@ def claim_decision(
             )
             if result.rowcount != 1:  # type: ignore[attr-defined]
                 row = session.execute(select(Decision).where(*key)).scalar_one()
-                if (
-                    row.status != DecisionStatus.CLAIMED
-                    or holder_alive(row.holder) is not False
-                ):
+                if row.status != DecisionStatus.CLAIMED or holder_alive(row.holder) is not False:
                     return Refused(row.id, row.status, row.holder, row.lease_until)
                 # Its holder died on this host: take it over now, unless someone just did.
                 log.warning(
