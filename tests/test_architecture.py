@@ -118,11 +118,11 @@ def test_every_exception_lives_in_the_one_tree() -> None:
     assert all(cls.__name__ in (errors.__doc__ or "") for cls in defined)
 
 
-MAX_MODULE_LINES = 500
+MAX_MODULE_LINES = 600
 
 
-def test_no_module_is_over_500_lines() -> None:
-    """A module past 500 lines holds two ideas: split it along its seam."""
+def test_no_module_is_over_600_lines() -> None:
+    """A module past 600 lines holds two ideas: split it along its seam."""
     long = {
         str(path.relative_to(ARENA)): lines
         for path in sorted(ARENA.rglob("*.py"))

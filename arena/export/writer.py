@@ -44,6 +44,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena import __version__
 from arena.clock import Clock, SystemClock, ensure_utc
 from arena.csv_safe import safe_cell
+from arena.domain.states import Methodology
 from arena.errors import UserError
 from arena.export.directory import MANIFEST, check_target, publish, sha256_of, staging
 from arena.export.spec import Column, ExportFilters, Kind, TableSpec
@@ -111,7 +112,7 @@ def export(
     since: datetime | None = None,
     until: datetime | None = None,
     include_prompts: bool = True,
-    methodology: str = "v1",
+    methodology: Methodology = Methodology.V1,
     clock: Clock | None = None,
     overwrite: bool = False,
 ) -> Manifest:
@@ -161,7 +162,7 @@ def export(
 
 
 def _manifest(
-    methodology: str,
+    methodology: Methodology,
     fmt: str,
     exported_at: datetime,
     filters: ExportFilters,

@@ -50,7 +50,14 @@ from arena.domain.decisions import (
     validate_decision,
 )
 from arena.domain.prompting import PromptContext, render_messages, render_repair
-from arena.domain.states import AttemptKind, AttemptOutcome, Blocked, DecisionStatus
+from arena.domain.states import (
+    AttemptKind,
+    AttemptOutcome,
+    Blocked,
+    DecisionStatus,
+    FamilyKind,
+    Methodology,
+)
 from arena.errors import (
     BudgetExceeded,
     ProviderCallError,
@@ -282,9 +289,8 @@ class DecisionRun:
         max_tokens = self.settings.max_tokens(agent.family_id)
         self.budget.carry(agent.family_id, claim.cost_before)
         try:
-            self.budget.reserve(
-                agent.family_id, model, messages, max_tokens, baseline=agent.kind == "baseline"
-            )
+            baseline = agent.kind == FamilyKind.BASELINE
+            self.budget.reserve(agent.family_id, model, messages, max_tokens, baseline=baseline)
         except BudgetExceeded as exc:
             attempts.store(
                 AttemptKind.INITIAL,
@@ -356,7 +362,7 @@ class DecisionRun:
         def on_attempt(number: int, outcome: ModelReply | ProviderCallError) -> None:
             if isinstance(outcome, ProviderCallError):
                 attempts.store(
-                    "retry" if number > 1 else kind,
+                    AttemptKind.RETRY if number > 1 else kind,
                     AttemptOutcome(f"{outcome.kind}_error"),
                     messages,
                     started[0],
@@ -455,7 +461,7 @@ class DecisionRun:
                     refusals=execution.refusals,
                 )
                 return
-            if agent.methodology_version == "v2":
+            if agent.methodology_version == Methodology.V2:
                 store_forecasts(
                     session,
                     decision_id=row.id,

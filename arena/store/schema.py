@@ -248,7 +248,7 @@ decision_attempts = Table(
     Column("decision_id", ForeignKey("decisions.id"), index=True, nullable=False),
     Column("attempt_no", Integer, nullable=False),
     Column("claim_token", String(64), nullable=False),
-    Column("kind", String(16), nullable=False),  # initial | repair | transient-retry
+    Column("kind", String(16), nullable=False),  # initial | repair | retry (AttemptKind)
     # valid | malformed | transient_error | permanent_error | fatal_error | budget_skipped
     # | received
     Column("outcome", String(24), nullable=False),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from arena.domain.states import Methodology
 from arena.web import api, records, standings
 from arena.web.app import html
 from arena.web.columns import (
@@ -36,7 +37,7 @@ def leaderboard(request: Request, cohort: CohortParam = None) -> HTMLResponse:
     with ctx.session() as session:
         rows = standings.leaderboard(ctx, session, cohort)
         methodology = standings.methodology_in_use(ctx, session, cohort)
-        ranking = standings.v2_ranking(ctx, session) if methodology == "v2" else None
+        ranking = standings.v2_ranking(ctx, session) if methodology == Methodology.V2 else None
         cohort_list = standings.cohort_rows(session)
     return html(
         request,
