@@ -28,7 +28,7 @@ InCohort = Callable[[Any, Any, "int | None"], Any]
 
 
 @dataclass
-class Execution:
+class ExecutionQuality:
     """How a family's mode-book trades filled (methodology, "Executable prices")."""
 
     trades: int = 0

@@ -58,7 +58,9 @@ class BookPrices:
 
 
 @dataclass
-class Execution:
+class ExecutionResult:
+    """What executing one decision came to: the trades made and the executions refused."""
+
     trades: int = 0
     failures: list[str] = field(default_factory=list)
     refusals: list[dict[str, object]] = field(default_factory=list)
@@ -95,10 +97,10 @@ def execute_decision(
     max_bet_fraction: Decimal,
     now: datetime,
     book: BookPrices | None = None,
-) -> Execution:
+) -> ExecutionResult:
     """Apply the decision's bets or sells to the agent's cash and positions (``book``: mode
     book, else mode gamma)."""
-    result = Execution()
+    result = ExecutionResult()
     trade = _Trade(session, decision_id, agent, markets, now, book)
     if decision.action is Action.BET:
         for index, bet in enumerate(decision.bets):
