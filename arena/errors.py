@@ -16,7 +16,8 @@ ArenaError                      base of everything arena raises on purpose
 ├── BudgetExceeded              the worst case of the next decision does not fit the budget
 ├── SourceError                 the outside world failed (after retries)
 │   ├── TransientError          one attempt failed in a way worth retrying (429, 5xx, a body
-│   │                           that is not the JSON expected); never leaves a client
+│   │                           that is not the JSON expected): what every retry policy
+│   │                           retries; from a Polymarket client, it never leaves the client
 │   ├── SourceNotFound          a 404 where the caller gives it a meaning (a gone market, a
 │   │                           missing book); never leaves a client
 │   ├── GammaError              Polymarket Gamma
@@ -27,12 +28,11 @@ ArenaError                      base of everything arena raises on purpose
 │   │   │                       unstorable field, a crossed or locked touch (skip that book)
 │   │   └── UnreadableField     one field of a CLOB body; the parser adds whose it is
 │   └── ProviderError           an LLM provider
-│       ├── ProviderFatal       401/402: stop the whole run at once
 │       ├── UnknownModelPriceError  OpenRouter's model list has no usable price for a model
 │       └── ProviderCallError   one failed call, carrying the attempt's metadata to store
-│           ├── TransientProviderError  worth retrying after a pause
+│           ├── TransientProviderError  a TransientError of a provider call: retried
 │           ├── PermanentProviderError  fails the same way again: not retried unchanged
-│           └── FatalProviderError      bad key or no credit (also a ProviderFatal)
+│           └── FatalProviderError      401/402, bad key or no credit: stop the whole run
 ├── MalformedResponse           a model's answer failed extraction or validation (repairable)
 ├── StorageFailed               a full disk or a database that refuses writes; CLI exits 1
 ├── JobFailed                   a job ran and failed; CLI exits 1
@@ -110,10 +110,12 @@ class SourceError(ArenaError):
 
 
 class TransientError(SourceError):
-    """A failure worth retrying (429, 5xx, a body that is not the JSON expected).
+    """A failure worth retrying (429, 5xx, a body that is not the JSON expected): what every
+    retry policy (:class:`arena.sources.retry.RetryPolicy`) retries.
 
-    The HTTP clients retry it and, after the last attempt, raise their own error instead.
-    ``retry_after`` is the wait the server asked for, in seconds, if any.
+    The Polymarket clients retry it and, after the last attempt, raise their own error
+    instead; a provider's is a :class:`TransientProviderError`, which carries the call's
+    metadata. ``retry_after`` is the wait the server asked for, in seconds, if any.
     """
 
     def __init__(self, reason: str, retry_after: float | None = None) -> None:
@@ -171,10 +173,6 @@ class UnreadableField(ClobError):
 
 class ProviderError(SourceError):
     """An LLM provider failed."""
-
-
-class ProviderFatal(ProviderError):
-    """Authentication or credit failure: the whole run must stop (401/402)."""
 
 
 class UnknownModelPriceError(ProviderError):
@@ -249,8 +247,9 @@ class ProviderCallError(ProviderError):
         }
 
 
-class TransientProviderError(ProviderCallError):
-    """Worth retrying after a pause; ``retry_after`` (seconds) when the server said so."""
+class TransientProviderError(ProviderCallError, TransientError):
+    """A provider call worth retrying after a pause: a :class:`TransientError` with the
+    call's metadata; ``retry_after`` (seconds) when the server said so."""
 
     kind: FailureKind = "transient"
 
@@ -261,7 +260,7 @@ class PermanentProviderError(ProviderCallError):
     kind: FailureKind = "permanent"
 
 
-class FatalProviderError(ProviderCallError, ProviderFatal):
+class FatalProviderError(ProviderCallError):
     """Bad key or no credit (401/402): stop the whole run, leave the rest retryable."""
 
     kind: FailureKind = "fatal"

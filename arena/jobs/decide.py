@@ -60,8 +60,8 @@ from arena.domain.states import (
 )
 from arena.errors import (
     BudgetExceeded,
+    FatalProviderError,
     ProviderCallError,
-    ProviderFatal,
     RunAborted,
     UniverseUnavailable,
 )
@@ -387,7 +387,7 @@ class DecisionRun:
                 on_attempt=on_attempt,
                 **retry_kwargs,
             )
-        except ProviderFatal as exc:
+        except FatalProviderError as exc:
             self._finish(
                 claim,
                 result,

@@ -7,9 +7,10 @@ error) to a callback, so every attempt can be stored with its metadata.
 
     ProviderError (arena.errors)
     └── ProviderCallError           one failed call, with the attempt's metadata
-        ├── TransientProviderError  retry after a pause (408, 429, 5xx, timeouts, cold starts)
+        ├── TransientProviderError  a TransientError: retry after a pause (408, 429, 5xx,
+        │                           timeouts, cold starts)
         ├── PermanentProviderError  a plain retry will not help (400, 403, 404, exhausted tokens)
-        └── FatalProviderError      also an arena.errors.ProviderFatal: 401/402, stop the run
+        └── FatalProviderError      401/402: stop the run
 """
 
 from __future__ import annotations
