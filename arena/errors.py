@@ -46,7 +46,7 @@ ArenaError                      base of everything arena raises on purpose
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 FailureKind = Literal["transient", "permanent", "fatal"]
 """How a failed provider call is treated: retried, not retried unchanged, or run-stopping."""
@@ -183,48 +183,51 @@ class UnknownModelPriceError(ProviderError):
         self.model = model
 
 
+class CallDetails(TypedDict, total=False):
+    """What is known about one failed provider call, each item optional (None when absent)."""
+
+    status: int | None  # the HTTP status
+    error_code: int | str | None  # the provider's error code
+    error_type: str | None
+    provider: str | None  # the upstream that served
+    model: str | None
+    generation_id: str | None
+    latency_ms: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: Decimal | None
+    retry_after: float | None  # seconds the server asked to wait
+    raw: dict[str, Any] | None  # the body received
+
+
 class ProviderCallError(ProviderError):
-    """One failed call, carrying the attempt's metadata so the engine can store it.
+    """One failed call, carrying the attempt's metadata (:class:`CallDetails`, as attributes)
+    so the engine can store it.
 
     ``reason`` is a short stable label (``http_429``, ``error_in_200``, ``null_choices``,
     ``empty_content``, ``reasoning_only``, ``length_exhausted``, ``timeout``, ``connection``...).
     """
 
     kind: FailureKind = "transient"
+    status: int | None
+    error_code: int | str | None
+    error_type: str | None
+    provider: str | None
+    model: str | None
+    generation_id: str | None
+    latency_ms: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: Decimal | None
+    retry_after: float | None
+    raw: dict[str, Any] | None
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        reason: str,
-        status: int | None = None,
-        error_code: int | str | None = None,
-        error_type: str | None = None,
-        provider: str | None = None,
-        model: str | None = None,
-        generation_id: str | None = None,
-        latency_ms: int | None = None,
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-        cost_usd: Decimal | None = None,
-        retry_after: float | None = None,
-        raw: dict[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, message: str, *, reason: str, **details: Unpack[CallDetails]) -> None:
         super().__init__(message)
         self.message = message
         self.reason = reason
-        self.status = status
-        self.error_code = error_code
-        self.error_type = error_type
-        self.provider = provider
-        self.model = model
-        self.generation_id = generation_id
-        self.latency_ms = latency_ms
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-        self.cost_usd = cost_usd
-        self.retry_after = retry_after
-        self.raw = raw
+        for name in CallDetails.__annotations__:
+            setattr(self, name, details.get(name))
 
     def as_dict(self) -> dict[str, Any]:
         """The attempt's metadata as plain data (for storage and structured logs)."""
