@@ -2,7 +2,8 @@
 
 Sources, highest priority first: ``ARENA_*`` environment variables (``__`` for nesting), then
 the YAML file (``--config``, ``ARENA_CONFIG``, or ``config.yaml``). Secrets are never read from
-the file: ``OPENROUTER_API_KEY`` and ``ARENA_ADMIN_TOKEN`` come from the environment only.
+the file: ``OPENROUTER_API_KEY`` comes from the environment only (as ``ARENA_ADMIN_TOKEN`` will
+once an admin surface exists; none does yet, so nothing reads it).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from arena.domain.states import FamilyKind, Methodology
+from arena.domain.states import FamilyKind, Job, Methodology
 from arena.errors import ConfigError
 from arena.masking import masked_urls
 
@@ -103,16 +104,42 @@ SQLITE_DRIVER_PARAMETERS = frozenset(
 )
 
 
+SCHEDULE_ALIASES = {"resolution_minutes": "settlement_minutes"}
+"""Old ``schedule`` keys that still work (the interface contract names them), each mapped to
+its key."""
+
+
 class Schedule(_Strict):
+    """When each job runs (UTC): a weekly day and time, or every N minutes from midnight.
+    ``resolution_minutes`` is the old name of ``settlement_minutes``, kept as an alias
+    (:data:`SCHEDULE_ALIASES`); giving both in one place is an error naming them."""
+
     cohort_start: str = "sun 00:00"
     decision_run: str = "sun 00:05"
     market_sync_minutes: Annotated[int, Field(ge=1, le=1440)] = 5
     snapshot_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
-    resolution_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
+    settlement_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
     misfire_grace_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] = 300
     # Missed weekly work (cohort start, decision run, unfinished decisions) is caught up until
     # this many hours after the week starts (168: the whole week).
     catch_up_hours: Annotated[int, Field(ge=0, le=168)] = 168
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, raw: Any) -> Any:
+        return rename_aliases(raw, SCHEDULE_ALIASES, "schedule")
+
+    def weekly_spec(self, job: Job) -> str:
+        """The day and time (``"sun 00:05"``) at which the weekly ``job`` fires."""
+        return {Job.COHORT_START: self.cohort_start, Job.DECISION_RUN: self.decision_run}[job]
+
+    def every_minutes(self, job: Job) -> int:
+        """How many minutes apart the interval ``job`` fires, counted from midnight UTC."""
+        return {
+            Job.MARKET_SYNC: self.market_sync_minutes,
+            Job.SETTLEMENT: self.settlement_minutes,
+            Job.SNAPSHOT: self.snapshot_minutes,
+        }[job]
 
     @field_validator("cohort_start", "decision_run")
     @classmethod
@@ -131,7 +158,7 @@ class Schedule(_Strict):
             )
         return self
 
-    @field_validator("market_sync_minutes", "snapshot_minutes", "resolution_minutes")
+    @field_validator("market_sync_minutes", "snapshot_minutes", "settlement_minutes")
     @classmethod
     def _divides_the_day(cls, value: int) -> int:
         # Slots count from midnight UTC (arena.slots): an interval must divide the day.
@@ -141,6 +168,23 @@ class Schedule(_Strict):
                 "60, 90, 120, 240, 360, 720 or 1440"
             )
         return value
+
+
+def rename_aliases(raw: Any, aliases: dict[str, str], section: str) -> Any:
+    """``raw`` (a mapping of one config section) with each old key renamed to its key; both
+    given is a :class:`ConfigError` naming the two."""
+    if not isinstance(raw, dict) or not aliases.keys() & raw.keys():
+        return raw
+    renamed = dict(raw)
+    for old, new in aliases.items():
+        if old in renamed:
+            if new in renamed:
+                raise ConfigError(
+                    f"{section}.{new} and {section}.{old} are both given; {old} is the old name "
+                    f"of {new}: keep one"
+                )
+            renamed[new] = renamed.pop(old)
+    return renamed
 
 
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -333,7 +377,13 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _YamlSource(settings_cls, cls._yaml_path))
+        # Old key names are renamed within each source, so an alias in the environment
+        # overrides the current key in the file as any variable does.
+        return (
+            _Renamed(settings_cls, init_settings),
+            _Renamed(settings_cls, env_settings),
+            _Renamed(settings_cls, _YamlSource(settings_cls, cls._yaml_path)),
+        )
 
     @property
     def active_families(self) -> list[OpenRouterFamily | BaselineFamily]:
@@ -371,6 +421,23 @@ class _YamlSource(PydanticBaseSettingsSource):
 
     def __call__(self) -> dict[str, Any]:
         return dict(self._data)
+
+
+class _Renamed(PydanticBaseSettingsSource):
+    """A settings source with the old ``schedule`` keys (:data:`SCHEDULE_ALIASES`) renamed."""
+
+    def __init__(self, settings_cls: type[BaseSettings], source: PydanticBaseSettingsSource):
+        super().__init__(settings_cls)
+        self._source = source
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._source.get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        data = dict(self._source())
+        if "schedule" in data:
+            data["schedule"] = rename_aliases(data["schedule"], SCHEDULE_ALIASES, "schedule")
+        return data
 
 
 MAX_YAML_DEPTH = 32  # the deepest setting is 4 levels down; provider objects nest a few more
@@ -489,9 +556,4 @@ def describe_settings_error(exc: SettingsError) -> str:
 def openrouter_api_key() -> SecretStr | None:
     """The OpenRouter key, from the environment only."""
     value = os.environ.get("OPENROUTER_API_KEY", "").strip()
-    return SecretStr(value) if value else None
-
-
-def admin_token() -> SecretStr | None:
-    value = os.environ.get("ARENA_ADMIN_TOKEN", "").strip()
     return SecretStr(value) if value else None

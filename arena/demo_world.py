@@ -33,7 +33,7 @@ from arena.fakes.book_world import BookWorld
 from arena.fakes.gamma import FakeGammaWorld, FakeMarket
 from arena.fakes.openrouter import FakeOpenRouter, answer
 from arena.jobs.guard import GuardedRun
-from arena.runtime import Runtime
+from arena.runtime import Runtime, Sources
 from arena.sources.clob import ClobClient
 from arena.sources.gamma import GammaClient
 from arena.sources.registry import ProviderRegistry
@@ -52,6 +52,17 @@ class _Fate:
     stage: int = 0  # 0 open, 1 closed, 2 proposed/disputed, 3 resolved
 
 
+@dataclass(frozen=True)
+class WorldPlan:
+    """The simulated world to build: its first instant, how many days it runs, how many
+    synthetic markets it lists, and the seed everything random in it is drawn from."""
+
+    start: datetime
+    days: int
+    n_markets: int = 300
+    seed: int = 7
+
+
 @dataclass
 class SimulatedWorld:
     """The fake Gamma world plus each market's hidden truth and end-of-life script, and the
@@ -64,7 +75,8 @@ class SimulatedWorld:
     truth: dict[str, int] = field(default_factory=dict)  # winning outcome index
 
     @classmethod
-    def build(cls, n_markets: int, seed: int, start: datetime, days: int) -> SimulatedWorld:
+    def build(cls, plan: WorldPlan) -> SimulatedWorld:
+        n_markets, seed, start, days = plan.n_markets, plan.seed, plan.start, plan.days
         gamma = FakeGammaWorld(n_markets=n_markets, seed=seed, start=start)
         world = cls(gamma, random.Random(seed + 1), BookWorld(gamma, seed=seed + 2))
         special = iter(["fifty", "ambiguous", "disputed", "never"])
@@ -283,20 +295,17 @@ class Simulation:
         self,
         settings: Settings,
         factory: sessionmaker[Session],
+        plan: WorldPlan,
         *,
-        start: datetime,
-        days: int,
-        n_markets: int = 300,
-        seed: int = 7,
         skills: dict[str, float] | None = None,
     ) -> None:
         if settings.benchmark.min_universe_markets is None:  # a small world: a floor it can meet
-            floor = min(settings.benchmark.universe_floor, max(n_markets // 4, 1))
+            floor = min(settings.benchmark.universe_floor, max(plan.n_markets // 4, 1))
             benchmark = settings.benchmark.model_copy(update={"min_universe_markets": floor})
             settings = settings.model_copy(update={"benchmark": benchmark})
         self.settings = settings
-        self.clock = FixedClock(start)
-        self.world = SimulatedWorld.build(n_markets, seed, start, days)
+        self.clock = FixedClock(plan.start)
+        self.world = SimulatedWorld.build(plan)
         self.openrouter = FakeOpenRouter(sleep=lambda _s: None)
         skills = skills or {}
         for index, family in enumerate(
@@ -304,7 +313,9 @@ class Simulation:
         ):
             model = family.openrouter_id
             self.openrouter.add_model(model, "0.0000005", "0.0000015", provider="SimProvider")
-            forecaster = SimulatedForecaster(self.world, seed + index, skills.get(family.id, 0.3))
+            forecaster = SimulatedForecaster(
+                self.world, plan.seed + index, skills.get(family.id, 0.3)
+            )
             self.openrouter.set_default(model, answer(forecaster))
         # The simulation made these clients, so it closes them (Simulation.close).
         self._resources = contextlib.ExitStack()
@@ -332,11 +343,9 @@ class Simulation:
         self.runtime = Runtime(
             settings,
             factory,
-            gamma,
-            providers,
+            Sources(gamma, providers, clob),
             sleep=lambda _s: None,
             wall_clock=self.clock,
-            clob=clob,
         )
 
     def step(self, at: datetime) -> list[GuardedRun]:

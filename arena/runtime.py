@@ -2,49 +2,50 @@
 
 Production builds it with the real Gamma client and OpenRouter; the demo and the tests build it
 with fake transports and a simulated clock. Everything else (the job code, the database, the
-guard) is the same. Each job is one method returning its report (:meth:`Runtime.start_cohort`,
-:meth:`~Runtime.sync_markets`, :meth:`~Runtime.decide`, :meth:`~Runtime.settle`,
-:meth:`~Runtime.take_snapshots`): its CLI command calls it and prints the report; the scheduled
-job of the same name (:data:`arena.slots.JOBS`) calls it under the database guard for its slot
-(:meth:`Runtime.run_job`) and logs the report's counts.
+guard) is the same. Each job (:class:`arena.domain.states.Job`) is one method named after it,
+returning its report (:class:`arena.jobs.report.JobReport`): :meth:`Runtime.cohort_start`,
+:meth:`~Runtime.market_sync`, :meth:`~Runtime.decision_run`, :meth:`~Runtime.settlement`,
+:meth:`~Runtime.snapshot`. Its CLI command calls it and prints the report; the daemon runs it
+for its slot under the database guard (:meth:`Runtime.run_job`, through one table of the jobs),
+and the report decides, for both, whether the job failed.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock, FixedClock, SystemClock, week_start
+from arena.clock import Clock, FixedClock, SystemClock, iso_utc, week_start
 from arena.config import Settings
 from arena.domain.book import Pricing
-from arena.domain.states import Blocked, DecisionStatus, JobRunStatus
-from arena.errors import JobFailed, UniverseUnavailable
+from arena.domain.states import Blocked, Job, JobRunStatus
+from arena.errors import UniverseUnavailable
 from arena.jobs.budget import Budget
 from arena.jobs.cohorts import CohortReport, complete_cohorts, start_cohort
-from arena.jobs.decide import DecisionRun
+from arena.jobs.decide import DecisionRun, RunHooks, RunSources
 from arena.jobs.decide_report import AgentResult, DecideReport
 from arena.jobs.due import WeekDue, current_week_due, retry_pause, weekly_fire_time
-from arena.jobs.guard import GuardedRun, mark_abandoned, run_guarded
+from arena.jobs.guard import GuardedRun, JobSlot, mark_abandoned, run_guarded
 from arena.jobs.markets import SyncReport, sync_markets
 from arena.jobs.prices import refresh_markets
+from arena.jobs.report import JobReport, raise_failure
 from arena.jobs.settle import SettleReport, settle_markets
 from arena.jobs.snapshots import SnapshotReport, take_snapshots
 from arena.jobs.universe import freeze_universe
-from arena.slots import JOBS, WEEKLY_JOBS, job_slot
+from arena.slots import job_slot
 from arena.sources.clob import BookSource, ClobClient
 from arena.sources.gamma import GammaClient
 from arena.sources.registry import ProviderRegistry
 from arena.store.models import Cohort, JobRun
-from arena.store.system_log import log_event
+from arena.store.system_log import LogMessage, log_event
 
 log = logging.getLogger(__name__)
 
@@ -58,16 +59,17 @@ class SupportsClose(Protocol):
     def close(self) -> None: ...
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
+@dataclass(frozen=True)
+class Sources:
+    """The outside world the jobs talk to: Gamma, the model providers, and the CLOB order
+    books that mode-book cohorts freeze, trade against and are marked at (None: no CLOB).
+    ``owned``: what of it the runtime made and so closes (:func:`production_runtime`); the
+    rest stays open for whoever made it."""
+
+    gamma: GammaClient
+    providers: ProviderRegistry
+    clob: BookSource | None = None
+    owned: Sequence[SupportsClose] = ()
 
 
 class Runtime:
@@ -75,51 +77,47 @@ class Runtime:
         self,
         settings: Settings,
         factory: sessionmaker[Session],
-        gamma: GammaClient,
-        providers: ProviderRegistry,
+        sources: Sources,
         *,
         sleep: Callable[[float], None] | None = None,
         wall_clock: Clock | None = None,
         wait: Callable[[float], None] = time.sleep,
-        owned: Sequence[SupportsClose] = (),
-        clob: BookSource | None = None,
     ) -> None:
-        """``owned``: what this runtime made and so closes (:func:`production_runtime`); the
-        clients handed in stay open for whoever made them. ``clob``: the order books that
-        mode-book cohorts freeze, trade against and are marked at."""
+        """``sleep``: the pause between a provider's retries; ``wall_clock``: the real time
+        that leases are taken and renewed on; ``wait``: the pause while waiting for a job or
+        a decision held by another process (the tests hand in instant ones)."""
         self.settings = settings
         self.factory = factory
-        self.gamma = gamma
-        self.clob = clob
-        self.providers = providers
+        self.gamma = sources.gamma
+        self.clob = sources.clob
+        self.providers = sources.providers
         self.sleep = sleep
         self.wall_clock = wall_clock
         self.wait = wait
         self.stop_event = threading.Event()
-        self.last_decide: DecideReport | None = None
-        self._settled: dict[str, datetime] = {}  # job -> last slot this process saw finished
-        self._owned = list(owned)
+        self._settled: dict[Job, datetime] = {}  # job -> last slot this process saw finished
+        self._owned = list(sources.owned)
 
-    # --- the jobs, one method each (the CLI commands call these) ---------------------------
+    # --- the jobs, one method each, named after the job (the CLI commands call these) ------
 
-    def start_cohort(self, clock: Clock) -> CohortReport:
+    def cohort_start(self, clock: Clock) -> CohortReport:
         """This week's cohort with one agent per active family (``arena cohort start``)."""
         return start_cohort(self.factory, self.settings, clock)
 
-    def sync_markets(self, clock: Clock) -> SyncReport:
+    def market_sync(self, clock: Clock) -> SyncReport:
         """The Gamma universe and every market the store needs fresh (``arena markets sync``)."""
         return sync_markets(self.factory, self.gamma, self.settings, clock)
 
-    def settle(self, clock: Clock) -> SettleReport:
+    def settlement(self, clock: Clock) -> SettleReport:
         """Settle what Gamma reports over, then complete the cohorts that have nothing left to
-        decide or settle (``arena resolve``)."""
+        decide or settle (``arena settle``, alias ``arena resolve``)."""
         report = settle_markets(self.factory, self.settings, clock, self.gamma)
         report.cohorts_completed = complete_cohorts(
             self.factory, self.settings.benchmark.decision_cohort_limit, clock
         )
         return report
 
-    def take_snapshots(self, clock: Clock, refresh: bool = True) -> SnapshotReport:
+    def snapshot(self, clock: Clock, refresh: bool = True) -> SnapshotReport:
         """Value every agent at this slot, after refreshing held markets' prices from Gamma
         unless ``refresh`` is off (``arena snapshot``)."""
         return take_snapshots(
@@ -130,11 +128,25 @@ class Runtime:
             books=self.clob if refresh else None,
         )
 
-    def decide(
-        self, clock: Clock, on_progress: Callable[[AgentResult], None] | None = None
+    def decision_run(
+        self,
+        clock: Clock,
+        on_progress: Callable[[AgentResult], None] | None = None,
+        *,
+        slot: datetime | None = None,
     ) -> DecideReport:
-        """The decision run: before each freeze, sync the markets from Gamma and offer only
-        what it just listed; a failed sync or a too-small universe decides nothing."""
+        """The decision run (``arena decide``): before each freeze, sync the markets from
+        Gamma and offer only what it just listed; a failed sync or a too-small universe
+        decides nothing. ``slot``: the scheduled slot this run is for (:meth:`run_job`); when
+        its week had no cohort as the run started, the report says so (its ``missing_cohort``)
+        and fails, so the slot is not done and the catch-up decides that cohort once it exists.
+        By hand (no slot), nothing to decide is no failure: the rule is the slot's, and this
+        is its one home."""
+        week = week_start(slot) if slot is not None else None
+        if week is not None:
+            with self.factory() as session:
+                if session.scalar(select(Cohort.id).where(Cohort.week_start == week)) is not None:
+                    week = None  # the slot's cohort existed: nothing missing
 
         def freeze(cohort_ids: Sequence[int]) -> int:
             try:
@@ -155,23 +167,22 @@ class Runtime:
             self.providers.worst_case,
             rounds=self.settings.benchmark.malformed_retries + 1,
         )
-        run = DecisionRun(
-            self.factory,
-            self.settings,
-            clock,
+        sources = RunSources(
             self.providers.for_agent,
             freeze,
-            sleep=self.sleep,
-            budget=budget,
-            should_stop=self.stop_event.is_set,
-            lease_clock=self.wall_clock,
-            on_progress=on_progress,
             refresh_markets=lambda ids: refresh_markets(self.factory, self.gamma, ids, clock),
-            wait=self.wait,
             books=self.clob,
         )
+        hooks = RunHooks(
+            lease_clock=self.wall_clock or SystemClock(),
+            sleep=self.sleep,
+            wait=self.wait,
+            should_stop=self.stop_event.is_set,
+            on_progress=on_progress,
+        )
+        run = DecisionRun(self.factory, self.settings, clock, sources, budget=budget, hooks=hooks)
         report = run.run()
-        self.last_decide = report
+        report.missing_cohort = week
         return report
 
     def _books_for(self, cohort_ids: Sequence[int]) -> BookSource | None:
@@ -185,70 +196,37 @@ class Runtime:
             raise UniverseUnavailable("mode book needs the CLOB (polymarket.clob_url)")
         return self.clob
 
-    def decision_run(self, clock: Clock) -> dict[str, Any]:
-        """The scheduled decision run; fails (retryably) unless every decision is final and
-        the slot's week had its cohort when the run started: a slot with no cohort to decide
-        is not done (the catch-up decides that cohort once it exists)."""
-        week = week_start(self.slot("decision_run", clock.now()))
-        with self.factory() as session:
-            cohort = session.scalar(select(Cohort.id).where(Cohort.week_start == week))
-        report = self.decide(clock)
-        counts = {
-            "decided": sum(r.status == DecisionStatus.COMPLETED for r in report.results),
-            "already_final": sum(r.status == Blocked.ALREADY_FINAL for r in report.results),
-            "unfinished": len(report.unfinished),
-            "trades": sum(r.trades for r in report.results),
-            "cost_usd": str(sum((r.cost_usd for r in report.results), Decimal(0))),
-            "aborted": report.aborted,
-        }
-        if report.failed:
-            reason = report.aborted or "; ".join(
-                f"{r.family_id}: {r.describe()}" for r in report.unfinished[:5]
-            )
-            raise JobFailed(f"decision run unfinished: {reason}")
-        if cohort is None:
-            raise JobFailed(
-                f"no cohort for the week of {week.date()} when the run started: its agents are "
-                "decided once it exists"
-            )
-        return counts
-
-    # --- the scheduled jobs (names as in arena.slots.JOBS): a report's counts for the log ---
-
-    def cohort_start(self, clock: Clock) -> dict[str, Any]:
-        report = self.start_cohort(clock)
-        return {"cohort_id": report.cohort_id, "created": report.created, "agents": report.agents}
-
-    def market_sync(self, clock: Clock) -> dict[str, Any]:
-        return dict(_jsonable(self.sync_markets(clock).counts()))
-
-    def resolution(self, clock: Clock) -> dict[str, Any]:
-        report = self.settle(clock)
-        if report.failures:
-            raise JobFailed(f"settlement failed for {len(report.failures)} markets")
-        return dict(_jsonable(dataclasses.asdict(report)))
-
-    def snapshot(self, clock: Clock) -> dict[str, Any]:
-        return dict(_jsonable(dataclasses.asdict(self.take_snapshots(clock))))
-
     # --- slots and the guard ---------------------------------------------------------------
 
-    def slot(self, job: str, now: datetime) -> datetime:
+    def slot(self, job: Job, now: datetime) -> datetime:
         return job_slot(self.settings, job, now)
 
-    def run_job(self, job: str, clock: Clock, *, reopen: bool = False) -> GuardedRun:
+    def run_job(self, job: Job, clock: Clock, *, reopen: bool = False) -> GuardedRun:
         """Run ``job`` for its slot at ``clock.now()`` under the database guard; ``reopen``:
-        even when the slot succeeded before (the catch-up, for agents still undecided)."""
+        even when the slot succeeded before (the catch-up, for agents still undecided). The
+        run fails (and is retried) when its report says so (:func:`raise_failure`); else its
+        counts are stored on the ``job_runs`` row."""
         slot = self.slot(job, clock.now())
         if self._settled.get(job) == slot and not reopen:
             return GuardedRun(job, slot, False, Blocked.ALREADY_FINAL)
-        method: Callable[[Clock], dict[str, Any]] = getattr(self, job)
+        jobs: dict[Job, Callable[[], JobReport]] = {
+            Job.COHORT_START: lambda: self.cohort_start(clock),
+            Job.MARKET_SYNC: lambda: self.market_sync(clock),
+            Job.DECISION_RUN: lambda: self.decision_run(clock, slot=slot),
+            Job.SETTLEMENT: lambda: self.settlement(clock),
+            Job.SNAPSHOT: lambda: self.snapshot(clock),
+        }
+
+        def run() -> dict[str, Any]:
+            report = jobs[job]()
+            raise_failure(report)
+            return report.counts()
+
         # A weekly job acts as of its slot's week, even when it runs late (catch-up).
         result = run_guarded(
             self.factory,
-            job,
-            slot,
-            lambda: method(clock),
+            JobSlot(job, slot),
+            run,
             clock=clock,
             wall_clock=self.wall_clock,
             reopen=reopen,
@@ -283,10 +261,10 @@ class Runtime:
         if now - week_start(now) > timedelta(hours=self.settings.schedule.catch_up_hours):
             return []
         results = []
-        for job in WEEKLY_JOBS:
+        for job in [job for job in Job if job.weekly]:
             due = self.week_due(now)  # again after the cohort start: its agents are now due
             slot = self.slot(job, now)
-            if job == "cohort_start":
+            if job == Job.COHORT_START:
                 owed, reopen = due.missing_cohort is not None, False
             else:
                 reopen = bool(due.unfinished) and due.missing_decision_run is None
@@ -307,8 +285,8 @@ class Runtime:
         now = clock.now()
         grace = timedelta(seconds=self.settings.schedule.misfire_grace_seconds)
         results = []
-        for job in JOBS:
-            if job in WEEKLY_JOBS:
+        for job in Job:
+            if job.weekly:
                 continue
             slot = self.slot(job, now)
             if now - slot > grace or self._settled.get(job) == slot:
@@ -331,13 +309,15 @@ class Runtime:
                 clock.now(),
                 result.job,
                 "caught_up",
-                f"slot {result.slot.isoformat()} caught up {int(late.total_seconds())} s late: "
-                f"{result.describe()}",
-                level="WARNING",
+                LogMessage(
+                    f"slot {iso_utc(result.slot)} caught up {int(late.total_seconds())} s late: "
+                    f"{result.describe()}",
+                    "WARNING",
+                ),
             )
         return result
 
-    def _paused(self, job: str, slot: datetime, now: datetime) -> bool:
+    def _paused(self, job: Job, slot: datetime, now: datetime) -> bool:
         """A failed run is retried only every ``DECISION_RETRY_MINUTES``; a decision run not
         at all before a cohort created since it started, which it never saw."""
         with self.factory() as session:
@@ -348,7 +328,7 @@ class Runtime:
                 return False
             if not retry_pause(run.finished_at, now, DECISION_RETRY_MINUTES):
                 return False
-            if job != "decision_run":
+            if job != Job.DECISION_RUN:
                 return True
             newer = session.scalar(
                 select(Cohort.id).where(
@@ -365,11 +345,11 @@ class Runtime:
         clock = FixedClock(at)
         mark_abandoned(self.factory, clock, self.wall_clock)
         results = []
-        for job in JOBS:
+        for job in Job:
             if self.stop_event.is_set():
                 break
             slot = self.slot(job, at)
-            if job in WEEKLY_JOBS and weekly_fire_time(slot, at) is None:
+            if job.weekly and weekly_fire_time(slot, at) is None:
                 results.append(GuardedRun(job, slot, False, Blocked.WEEK_OVER))
             else:
                 results.append(self.run_job(job, clock))
@@ -413,4 +393,6 @@ def production_runtime(settings: Settings, factory: sessionmaker[Session]) -> Ru
     owns both and closes them."""
     gamma, providers = GammaClient(settings.polymarket), ProviderRegistry(settings)
     clob = ClobClient(settings.polymarket, base_url=str(settings.polymarket.clob_url))
-    return Runtime(settings, factory, gamma, providers, owned=(gamma, providers, clob), clob=clob)
+    return Runtime(
+        settings, factory, Sources(gamma, providers, clob, owned=(gamma, providers, clob))
+    )

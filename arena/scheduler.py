@@ -25,10 +25,10 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from arena.clock import SystemClock
+from arena.clock import SystemClock, iso_utc
 from arena.config import Settings, parse_weekly
+from arena.domain.states import Job
 from arena.runtime import Runtime
-from arena.slots import JOBS, WEEKLY_JOBS, interval_minutes
 
 log = logging.getLogger(__name__)
 CATCH_UP_MINUTES = 1
@@ -50,13 +50,14 @@ def weekly_trigger(spec: str) -> CronTrigger:
     return CronTrigger(day_of_week=day, hour=hour, minute=minute, timezone=UTC)
 
 
-def triggers(settings: Settings) -> dict[str, BaseTrigger]:
+def triggers(settings: Settings) -> dict[Job, BaseTrigger]:
     """One trigger per job, firing at the job's slots (:mod:`arena.slots`)."""
+    schedule = settings.schedule
     return {
-        job: weekly_trigger(getattr(settings.schedule, job))
-        if job in WEEKLY_JOBS
-        else interval_trigger(interval_minutes(settings, job))
-        for job in JOBS
+        job: weekly_trigger(schedule.weekly_spec(job))
+        if job.weekly
+        else interval_trigger(schedule.every_minutes(job))
+        for job in Job
     }
 
 
@@ -71,8 +72,8 @@ def build_scheduler(runtime: Runtime) -> BackgroundScheduler:
         },
     )
     clock = SystemClock()
-    for name, trigger in triggers(settings).items():
-        scheduler.add_job(runtime.run_job, trigger, args=[name, clock], id=name, name=name)
+    for job, trigger in triggers(settings).items():
+        scheduler.add_job(runtime.run_job, trigger, args=[job, clock], id=job.value, name=job.value)
     scheduler.add_job(
         catch_up,
         interval_trigger(CATCH_UP_MINUTES),
@@ -113,7 +114,7 @@ def run_forever(runtime: Runtime, stop: threading.Event | None = None) -> None:
     scheduler = build_scheduler(runtime)
     scheduler.start()
     for job, at in sorted(next_run_times(scheduler).items()):
-        log.info("job %s next runs at %s", job, at.isoformat() if at else "never")
+        log.info("job %s next runs at %s", job, iso_utc(at) if at else "never")
     try:
         while not stop.wait(1.0):
             pass

@@ -1,7 +1,7 @@
 """Terminal tables that fit an 80-column terminal.
 
-A table is a list of :class:`Column` over rows. The default view keeps the essential columns,
-chosen so that a typical table fits 80 columns; ``--wide`` shows every column and
+A table is a list of :class:`TerminalColumn` over rows. The default view keeps the essential
+columns, chosen so that a typical table fits 80 columns; ``--wide`` shows every column and
 ``--format json`` every field. A cell that still does not fit folds onto a second line: no
 cell is ever cut to an ellipsis.
 """
@@ -19,7 +19,9 @@ from rich.table import Table
 
 
 @dataclass(frozen=True)
-class Column:
+class TerminalColumn:
+    """One column of a terminal table: its header and how a row's cell is written."""
+
     header: str
     cell: Callable[[Any], str]
     essential: bool = True
@@ -27,7 +29,7 @@ class Column:
 
 
 def fitted_table(
-    columns: Sequence[Column],
+    columns: Sequence[TerminalColumn],
     rows: Iterable[Any],
     *,
     wide: bool = False,
@@ -72,9 +74,11 @@ def show(console: Console, table: Table, wide: bool = False) -> None:
         console.width = saved
 
 
-def text_column(header: str, key: str, essential: bool = True) -> Column:
+def text_column(header: str, key: str, essential: bool = True) -> TerminalColumn:
     """A left-aligned column showing ``row[key]`` ("-" when missing)."""
-    return Column(header, lambda row: "-" if row[key] is None else str(row[key]), essential, False)
+    return TerminalColumn(
+        header, lambda row: "-" if row[key] is None else str(row[key]), essential, False
+    )
 
 
 def fixed(value: float | None, digits: int = 4, signed: bool = False) -> str:

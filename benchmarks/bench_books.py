@@ -8,7 +8,7 @@ does after the market sync: ``freeze_universe`` with the CLOB as its book source
 only booked markets and freezes each token's touch and hash (``POST /books``, 500 tokens a
 request), then stores their marks. Target: under 2 s, in at most 3 requests.
 
-    .venv/bin/python benchmarks/bench_books.py [--size 500] [--latency 0.05] [--runs 3]
+    .venv/bin/python benchmarks/bench_books.py [--size 500] [--latency 0.05] [--runs 3] [--smoke]
 """
 
 from __future__ import annotations
@@ -50,7 +50,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest size, in seconds: what CI runs to see the benchmark still works",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.size, args.latency, args.runs = 20, 0.0, 1
     logging.disable(logging.WARNING)  # the tokens without a book are expected here
     gamma = FakeGammaWorld(n_markets=int(args.size * 2.4), seed=1, start=NOW - timedelta(hours=1))
     books = BookWorld(gamma, seed=1)

@@ -293,7 +293,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tournaments", type=int, default=None)
     parser.add_argument("--resamples", type=int, default=None)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest size, in seconds: what CI runs to see the benchmark still works",
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.tournaments, args.resamples = 3, 20
     tournaments = args.tournaments or (400 if args.quick else 2000)
     resamples = args.resamples or (1000 if args.quick else 2000)
     started = time.perf_counter()

@@ -12,7 +12,7 @@ response, and the server's peak RSS.
 
 Run: ``.venv/bin/python benchmarks/bench_dashboard.py --postgres-url
 postgresql+psycopg://postgres@127.0.0.1:5432/test`` (``--scale 0.05`` for a quick look,
-``--workdir DIR`` to keep and reuse the SQLite file).
+``--smoke`` for the smallest, ``--workdir DIR`` to keep and reuse the SQLite file).
 """
 
 from __future__ import annotations
@@ -199,9 +199,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5, help="requests per route per client")
     parser.add_argument("--postgres-url", help="also bench on PostgreSQL (a scratch database)")
     parser.add_argument("--workdir", type=Path, help="keep (and reuse) the SQLite file here")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest size, in seconds: what CI runs to see the benchmark still works",
+    )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.scale, args.clients, args.rounds = 0.002, 1, 1
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="arena_dash_"))
     workdir.mkdir(parents=True, exist_ok=True)
     if args.serve:

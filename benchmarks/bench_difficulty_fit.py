@@ -7,13 +7,13 @@ per round, half of them staying for the next round, so that all 1,000 take part)
 * the fit alone (integer ids in, adjusted scores out; exact least squares by the Schur
   complement, and by LSMR for comparison),
 * the whole leaderboard from forecast rows (question index, panel, weights, fit, per-forecaster
-  t intervals; no bootstrap),
+  t intervals; one bootstrap resample, the least the report takes),
 
 the wall and CPU time (best of ``--repeat`` runs, without tracing; CPU time is the fairer
 figure on a busy machine) and the peak of traced Python/numpy allocations (tracemalloc, a
 separate run), plus the process's peak RSS.
 
-Run: ``.venv/bin/python benchmarks/bench_difficulty_fit.py``
+Run: ``.venv/bin/python benchmarks/bench_difficulty_fit.py [--smoke]``
 """
 
 from __future__ import annotations
@@ -29,9 +29,25 @@ from typing import Any
 
 import numpy as np
 
-from arena.analytics.difficulty import difficulty_adjusted
+from arena.analytics.difficulty import Cells, difficulty_adjusted
 from arena.analytics.report import AnalysisOptions, ranking
-from arena.analytics.synthetic_tournament import simulate_tournament
+from arena.analytics.synthetic_tournament import TournamentDesign, simulate_tournament
+
+# the tournament measured, and the smoke CI runs (20 forecasters x 1,000 questions)
+BENCHMARK = {
+    "n_forecasters": 1000,
+    "n_questions": 50_000,
+    "n_rounds": 50,
+    "questions_per_round": 1000,
+    "forecasters_per_round": 40,
+}
+SMOKE = {
+    "n_forecasters": 20,
+    "n_questions": 1000,
+    "n_rounds": 10,
+    "questions_per_round": 100,
+    "forecasters_per_round": 10,
+}
 
 
 def measure(label: str, work: Callable[[], Any], repeat: int) -> Any:
@@ -60,18 +76,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per measurement")
     parser.add_argument("--seed", type=int, default=0, help="simulation seed")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest size, in seconds: what CI runs to see the benchmark still works",
+    )
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
-    sim = simulate_tournament(
-        args.seed,
-        n_forecasters=1000,
-        n_questions=50_000,
-        n_rounds=50,
-        questions_per_round=1000,
-        forecasters_per_round=40,
+    if args.smoke:
+        args.repeat = 1
+    design = TournamentDesign(
+        **(SMOKE if args.smoke else BENCHMARK),
         persistence=0.5,
     )
+    sim = simulate_tournament(args.seed, design)
     brier = (sim.probability - sim.outcome[sim.question]) ** 2
     market_brier = (sim.market_probability - sim.outcome) ** 2
     n_present = len(np.unique(sim.forecaster))
@@ -83,11 +102,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def fit(method: str, weight: float) -> Callable[[], Any]:
         return lambda: difficulty_adjusted(
-            sim.forecaster,
-            sim.question,
-            brier,
-            sim.n_forecasters,
-            sim.n_questions,
+            Cells(sim.forecaster, sim.question, brier, sim.n_forecasters, sim.n_questions),
             market_brier=market_brier,
             market_weight=weight,
             method=method,
@@ -102,9 +117,9 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     forecasts = sim.to_forecasts()
     print(f"built forecast rows ({time.perf_counter() - start:.1f} s)")
-    options = AnalysisOptions(bootstrap_resamples=0)
+    options = AnalysisOptions(bootstrap_resamples=1)
     report = measure(
-        "leaderboard from forecast rows (no bootstrap)",
+        "leaderboard from forecast rows (1 resample)",
         lambda: ranking(forecasts, options),
         args.repeat,
     )

@@ -7,6 +7,7 @@ each universe size it prints the wall time of a first sync (every market new) an
 into another empty database (measured separately: tracing slows Python down).
 
     .venv/bin/python benchmarks/bench_market_sync.py [--sizes 500 5000] [--database-url URL]
+    .venv/bin/python benchmarks/bench_market_sync.py --smoke
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def measure(size: int, database_url: str | None) -> None:
     parent, child = context.Pipe()
     server = context.Process(target=serve, args=(n_markets, child))
     server.start()
+    child.close()  # so recv() raises EOFError if the server dies instead of waiting forever
     try:
         base_url = parent.recv()
         settings = Settings(benchmark={"universe_size": size})
@@ -95,8 +97,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 5000])
     parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest size, in seconds: what CI runs to see the benchmark still works",
+    )
     args = parser.parse_args()
-    for size in args.sizes:
+    for size in [50] if args.smoke else args.sizes:
         measure(size, args.database_url)
 
 

@@ -1,6 +1,6 @@
 """Prompt size for a full 500-market universe, in o200k tokens (v1, v2; modes gamma and book).
 
-Run: .venv/bin/python benchmarks/bench_prompt_size.py [--markets 500] [--positions 8]
+Run: .venv/bin/python benchmarks/bench_prompt_size.py [--markets 500] [--positions 8] [--smoke]
 
 The universe is synthetic but shaped like Polymarket's top markets by volume: 7-digit Gamma
 ids, questions of realistic length (elections, macro, crypto, sports, culture), about one in
@@ -69,7 +69,6 @@ MONTHS = [
     "November",
     "December",
 ]
-CATEGORIES = ["Politics", "Crypto", "Sports", "Economy", "Culture", "Tech", "World", None]
 
 
 def question(rng: random.Random) -> tuple[str, str | None]:
@@ -208,7 +207,14 @@ def main() -> None:
     parser.add_argument("--markets", type=int, default=500)
     parser.add_argument("--positions", type=int, default=8)
     parser.add_argument("--panel", type=int, default=20)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest size, in seconds: what CI runs to see the benchmark still works",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.markets, args.positions, args.panel = 20, 2, 5
     encoding = get_encoding("o200k_base")
     plain = universe(args.markets)
     booked = with_books(plain)

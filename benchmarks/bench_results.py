@@ -14,7 +14,7 @@ the difference is what the work itself needed. Flat memory: the difference must 
 the data.
 
 Run: ``.venv/bin/python benchmarks/bench_results.py`` (scales 0.2 and 1), or e.g.
-``--scale 0.02 --scale 0.2`` for a quick look, ``--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test``.
+``--scale 0.02 --scale 0.2`` for a quick look, ``--smoke`` for the smallest, ``--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -208,6 +209,7 @@ def generate(engine: Engine, scale: float, seed: int = 1) -> dict[str, int]:
             )
     cohorts = max(1, round(50 * scale))
     ids = {"agent": 0, "decision": 0, "attempt": 0, "position": 0, "trade": 0}
+    source = _Source(loader, rng, ids, markets, system)
     for cohort in range(1, cohorts + 1):
         start = START + (cohort - 1) * WEEK
         loader.add(
@@ -242,21 +244,9 @@ def generate(engine: Engine, scale: float, seed: int = 1) -> dict[str, int]:
                     "created_at": start,
                 },
             )
-            held: dict[tuple[int, int, str], int] = {}
+            seat = _Seat(cohort, agent, family_id, {})
             for week in range(1, WEEKS + 1):
-                _decision(
-                    loader,
-                    rng,
-                    ids,
-                    markets,
-                    system,
-                    cohort,
-                    agent,
-                    family_id,
-                    week,
-                    start + (week - 1) * WEEK,
-                    held,
-                )
+                _decision(source, seat, week, start + (week - 1) * WEEK)
             for slot in range(WEEKS * SNAPSHOTS_PER_WEEK):
                 taken = start + slot * timedelta(hours=3.5)
                 value = D(rng.randrange(0, 800_000)) / 100
@@ -282,19 +272,33 @@ def generate(engine: Engine, scale: float, seed: int = 1) -> dict[str, int]:
     return loader.counts
 
 
-def _decision(
-    loader: Loader,
-    rng: random.Random,
-    ids: dict[str, int],
-    markets: list[Any],
-    system: str,
-    cohort: int,
-    agent: int,
-    family_id: str,
-    week: int,
-    run_at: datetime,
-    held: dict[tuple[int, int, str], int],
-) -> None:
+@dataclass
+class _Source:
+    """What every generated decision draws from: the loader its rows go to, the random
+    source, the id counters, the market lines and the system prompt."""
+
+    loader: Loader
+    rng: random.Random
+    ids: dict[str, int]
+    markets: list[Any]
+    system: str
+
+
+@dataclass
+class _Seat:
+    """One agent being generated: its cohort, its id, its family, and its open positions
+    (by agent, market number and side)."""
+
+    cohort: int
+    agent: int
+    family_id: str
+    held: dict[tuple[int, int, str], int]
+
+
+def _decision(source: _Source, seat: _Seat, week: int, run_at: datetime) -> None:
+    loader, rng, ids = source.loader, source.rng, source.ids
+    markets, system = source.markets, source.system
+    cohort, agent, family_id, held = seat.cohort, seat.agent, seat.family_id, seat.held
     at = run_at + timedelta(minutes=5)
     ids["decision"] += 1
     decision = ids["decision"]
@@ -433,7 +437,7 @@ def _decision(
 
 def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     from arena.analytics.leaderboard import compute_leaderboard
-    from arena.export.writer import export
+    from arena.export.writer import ExportTarget, export
 
     engine = make_engine(url)
     factory = session_factory(engine)
@@ -446,7 +450,7 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
         detail = f"{rows} families"
     else:
         assert out is not None
-        manifest = export(factory, out, "parquet")
+        manifest = export(factory, ExportTarget(out, "parquet"))
         size = sum(f.bytes for f in manifest.files)
         detail = f"{sum(f.rows for f in manifest.files):,} rows, {size / 2**20:,.0f} MiB parquet"
     seconds = time.perf_counter() - start
@@ -520,6 +524,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--postgres-url", help="PostgreSQL server URL (default: SQLite)")
     parser.add_argument("--workdir", type=Path, help="where to keep the SQLite files")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest size, in seconds: what CI runs to see the benchmark still works",
+    )
     parser.add_argument("--measure", choices=("leaderboard", "export"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -530,7 +539,7 @@ def main(argv: list[str] | None = None) -> None:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="arena_bench_"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        for scale in args.scale or [0.2, 1.0]:
+        for scale in [0.002] if args.smoke else args.scale or [0.2, 1.0]:
             bench_scale(scale, args, workdir)
     finally:
         if args.workdir is None:

@@ -27,7 +27,7 @@ PostgreSQL runs when ``--postgres-url`` or ``ARENA_TEST_POSTGRES_URL`` is given;
 creates its own scratch database there and drops it afterwards.
 
 Run: ``.venv/bin/python benchmarks/bench_snapshot.py [--scales 1,10] [--pricing gamma,book]
-[--postgres-url URL] [--latency 0.05] [--repeat 5]``
+[--postgres-url URL] [--latency 0.05] [--repeat 5] [--smoke]``
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def synthetic_rows(
             }
         )
     markets = []
-    for index in range(cohorts * MARKETS_PER_COHORT):
+    for index in range(max(cohorts * MARKETS_PER_COHORT, OPEN_PER_AGENT + SETTLED_PER_AGENT)):
         named = index % 10 == 0
         outcomes = list(TEAMS) if named else ["Yes", "No"]
         if index % 97 == 0:
@@ -404,6 +404,7 @@ def clob_server(cohorts: int, latency: float) -> Iterator[str]:
     parent, child = context.Pipe()
     server = context.Process(target=serve_clob, args=(cohorts, latency, child))
     server.start()
+    child.close()  # so recv() raises EOFError if the server dies instead of waiting forever
     try:
         yield parent.recv()
     finally:
@@ -436,6 +437,7 @@ def built(url: str, cohorts: int, pricing: str) -> dict[str, Any]:
     parent, child = context.Pipe()
     process = context.Process(target=build, args=(url, cohorts, pricing, child))
     process.start()
+    child.close()  # so recv() raises EOFError if the build dies instead of waiting forever
     figures: dict[str, Any] = parent.recv()
     process.join()
     return figures
@@ -531,7 +533,7 @@ def measure(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scales", default="1,10", help="multiples of 100 cohorts (e.g. 1,10)")
+    parser.add_argument("--scales", default="1,10", help="multiples of 100 cohorts (e.g. 0.1,1,10)")
     parser.add_argument("--repeat", type=int, default=5, help="timed later ticks per measurement")
     parser.add_argument(
         "--postgres-url",
@@ -543,12 +545,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--latency", type=float, default=0.05, help="seconds each fake CLOB answer is delayed"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest size, in seconds: what CI runs to see the benchmark still works",
+    )
     args = parser.parse_args(argv)
+    if args.smoke:  # one cohort in mode book, which runs the gamma mode's work too
+        args.scales, args.pricing, args.repeat, args.latency = "0.01", "book", 1, 0.0
     logging.disable(logging.WARNING)  # a few synthetic markets have no book, by design
-    scales = [int(s) for s in args.scales.split(",") if s.strip()]
+    scales = [float(s) for s in args.scales.split(",") if s.strip()]
     modes = [m.strip() for m in args.pricing.split(",") if m.strip()]
     for scale in scales:
-        cohorts = 100 * scale
+        cohorts = max(1, round(100 * scale))
         for pricing in modes:
             if not args.no_sqlite:
                 with tempfile.TemporaryDirectory(prefix="arena-bench-") as directory:

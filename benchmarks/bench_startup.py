@@ -1,6 +1,6 @@
 """Start-up time of the ``arena`` command, measured as whole processes.
 
-Run: .venv/bin/python benchmarks/bench_startup.py [--runs 7]
+Run: .venv/bin/python benchmarks/bench_startup.py [--runs 7] [--smoke]
 
 Prints the minimum and median wall time of ``import arena.cli``, ``arena --help`` and
 ``arena status`` (on an empty SQLite database, migrated by a first run that is not counted).
@@ -35,7 +35,14 @@ def timed(command: list[str], env: dict[str, str], cwd: str, runs: int) -> list[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest size, in seconds: what CI runs to see the benchmark still works",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
     arena = str(Path(sys.executable).with_name("arena"))
     with tempfile.TemporaryDirectory() as scratch:
         env = {**os.environ, "ARENA_DATABASE_URL": f"sqlite:///{scratch}/empty.db"}

@@ -115,11 +115,11 @@ def week_simulation(url: str, factory: Any, config: Path, sunday: datetime) -> I
     """A simulated arena of :data:`WEEK_FAMILIES` on the database at ``url``, its world built
     from the Saturday before ``sunday`` for two weeks (60 markets)."""
     from arena.config import load_settings
-    from arena.demo_world import Simulation
+    from arena.demo_world import Simulation, WorldPlan
 
     write_config(config, url, families=WEEK_FAMILIES)
     simulation = Simulation(
-        load_settings(config), factory, start=sunday - timedelta(days=1), days=14, n_markets=60
+        load_settings(config), factory, WorldPlan(sunday - timedelta(days=1), 14, n_markets=60)
     )
     try:
         yield simulation

@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 from arena.demo_world import Simulation
+from arena.domain.states import Job
 from arena.jobs.holders import Holder, this_process
 from arena.store.db import make_engine, session_factory, transaction
 from arena.store.models import Cohort, Decision, DecisionUniverse, JobRun, SystemLog
@@ -67,12 +68,12 @@ def test_a_daemon_started_after_the_fire_time_catches_up(db: Database, sim: Simu
 
 def test_database_unreachable_at_the_fire_time_is_caught_up(db: Database, sim: Simulation) -> None:
     _step(sim, SUNDAY)
-    sim.runtime.run_job("cohort_start", sim.clock)
+    sim.runtime.run_job(Job.COHORT_START, sim.clock)
     _step(sim, SUNDAY + timedelta(minutes=5))
     good = sim.runtime.factory
     sim.runtime.factory = session_factory(make_engine("postgresql+psycopg://x@127.0.0.1:9/none"))
     with pytest.raises(OperationalError):  # the fire time: no run row can be written
-        sim.runtime.run_job("decision_run", sim.clock)
+        sim.runtime.run_job(Job.DECISION_RUN, sim.clock)
     sim.runtime.factory = good
     later = SUNDAY + timedelta(minutes=6)
     _step(sim, later)
@@ -96,7 +97,7 @@ def _dead_holder() -> str:
 
 def test_a_run_whose_holder_was_killed_is_taken_over_at_once(db: Database, sim: Simulation) -> None:
     _step(sim, SUNDAY)
-    sim.runtime.run_job("cohort_start", sim.clock)
+    sim.runtime.run_job(Job.COHORT_START, sim.clock)
     fire = SUNDAY + timedelta(minutes=5)
     _step(sim, fire)
     dead = _dead_holder()
@@ -117,7 +118,7 @@ def test_a_run_whose_holder_was_killed_is_taken_over_at_once(db: Database, sim: 
     assert [(r.job, r.status) for r in results] == [
         ("decision_run", "succeeded"),
         # the 00:00 slots this test never ran, still within misfire_grace_seconds
-        ("resolution", "succeeded"),
+        ("settlement", "succeeded"),
         ("snapshot", "succeeded"),
     ]
     assert _counts(db) == (1, len(FAMILIES))
@@ -125,7 +126,7 @@ def test_a_run_whose_holder_was_killed_is_taken_over_at_once(db: Database, sim: 
 
 def test_a_live_holder_is_reported_not_taken_over(db: Database, sim: Simulation) -> None:
     _step(sim, SUNDAY)
-    sim.runtime.run_job("cohort_start", sim.clock)
+    sim.runtime.run_job(Job.COHORT_START, sim.clock)
     fire = SUNDAY + timedelta(minutes=5)
     _step(sim, fire)
     with transaction(db.factory) as session:
@@ -139,7 +140,7 @@ def test_a_live_holder_is_reported_not_taken_over(db: Database, sim: Simulation)
                 lease_until=sim.clock.now() + timedelta(seconds=90),
             )
         )
-    result = sim.runtime.run_job("decision_run", sim.clock)
+    result = sim.runtime.run_job(Job.DECISION_RUN, sim.clock)
     assert result.status == "held"
     assert result.describe().startswith("held by other-host:4242 until ")
     assert _counts(db) == (1, 0)
@@ -153,7 +154,7 @@ def test_once_never_runs_last_weeks_decision_slot_in_the_new_week(
     succeeded: that slot's week is over, so it is not run; the new week decides at its own
     fire time, on a universe frozen then, not minutes early under last week's slot."""
     _step(sim, SUNDAY)
-    sim.runtime.run_job("cohort_start", sim.clock)  # last week: the decision run never ran
+    sim.runtime.run_job(Job.COHORT_START, sim.clock)  # last week: the decision run never ran
     sunday = SUNDAY + timedelta(days=7)
     early = sunday + timedelta(minutes=2)
     _step(sim, early)

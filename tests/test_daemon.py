@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, select
 
 from arena.config import load_settings
-from arena.demo_world import Simulation
+from arena.demo_world import Simulation, WorldPlan
 from arena.jobs.audit import check_ledger
 from arena.store.models import (
     Agent,
@@ -63,10 +63,7 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> Database:
     sim = Simulation(
         settings,
         factory,
-        start=START,
-        days=21,
-        n_markets=50,
-        seed=11,
+        WorldPlan(START, 21, n_markets=50, seed=11),
         skills={"sim-sharp": 0.7, "sim-noisy": 0.1},
     )
     try:

@@ -20,6 +20,7 @@ from sqlalchemy import select
 
 from arena.config import load_settings
 from arena.demo_world import Simulation
+from arena.domain.states import Job
 from arena.errors import ConfigError
 from arena.store.db import transaction
 from arena.store.models import Agent, Cohort, Decision, JobRun
@@ -81,7 +82,7 @@ def test_a_decision_run_before_its_cohort_is_not_done_and_the_catch_up_decides_t
     for week in range(2):
         fire = FIRE + timedelta(days=7 * week)
         _at(sim, fire)
-        early = sim.runtime.run_job("decision_run", sim.clock)  # the scheduled job, first
+        early = sim.runtime.run_job(Job.DECISION_RUN, sim.clock)  # the scheduled job, first
         assert early.status == "failed" and "no cohort for the week" in (early.error or "")
         assert _decision_run(db, fire) == "failed"  # not done: never "succeeded"
         results = sim.runtime.catch_up(sim.clock)  # the tick of the same second
@@ -98,13 +99,25 @@ def test_a_decision_run_before_its_cohort_is_not_done_and_the_catch_up_decides_t
     assert sorted(decided).count((second, 1)) == len(FAMILIES)
 
 
+def test_by_hand_a_week_without_its_cohort_is_nothing_to_decide(sim: Simulation) -> None:
+    """The rule is the slot's: ``arena decide`` (no slot) with no cohort decides nothing and
+    succeeds (exit 0), while the run for the slot fails, so the slot is not done."""
+    _at(sim, FIRE)
+    by_hand = sim.runtime.decision_run(sim.clock)
+    assert by_hand.results == [] and by_hand.missing_cohort is None
+    assert by_hand.failure() is None
+    for_slot = sim.runtime.decision_run(sim.clock, slot=FIRE)
+    assert for_slot.missing_cohort == SUNDAY
+    assert "no cohort for the week of 2026-11-22" in (for_slot.failure() or "")
+
+
 def test_the_catch_up_decides_agents_whatever_the_slot_row_says(
     db: Database, sim: Simulation
 ) -> None:
     """What the old rule left behind: the week's decision slot recorded as succeeded while the
     cohort's agents have no decision. The catch-up reopens the slot and decides them."""
     _at(sim, SUNDAY)
-    assert sim.runtime.run_job("cohort_start", sim.clock).status == "succeeded"
+    assert sim.runtime.run_job(Job.COHORT_START, sim.clock).status == "succeeded"
     with transaction(db.factory) as session:
         session.add(
             JobRun(

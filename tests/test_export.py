@@ -21,7 +21,8 @@ from arena import __version__
 from arena.analytics.loading import read_export
 from arena.clock import FixedClock
 from arena.errors import UserError
-from arena.export.writer import EXPORT_SCHEMA_VERSION, export
+from arena.export.spec import ExportFilters
+from arena.export.writer import EXPORT_SCHEMA_VERSION, ExportTarget, export
 from arena.store.models import UniverseMarket
 from tests.analytics.export_files import (
     FORMATS,
@@ -86,8 +87,21 @@ def arena(db: Database) -> tuple[Database, ArenaFacts]:
     return db, build_arena(db.factory)
 
 
-def _export(db: Database, out: Path, fmt: str = "jsonl", **kwargs: Any) -> Any:
-    return export(db.factory, out, fmt, methodology="v2", clock=FixedClock(EXPORTED_AT), **kwargs)
+def _export(
+    db: Database,
+    out: Path,
+    fmt: str = "jsonl",
+    filters: ExportFilters | None = None,
+    include_prompts: bool = True,
+) -> Any:
+    return export(
+        db.factory,
+        ExportTarget(out, fmt),
+        filters,
+        include_prompts=include_prompts,
+        methodology="v2",
+        clock=FixedClock(EXPORTED_AT),
+    )
 
 
 def test_three_formats_hold_the_same_rows(
@@ -119,7 +133,9 @@ def test_manifest_matches_the_files(arena: tuple[Database, ArenaFacts], tmp_path
     db, facts = arena
     since = facts.week_starts[1]
     tmp_path = tmp_path / "export"
-    manifest = _export(db, tmp_path, "csv", cohorts=[facts.cohort_ids[0]], since=since)
+    manifest = _export(
+        db, tmp_path, "csv", ExportFilters(cohorts=(facts.cohort_ids[0],), since=since)
+    )
     on_disk = json.loads((tmp_path / "manifest.json").read_text())
     assert on_disk == manifest.to_dict()
     assert on_disk["export_schema_version"] == EXPORT_SCHEMA_VERSION
@@ -224,7 +240,7 @@ def test_a_slice_is_exactly_that_slice(
     _export(db, tmp_path / "full")
     full = {table: read_rows(tmp_path / "full", table, "jsonl") for table in TABLES}
     options = SLICES[name](facts)
-    _export(db, tmp_path / "slice", **options)
+    _export(db, tmp_path / "slice", filters=ExportFilters(**options))
     expected = _expected_slice(
         full,
         db,
@@ -249,7 +265,7 @@ def test_week_slice_drops_markets_nobody_saw_that_week(
 ) -> None:
     db, facts = arena
     tmp_path = tmp_path / "export"
-    _export(db, tmp_path, since=facts.week_starts[2])
+    _export(db, tmp_path, filters=ExportFilters(since=facts.week_starts[2]))
     markets = {r["market_id"] for r in read_rows(tmp_path, "markets", "jsonl")}
     assert "109" not in markets  # shown only in the first week's universe, never traded
     assert {r["scored_at"] for r in read_rows(tmp_path, "brier_scores", "jsonl")} == {
@@ -374,9 +390,13 @@ def test_small_batches_give_the_same_files(
 
 def test_bad_arguments_are_user_errors(sqlite_db: Database, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="format"):
-        export(sqlite_db.factory, tmp_path, "xlsx")
+        export(sqlite_db.factory, ExportTarget(tmp_path, "xlsx"))
     with pytest.raises(UserError, match="--since"):
-        export(sqlite_db.factory, tmp_path, "csv", since=EXPORTED_AT, until=EXPORTED_AT)
+        export(
+            sqlite_db.factory,
+            ExportTarget(tmp_path, "csv"),
+            ExportFilters(since=EXPORTED_AT, until=EXPORTED_AT),
+        )
 
 
 def test_an_empty_database_exports_empty_files(sqlite_db: Database, tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from arena.analytics.leaderboard import FIELDS, write_csv
 from arena.csv_safe import safe_cell
 from arena.errors import UserError
 from arena.export.directory import verify_export
-from arena.export.writer import export
+from arena.export.writer import ExportTarget, export
 from arena.store.models import Decision, Family, Market, MarketPrice
 from tests.analytics.export_files import read_rows
 from tests.analytics.results_arena import build_arena
@@ -91,7 +91,7 @@ def test_csv_export_neutralises_formulas_and_other_formats_keep_the_text(
 ) -> None:
     questions = _plant_hostile_text(db)
     for fmt in ("csv", "jsonl", "parquet"):
-        export(db.factory, tmp_path / fmt, fmt)
+        export(db.factory, ExportTarget(tmp_path / fmt, fmt))
     csv_markets = {
         r["market_id"]: r["question"] for r in read_rows(tmp_path / "csv", "markets", "csv")
     }
@@ -126,8 +126,8 @@ def test_csv_export_strips_nul_bytes(sqlite_db: Database, tmp_path: Path) -> Non
     with sqlite_db.factory() as session, session.begin():
         market_id = session.scalars(select(Market.id).order_by(Market.id)).first()
         session.execute(update(Market).where(Market.id == market_id).values(question="nul\x00here"))
-    export(sqlite_db.factory, tmp_path / "csv", "csv")
-    export(sqlite_db.factory, tmp_path / "jsonl", "jsonl")
+    export(sqlite_db.factory, ExportTarget(tmp_path / "csv", "csv"))
+    export(sqlite_db.factory, ExportTarget(tmp_path / "jsonl", "jsonl"))
     assert b"\x00" not in b"".join(p.read_bytes() for p in (tmp_path / "csv").iterdir())
     rows = {r["market_id"]: r["question"] for r in read_rows(tmp_path / "csv", "markets", "csv")}
     assert rows[market_id] == "nulhere"
@@ -160,12 +160,12 @@ def test_export_into_a_non_empty_directory_is_refused_without_overwrite(
 ) -> None:
     build_arena(db.factory)
     out = tmp_path / "export"
-    export(db.factory, out, "csv")
+    export(db.factory, ExportTarget(out, "csv"))
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     with pytest.raises(UserError, match="not empty"):
-        export(db.factory, out, "jsonl")
+        export(db.factory, ExportTarget(out, "jsonl"))
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
-    manifest = export(db.factory, out, "jsonl", overwrite=True)
+    manifest = export(db.factory, ExportTarget(out, "jsonl", overwrite=True))
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted([f.file for f in manifest.files] + ["manifest.json"])
     assert not any(name.endswith(".csv") for name in names)  # no stale files of another format
@@ -180,7 +180,7 @@ def test_overwrite_never_replaces_a_directory_that_is_not_an_export(
     out.mkdir()
     (out / "thesis.tex").write_text("years of work")
     with pytest.raises(UserError, match=r"thesis\.tex"):
-        export(sqlite_db.factory, out, "jsonl", overwrite=True)
+        export(sqlite_db.factory, ExportTarget(out, "jsonl", overwrite=True))
     assert (out / "thesis.tex").read_text() == "years of work"
 
 
@@ -208,7 +208,7 @@ def test_cli_export_errors_are_one_line(db: Database, tmp_path: Path) -> None:
 def test_analyze_from_export_verifies_the_manifest(db: Database, tmp_path: Path) -> None:
     build_arena(db.factory)
     out = tmp_path / "export"
-    export(db.factory, out, "jsonl", methodology="v2")
+    export(db.factory, ExportTarget(out, "jsonl"), methodology="v2")
     args = ("analyze", "ranking", "--from-export", str(out), "--bootstrap", "10")
     args += ("--at", "2027-01-01T00:00:00Z")
     code, stderr = _cli(tmp_path, db, *args)

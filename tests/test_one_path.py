@@ -23,6 +23,7 @@ from sqlalchemy import select, text
 
 from arena.clock import FixedClock
 from arena.config import load_settings
+from arena.domain.states import Job
 from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
 from arena.runtime import Runtime, production_runtime
 from arena.store.db import make_engine, session_factory, upgrade
@@ -69,16 +70,16 @@ class Arena:
             engine.dispose()  # checkpoints SQLite's WAL, so the file can be copied
 
 
-JOBS: dict[str, tuple[list[str], Any]] = {
-    "cohort_start": (["cohort", "start"], lambda rt, clock: rt.start_cohort(clock)),
-    "market_sync": (["markets", "sync"], lambda rt, clock: rt.sync_markets(clock)),
-    "decision_run": (["decide"], lambda rt, clock: rt.decide(clock)),
-    "resolution": (["resolve"], lambda rt, clock: rt.settle(clock)),
-    "snapshot": (["snapshot"], lambda rt, clock: rt.take_snapshots(clock)),
+JOBS: dict[Job, tuple[list[str], Any]] = {
+    Job.COHORT_START: (["cohort", "start"], lambda rt, clock: rt.cohort_start(clock)),
+    Job.MARKET_SYNC: (["markets", "sync"], lambda rt, clock: rt.market_sync(clock)),
+    Job.DECISION_RUN: (["decide"], lambda rt, clock: rt.decision_run(clock)),
+    Job.SETTLEMENT: (["settle"], lambda rt, clock: rt.settlement(clock)),
+    Job.SNAPSHOT: (["snapshot"], lambda rt, clock: rt.snapshot(clock)),
 }
 
 
-def both(cli: Arena, runtime: Arena, job: str, at: datetime) -> Any:
+def both(cli: Arena, runtime: Arena, job: Job, at: datetime) -> Any:
     """Run ``job`` at ``at`` on both copies: the CLI first, then the runtime."""
     command, method = JOBS[job]
     cli.cli(*command, "--at", at.isoformat())
@@ -132,10 +133,10 @@ def test_cli_and_runtime_leave_equal_databases(tmp_path: Path, world: FakeGammaW
         # The starting database: a first cohort that decided and holds positions.
         start = tmp_path / "start.db"
         with Arena(start, config).runtime() as rt:
-            rt.start_cohort(FixedClock(W1))
-            first = rt.decide(FixedClock(W1 + timedelta(minutes=5)))
+            rt.cohort_start(FixedClock(W1))
+            first = rt.decision_run(FixedClock(W1 + timedelta(minutes=5)))
             assert first.universe_id is not None
-            rt.take_snapshots(FixedClock(W1 + timedelta(minutes=10)))
+            rt.snapshot(FixedClock(W1 + timedelta(minutes=10)))
         held = sorted(held_by(start, 1), key=int)
         assert held, "the first cohort holds positions"
         for name in ("a.db", "b.db"):
@@ -146,20 +147,20 @@ def test_cli_and_runtime_leave_equal_databases(tmp_path: Path, world: FakeGammaW
         dropped = held[0]
         world.markets[dropped].volume = Decimal(1)
         assert dropped not in world.expected_top(40)
-        both(cli, runtime, "cohort_start", W2)
-        both(cli, runtime, "market_sync", W2 + timedelta(minutes=1))
-        report = both(cli, runtime, "decision_run", W2 + timedelta(minutes=5))
-        assert not report.failed
-        both(cli, runtime, "snapshot", W2 + timedelta(minutes=10))
+        both(cli, runtime, Job.COHORT_START, W2)
+        both(cli, runtime, Job.MARKET_SYNC, W2 + timedelta(minutes=1))
+        report = both(cli, runtime, Job.DECISION_RUN, W2 + timedelta(minutes=5))
+        assert report.failure() is None
+        both(cli, runtime, Job.SNAPSHOT, W2 + timedelta(minutes=10))
 
         # Every market the first cohort holds resolves; its settlement runs in week 3, when
-        # the first cohort has left the decision window, so the resolution completes it.
+        # the first cohort has left the decision window, so the settlement completes it.
         for market_id in sorted(held_by(tmp_path / "b.db", 1), key=int):
             world.resolve(market_id, 0)
-        both(cli, runtime, "cohort_start", W3)
-        settled = both(cli, runtime, "resolution", W3 + timedelta(minutes=20))
+        both(cli, runtime, Job.COHORT_START, W3)
+        settled = both(cli, runtime, Job.SETTLEMENT, W3 + timedelta(minutes=20))
         assert 1 in settled.cohorts_completed
-        both(cli, runtime, "snapshot", W3 + timedelta(minutes=30))
+        both(cli, runtime, Job.SNAPSHOT, W3 + timedelta(minutes=30))
 
     a, b = rows(tmp_path / "a.db"), rows(tmp_path / "b.db")
     assert a.keys() == b.keys()

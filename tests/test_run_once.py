@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
+from arena.domain.states import Job
 from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
 from arena.fakes.openrouter import FakeOpenRouter
 from arena.store.models import Agent, Cohort, Decision, JobRun, PortfolioSnapshot
@@ -14,7 +15,7 @@ from tests.conftest import Database
 from tests.helpers import SEVEN_FAMILIES, cli_env, start_arena, write_config
 
 AT = "2026-11-22T00:05:00Z"
-JOBS = {"cohort_start", "market_sync", "decision_run", "resolution", "snapshot"}
+JOBS = set(Job)
 
 
 def test_two_once_processes_do_each_job_once(db: Database, tmp_path: Path) -> None:

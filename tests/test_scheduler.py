@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from arena.config import load_settings
+from arena.domain.states import Job
 from arena.errors import ConfigError
 from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
 from arena.scheduler import build_scheduler, interval_trigger, triggers
-from arena.slots import JOBS, job_slot, next_slot, weekly_slot
+from arena.slots import job_slot, next_slot, weekly_slot
 from tests.helpers import cli_env, write_config
 
 
@@ -25,16 +26,16 @@ def test_triggers_follow_the_schedule(tmp_path: Path) -> None:
     settings = load_settings(write_config(tmp_path / "c.yaml", "sqlite:///x.db"))
     fired = triggers(settings)
     after = datetime(2026, 11, 21, 23, 58, tzinfo=UTC)  # a Saturday
-    assert fired["cohort_start"].get_next_fire_time(None, after) == datetime(
+    assert fired[Job.COHORT_START].get_next_fire_time(None, after) == datetime(
         2026, 11, 22, 0, 0, tzinfo=UTC
     )
-    assert fired["decision_run"].get_next_fire_time(None, after) == datetime(
+    assert fired[Job.DECISION_RUN].get_next_fire_time(None, after) == datetime(
         2026, 11, 22, 0, 5, tzinfo=UTC
     )
-    assert fired["snapshot"].get_next_fire_time(None, after) == datetime(
+    assert fired[Job.SNAPSHOT].get_next_fire_time(None, after) == datetime(
         2026, 11, 22, 0, 0, tzinfo=UTC
     )
-    assert fired["market_sync"].get_next_fire_time(None, after) == datetime(
+    assert fired[Job.MARKET_SYNC].get_next_fire_time(None, after) == datetime(
         2026, 11, 22, 0, 0, tzinfo=UTC
     )
     assert interval_trigger(90).get_next_fire_time(None, after) == datetime(
@@ -59,7 +60,7 @@ def test_jobs_never_overlap_and_coalesce(tmp_path: Path) -> None:
         "cohort_start",
         "decision_run",
         "market_sync",
-        "resolution",
+        "settlement",
         "snapshot",
         "catch_up",
     }
@@ -126,7 +127,7 @@ def test_the_scheduler_fires_at_the_runtimes_slots(tmp_path: Path, minutes: int)
     instants = [start + timedelta(seconds=rng.randrange(14 * 86400)) for _ in range(40)]
     instants += [start + timedelta(minutes=minutes * k) for k in range(3)]  # on a slot
     for now in instants:
-        for job in JOBS:
+        for job in Job:
             following = next_slot(settings, job, now)
             assert following > now
             assert job_slot(settings, job, following) == following

@@ -28,9 +28,10 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 
-from arena.clock import FixedClock
+from arena.clock import FixedClock, iso_utc
 from arena.config import load_settings
-from arena.demo_world import Simulation
+from arena.demo_world import Simulation, WorldPlan
+from arena.domain.states import Job
 from arena.fakes.serving import Reply, serve_handler
 from arena.jobs.cohorts import start_cohort
 from arena.jobs.guard import mark_abandoned
@@ -83,13 +84,14 @@ def _run(db: Database, job: str, slot: datetime) -> JobRun | None:
 def killed(db: Database, tmp_path: Path) -> Iterator[Killed]:
     settings_path = write_config(tmp_path / "sim.yaml", db.url, families=FAMILIES)
     sim = Simulation(
-        load_settings(settings_path), db.factory, start=SUNDAY, days=7, n_markets=60, seed=5
+        load_settings(settings_path), db.factory, WorldPlan(SUNDAY, 7, n_markets=60, seed=5)
     )
     try:
         sim.step(SUNDAY + timedelta(minutes=5))  # the cohort, decisions (positions), 00:00 snapshot
         sim.clock.set(KILLED)
         sim.world.evolve(KILLED)
-        for job in ("market_sync", "resolution"):  # done: the process only has the snapshot left
+        # done: the process only has the snapshot left
+        for job in (Job.MARKET_SYNC, Job.SETTLEMENT):
             assert sim.runtime.run_job(job, sim.clock).status == "succeeded"
         entered, release = threading.Event(), threading.Event()
 
@@ -180,14 +182,14 @@ def test_a_killed_snapshot_slot_past_the_grace_is_abandoned_and_shown(
     status = json.loads(shown.stdout)
     gaps = status["snapshot_gaps"]
     assert [g["slot"] for g in gaps["slots"]] == [
-        KILLED.isoformat(),
-        (KILLED + timedelta(minutes=10)).isoformat(),
+        iso_utc(KILLED),
+        iso_utc(KILLED + timedelta(minutes=10)),
     ]
     assert gaps["slots"][0]["run"].startswith("abandoned")
     assert gaps["slots"][1]["run"] == "never ran"
     assert gaps["missing_snapshots"] == 2 * agents
     assert [(r["job"], r["slot"]) for r in status["abandoned_runs"]] == [
-        ("snapshot", KILLED.isoformat())
+        ("snapshot", iso_utc(KILLED))
     ]
     assert status["abandoned_runs"][0]["holder"].endswith(f":{killed.pid}")
     assert any(w.startswith("snapshot gaps: 2 slots") for w in status["warnings"])

@@ -30,7 +30,7 @@ from sqlalchemy.orm import sessionmaker
 
 from arena.clock import week_start
 from arena.config import Settings, load_settings
-from arena.demo_world import Simulation
+from arena.demo_world import Simulation, WorldPlan
 from arena.domain.states import BOOK_HASH_MISMATCH, JobRunStatus
 from arena.domain.storable import CUT_MARKER
 from arena.fakes.clob import HOSTILE_BOOKS
@@ -92,7 +92,7 @@ def test_eight_weeks_with_kills_outages_and_hostile_rows(
         benchmark={"decision_cohort_limit": 2, "pricing": "book"},
     )
     settings = load_settings(config)
-    sim = Simulation(settings, db.factory, start=START, days=7 * WEEKS, n_markets=80, seed=4)
+    sim = Simulation(settings, db.factory, WorldPlan(START, 7 * WEEKS, n_markets=80, seed=4))
     broken: sessionmaker = session_factory(make_engine("postgresql+psycopg://x@127.0.0.1:9/none"))
     outage_week, late_cohort_week, odd_reply_weeks = 3, 5, (1, 6)
     planted: list[str] = []

@@ -42,6 +42,19 @@ DAY_US = 86_400 * 1_000_000
 
 
 @dataclass(frozen=True, eq=False)
+class Cells:
+    """Scores on the forecaster x question grid, one per observed cell: cell k is forecaster
+    ``forecaster[k]`` on question ``question[k]``, scoring ``score[k]``; the grid has
+    ``n_forecasters`` rows and ``n_questions`` columns (some may have no cell)."""
+
+    forecaster: NDArray[np.int64]
+    question: NDArray[np.int64]
+    score: NDArray[np.float64]
+    n_forecasters: int
+    n_questions: int
+
+
+@dataclass(frozen=True, eq=False)
 class TwoWayFit:
     """Least-squares effects; NaN for a forecaster or question without observations."""
 
@@ -53,19 +66,14 @@ class TwoWayFit:
     method: str
 
 
-def fit_two_way(
-    forecaster: NDArray[np.int64],
-    question: NDArray[np.int64],
-    score: NDArray[np.float64],
-    n_forecasters: int,
-    n_questions: int,
-    method: str = "auto",
-) -> TwoWayFit:
+def fit_two_way(cells: Cells, method: str = "auto") -> TwoWayFit:
     """Least squares for ``score = alpha[forecaster] + gamma[question] + e``.
 
     ``method``: ``schur`` (eliminate questions, dense solve over forecasters), ``lsmr`` (iterative
     on the sparse design) or ``auto`` (schur up to 4,000 forecasters).
     """
+    forecaster, question, score = cells.forecaster, cells.question, cells.score
+    n_forecasters, n_questions = cells.n_forecasters, cells.n_questions
     if method == "auto":
         method = "schur" if n_forecasters <= SCHUR_MAX_FORECASTERS else "lsmr"
     ones = np.ones(len(score))
@@ -77,10 +85,10 @@ def fit_two_way(
         scaled = (counts @ sp.diags(inv_q)).tocsr()
         gram = (scaled @ counts.T).tocsr()
         f_comp, q_comp, n_comp = _components_from_gram(gram, counts, n_f)
-        alpha, gamma = _solve_schur(counts, scaled, gram, forecaster, question, score, f_comp)
+        alpha, gamma = _solve_schur(counts, scaled, gram, cells, f_comp)
     elif method == "lsmr":
         f_comp, q_comp, n_comp = _components(counts)
-        alpha, gamma = _solve_lsmr(forecaster, question, score, n_f, n_q)
+        alpha, gamma = _solve_lsmr(cells, n_f, n_q)
     else:
         raise ValueError(f"unknown method {method!r}")
     alpha, gamma = _centre(alpha, gamma, f_comp, q_comp, n_comp, n_f > 0)
@@ -93,9 +101,7 @@ def _solve_schur(
     counts: sp.csr_matrix,
     scaled: sp.csr_matrix,
     gram: sp.csr_matrix,
-    forecaster: NDArray[np.int64],
-    question: NDArray[np.int64],
-    score: NDArray[np.float64],
+    cells: Cells,
     f_comp: NDArray[np.int64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Normal equations with gamma eliminated: ``(D_F - N D_Q^-1 N') a = r_F - N D_Q^-1 r_Q``.
@@ -105,6 +111,7 @@ def _solve_schur(
     ``alpha = 0`` for the first forecaster of each component (the identifying constraint)
     leaves a positive definite system, solved by Cholesky.
     """
+    forecaster, question, score = cells.forecaster, cells.question, cells.score
     n_forecasters, n_questions = counts.shape
     n_f = np.asarray(counts.sum(axis=1)).ravel()
     r_f = np.bincount(forecaster, weights=score, minlength=n_forecasters)
@@ -126,13 +133,10 @@ def _solve_schur(
 
 
 def _solve_lsmr(
-    forecaster: NDArray[np.int64],
-    question: NDArray[np.int64],
-    score: NDArray[np.float64],
-    n_f: NDArray[np.float64],
-    n_q: NDArray[np.float64],
+    cells: Cells, n_f: NDArray[np.float64], n_q: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """LSMR on the sparse design, columns scaled to unit norm (Jacobi preconditioning)."""
+    forecaster, question, score = cells.forecaster, cells.question, cells.score
     n_forecasters = len(n_f)
     rows = np.arange(len(score))
     column_norm = np.sqrt(np.maximum(np.r_[n_f, n_q], 1.0))
@@ -211,25 +215,24 @@ class DifficultyAdjusted:
 
 
 def difficulty_adjusted(
-    forecaster: NDArray[np.int64],
-    question: NDArray[np.int64],
-    brier: NDArray[np.float64],
-    n_forecasters: int,
-    n_questions: int,
+    cells: Cells,
     *,
     market_brier: NDArray[np.float64] | None = None,
     market_weight: float = 1.0,
     question_weight: NDArray[np.float64] | None = None,
     method: str = "auto",
 ) -> DifficultyAdjusted:
-    """Difficulty-adjusted Brier of every forecaster from one Brier score per cell.
+    """Difficulty-adjusted Brier of every forecaster from one Brier score per cell (the
+    cells' ``score``).
 
     ``market_brier`` is per question (NaN where there is no price); ``question_weight`` per
     question (default 1). Questions without any cell are ignored.
     """
     if not 0.0 <= market_weight <= 1.0:
         raise ValueError("market_weight must be in [0, 1]")
-    fit = fit_two_way(forecaster, question, brier, n_forecasters, n_questions, method)
+    forecaster, question, brier = cells.forecaster, cells.question, cells.score
+    n_forecasters, n_questions = cells.n_forecasters, cells.n_questions
+    fit = fit_two_way(cells, method)
     gamma = fit.gamma.copy()
     if market_brier is not None:
         priced = ~np.isnan(market_brier) & ~np.isnan(gamma)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
@@ -19,10 +19,6 @@ from arena.errors import ExecutionError
 from arena.store.models import Agent, BookMark, Decision, PortfolioSnapshot, Trade
 from arena.store.queries import held_market_ids
 
-if TYPE_CHECKING:
-    from arena.analytics.leaderboard import FamilyStanding
-
-RowFor = Callable[[str], "FamilyStanding"]
 Stream = Callable[[Session, Select], Iterator[Any]]
 InCohort = Callable[[Any, Any, "int | None"], Any]
 
@@ -77,10 +73,14 @@ def book_mark(
 
 
 def add_executions(
-    session: Session, cohort_id: int | None, row: RowFor, stream: Stream, in_cohort: InCohort
+    session: Session,
+    cohort_id: int | None,
+    execution_of: Callable[[str], ExecutionQuality],
+    stream: Stream,
+    in_cohort: InCohort,
 ) -> None:
     """Mode book: slippage, fill ratios and fees of the trades, refusals for liquidity, and
-    the latest exit value of each agent."""
+    the latest exit value of each agent, added to ``execution_of(family_id)``."""
     trades = (
         select(Agent.family_id, Trade.slippage_mid_bps, Trade.fill_ratio, Trade.fee)
         .join(Agent, Agent.id == Trade.agent_id)
@@ -89,7 +89,7 @@ def add_executions(
     for family_id, slippage, ratio, fee in stream(
         session, in_cohort(trades, Trade.cohort_id, cohort_id)
     ):
-        x = row(family_id).execution
+        x = execution_of(family_id)
         x.trades += 1
         if slippage is not None:
             x.slippage_mid_sum += slippage
@@ -102,7 +102,7 @@ def add_executions(
         .where(Decision.refusals.is_not(None))
     )
     for family_id, refusals in stream(session, in_cohort(refused, Decision.cohort_id, cohort_id)):
-        row(family_id).execution.liquidity_refusals += sum(
+        execution_of(family_id).liquidity_refusals += sum(
             1 for r in refusals or () if isinstance(r, dict) and r.get("kind") == "liquidity"
         )
     with_exit = PortfolioSnapshot.exit_value.is_not(None)
@@ -121,6 +121,6 @@ def add_executions(
     for family_id, start, exit_value in stream(
         session, in_cohort(exits, Agent.cohort_id, cohort_id)
     ):
-        x = row(family_id).execution
+        x = execution_of(family_id)
         x.exit_value = (x.exit_value or ZERO) + exit_value
         x.exit_start += start

@@ -317,7 +317,7 @@ def _standings(session: Session, cohort_id: int | None, min_scored: int) -> list
 
     _add_attempts(session, cohort_id, row)
     _add_decisions(session, cohort_id, row)
-    add_executions(session, cohort_id, row, _stream, _in_cohort)
+    add_executions(session, cohort_id, lambda f: row(f).execution, _stream, _in_cohort)
     return [standing for standing in table.values() if standing.agents > 0]
 
 

@@ -29,6 +29,7 @@ from arena.analytics.questions import (
 from arena.analytics.records import Forecasts, to_datetime64
 from arena.analytics.significance import check_confidence, check_resamples
 from arena.analytics.weights import cluster_labels, question_weights
+from arena.clock import iso_utc
 from arena.errors import ForecastsError
 
 if TYPE_CHECKING:
@@ -196,5 +197,5 @@ def clean(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, datetime):
-        return value.isoformat().replace("+00:00", "Z")
+        return iso_utc(value)
     return value

@@ -79,7 +79,6 @@ class ProxyScores:
     """
 
     cell_score: NDArray[np.float64]
-    cell_aggregate: NDArray[np.float64]
     cell_z: NDArray[np.float64]
     week_family: NDArray[np.int64]
     week_index: NDArray[np.int64]
@@ -92,26 +91,40 @@ class ProxyScores:
     n_questions: NDArray[np.int64]
 
 
+@dataclass(frozen=True, eq=False)
+class Votes:
+    """What proxy scoring reads: the voting cells (each a forecaster on a question, with its
+    logit; already restricted to open questions and voters), the forecast rows in them
+    (``row_cell`` maps each row to its cell position 0..n_cells-1), each question's week index,
+    and how many forecasters there are."""
+
+    cell_forecaster: NDArray[np.int64]
+    cell_question: NDArray[np.int64]
+    cell_logit: NDArray[np.float64]
+    row_cell: NDArray[np.int64]
+    row_probability: NDArray[np.float64]
+    question_week: NDArray[np.int64]
+    n_forecasters: int
+
+
 def proxy_scores(
-    cell_forecaster: NDArray[np.int64],
-    cell_question: NDArray[np.int64],
-    cell_logit: NDArray[np.float64],
-    row_cell: NDArray[np.int64],
-    row_probability: NDArray[np.float64],
-    question_week: NDArray[np.int64],
-    n_forecasters: int,
+    votes: Votes,
     d: float = EXTREMIZE,
     *,
     min_voters: int = MIN_VOTERS,
     min_week_questions: int = MIN_WEEK_QUESTIONS,
 ) -> ProxyScores:
-    """Proxy scores of the given cells (already restricted to open questions and voters).
-
-    ``row_cell`` maps the forecast rows of those cells to cell positions (0..n_cells-1);
-    ``question_week`` gives each question's week index. Only questions with at least
-    ``min_voters`` voting families are scored; a week counts when it has at least
-    ``min_week_questions`` such questions.
+    """Proxy scores of the voting cells. Only questions with at least ``min_voters`` voting
+    families are scored; a week counts when it has at least ``min_week_questions`` such
+    questions.
     """
+    cell_forecaster, cell_question, cell_logit = (
+        votes.cell_forecaster,
+        votes.cell_question,
+        votes.cell_logit,
+    )
+    row_cell, row_probability = votes.row_cell, votes.row_probability
+    question_week, n_forecasters = votes.question_week, votes.n_forecasters
     n_cells = len(cell_forecaster)
     n_q = len(question_week)
     voters = np.bincount(cell_question, minlength=n_q)
@@ -150,7 +163,6 @@ def proxy_scores(
     mean_z = np.divide(z_total, n_weeks, out=np.full(n_forecasters, np.nan), where=n_weeks > 0)
     return ProxyScores(
         cell_score=cell_score,
-        cell_aggregate=aggregate,
         cell_z=cell_z,
         week_family=week_family,
         week_index=week_index,

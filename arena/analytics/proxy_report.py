@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from arena.analytics.options import AnalysisOptions, Prepared, clean, prepare, with_at
-from arena.analytics.proxy import proxy_scores
+from arena.analytics.proxy import Votes, proxy_scores
 from arena.analytics.questions import open_questions
 from arena.analytics.records import to_datetime
 from arena.analytics.significance import INSUFFICIENT, OK
@@ -43,7 +43,7 @@ def proxy_ranking(
     rows_in = position[panel.row_cell]
     keep = rows_in >= 0
     week_values, week_of_question = np.unique(questions.week_start, return_inverse=True)
-    scores = proxy_scores(
+    votes = Votes(
         panel.forecaster[cells],
         panel.question[cells],
         panel.logit[cells],
@@ -51,6 +51,9 @@ def proxy_ranking(
         prep.forecasts.probability[keep],
         week_of_question.reshape(-1).astype(np.int64),
         len(panel.forecasters),
+    )
+    scores = proxy_scores(
+        votes,
         min_voters=options.proxy_min_voters,
         min_week_questions=options.proxy_min_week_questions,
     )

@@ -152,7 +152,6 @@ class Panel:
     forecasters: list[str]
     forecaster: NDArray[np.int64]
     question: NDArray[np.int64]
-    n_forecasts: NDArray[np.int64]
     probability: NDArray[np.float64]
     logit: NDArray[np.float64]
     brier: NDArray[np.float64]
@@ -196,7 +195,6 @@ def build_panel(forecasts: Forecasts, questions: Questions, by: str = "family") 
         forecasters=names,
         forecaster=forecaster_codes[first],
         question=questions.row_question[first],
-        n_forecasts=counts.astype(np.int64),
         probability=cell_mean(p),
         logit=cell_mean(np.log(clipped / (1.0 - clipped))),
         brier=cell_mean(brier),

@@ -12,7 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from arena.terminal import Column, fitted_table
+from arena.terminal import TerminalColumn, fitted_table
 
 
 def _num(value: Any, digits: int = 4) -> str:
@@ -38,13 +38,13 @@ def _name(row: dict[str, Any]) -> str:
 
 
 RANKING_COLUMNS = [
-    Column("#", lambda r: _rank(r["rank"])),
-    Column("forecaster", _name, numeric=False),
-    Column("adj. Brier", lambda r: _num(r["adjusted_brier"])),
-    Column("95% CI", lambda r: _interval(r["ci_low"], r["ci_high"], 3)),
-    Column("Brier", lambda r: _num(r["brier"])),
-    Column("peer", lambda r: _num(r["peer_score"], 1), essential=False),
-    Column("n (weight)", lambda r: f"{r['n_questions']} ({_num(r['weight_sum'], 1)})"),
+    TerminalColumn("#", lambda r: _rank(r["rank"])),
+    TerminalColumn("forecaster", _name, numeric=False),
+    TerminalColumn("adj. Brier", lambda r: _num(r["adjusted_brier"])),
+    TerminalColumn("95% CI", lambda r: _interval(r["ci_low"], r["ci_high"], 3)),
+    TerminalColumn("Brier", lambda r: _num(r["brier"])),
+    TerminalColumn("peer", lambda r: _num(r["peer_score"], 1), essential=False),
+    TerminalColumn("n (weight)", lambda r: f"{r['n_questions']} ({_num(r['weight_sum'], 1)})"),
 ]
 
 
@@ -79,8 +79,8 @@ def ranking_table(report: dict[str, Any], wide: bool = False) -> Group:
 
 
 MEASURE_COLUMNS = [
-    Column("measure", lambda r: r[0], numeric=False),
-    Column("value", lambda r: r[1]),
+    TerminalColumn("measure", lambda r: r[0], numeric=False),
+    TerminalColumn("value", lambda r: r[1]),
 ]
 
 
@@ -107,11 +107,11 @@ def head_to_head_table(report: dict[str, Any], wide: bool = False) -> Group:
 
 
 PROXY_COLUMNS = [
-    Column("#", lambda r: _rank(r["rank"])),
-    Column("forecaster", _name, numeric=False),
-    Column("mean z", lambda r: _num(r["mean_z"], 3)),
-    Column("weeks", lambda r: str(r["n_weeks"])),
-    Column("questions", lambda r: str(r["n_questions"])),
+    TerminalColumn("#", lambda r: _rank(r["rank"])),
+    TerminalColumn("forecaster", _name, numeric=False),
+    TerminalColumn("mean z", lambda r: _num(r["mean_z"], 3)),
+    TerminalColumn("weeks", lambda r: str(r["n_weeks"])),
+    TerminalColumn("questions", lambda r: str(r["n_questions"])),
 ]
 
 
@@ -123,14 +123,14 @@ def proxy_table(report: dict[str, Any], wide: bool = False) -> Group:
 
 
 CALIBRATION_COLUMNS = [
-    Column("forecaster", lambda r: str(r["forecaster"]), numeric=False),
-    Column("n", lambda r: str(r["n"])),
-    Column("Brier", lambda r: _num(r["brier"])),
-    Column("binned", lambda r: _num(r["binned_brier"]), essential=False),
-    Column("REL", lambda r: _num(r["reliability"])),
-    Column("RES", lambda r: _num(r["resolution"])),
-    Column("UNC", lambda r: _num(r["uncertainty"])),
-    Column("ECE", lambda r: _num(r["ece"])),
+    TerminalColumn("forecaster", lambda r: str(r["forecaster"]), numeric=False),
+    TerminalColumn("n", lambda r: str(r["n"])),
+    TerminalColumn("Brier", lambda r: _num(r["brier"])),
+    TerminalColumn("binned", lambda r: _num(r["binned_brier"]), essential=False),
+    TerminalColumn("REL", lambda r: _num(r["reliability"])),
+    TerminalColumn("RES", lambda r: _num(r["resolution"])),
+    TerminalColumn("UNC", lambda r: _num(r["uncertainty"])),
+    TerminalColumn("ECE", lambda r: _num(r["ece"])),
 ]
 
 

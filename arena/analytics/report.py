@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from arena.analytics.calibration import Calibration, calibrate
-from arena.analytics.difficulty import difficulty_adjusted, provisional
+from arena.analytics.difficulty import Cells, difficulty_adjusted, provisional
 from arena.analytics.options import (
     AnalysisOptions,
     Prepared,
@@ -107,11 +107,7 @@ def ranking(
     f, q, brier = panel.forecaster[cells], panel.question[cells], panel.brier[cells]
     market_brier = (questions.market_probability - questions.resolved_value) ** 2
     result = difficulty_adjusted(
-        f,
-        q,
-        brier,
-        n_f,
-        len(questions),
+        Cells(f, q, brier, n_f, len(questions)),
         market_brier=market_brier,
         market_weight=options.market_weight,
         question_weight=prep.weights,
@@ -297,7 +293,7 @@ def head_to_head(
             "t_test": asdict(t),
             "bootstrap": asdict(boot),
             "sign_test": asdict(sign),
-            "verdict": _verdict(a, b, t.low, t.high, options.confidence, status, reason),
+            "verdict": _verdict(a, b, (t.low, t.high), options.confidence, status, reason),
         }
     )
 
@@ -401,8 +397,15 @@ def _masked_mean(values: NDArray[np.float64], weights: NDArray[np.float64]) -> f
 
 
 def _verdict(
-    a: str, b: str, low: float, high: float, confidence: float, status: str, reason: str | None
+    a: str,
+    b: str,
+    interval: tuple[float, float],
+    confidence: float,
+    status: str,
+    reason: str | None,
 ) -> str:
+    """The head-to-head's conclusion from the interval (low, high) of A's advantage."""
+    low, high = interval
     level = f"{confidence:.0%}"
     if status != OK:
         return f"insufficient data for a comparison: {reason}"

@@ -20,7 +20,7 @@ questions, and to benchmark the fit at scale. The data-generating process:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import numpy as np
 from numpy.typing import NDArray
@@ -71,22 +71,37 @@ class SimulatedTournament:
         return self.sigma
 
 
+@dataclass(frozen=True)
+class TournamentDesign:
+    """The shape of a simulated tournament (module docstring): how many forecasters and
+    questions, how many rounds of how many questions and forecasters, the share of forecasters
+    who stay, the question drift ``beta`` and model drift ``tau``, the spread of the true
+    logits, the range of the forecasters' noise and the market's noise."""
+
+    n_forecasters: int = 150
+    n_questions: int = 3000
+    n_rounds: int = 10
+    questions_per_round: int = 150
+    forecasters_per_round: int = 30
+    persistence: float = 0.7
+    beta: float = 0.7
+    tau: float = 1.5
+    spread: float = 1.5
+    sigma_range: tuple[float, float] = (0.3, 1.5)
+    market_sigma: float = 0.3
+
+
 def simulate_tournament(
-    seed: int,
-    *,
-    n_forecasters: int = 150,
-    n_questions: int = 3000,
-    n_rounds: int = 10,
-    questions_per_round: int = 150,
-    forecasters_per_round: int = 30,
-    persistence: float = 0.7,
-    beta: float = 0.7,
-    tau: float = 1.5,
-    spread: float = 1.5,
-    sigma_range: tuple[float, float] = (0.3, 1.5),
-    market_sigma: float = 0.3,
+    seed: int, design: TournamentDesign = TournamentDesign()
 ) -> SimulatedTournament:
     """Draw a round-based tournament with model and question drift (module docstring)."""
+    n_forecasters, n_questions, n_rounds = design.n_forecasters, design.n_questions, design.n_rounds
+    questions_per_round, forecasters_per_round = (
+        design.questions_per_round,
+        design.forecasters_per_round,
+    )
+    persistence, beta, tau, spread = design.persistence, design.beta, design.tau, design.spread
+    sigma_range, market_sigma = design.sigma_range, design.market_sigma
     if n_rounds * questions_per_round > n_questions:
         raise ValueError("not enough questions for fresh questions in every round")
     rng = np.random.default_rng(seed)
@@ -155,8 +170,3 @@ def _standardise(values: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _sigmoid(x: NDArray[np.float64]) -> NDArray[np.float64]:
     return 1.0 / (1.0 + np.exp(-x))
-
-
-def week_of_round(round_index: int) -> datetime:
-    """The week start of a simulated round."""
-    return START + timedelta(weeks=round_index)

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from arena import __version__
-from arena.cli.common import AppState, database_unreachable, storage_failure
+from arena.cli.common import AppState
 from arena.errors import ArenaError, JobFailed, UserError
 
 COMMAND_MODULES = [
@@ -99,7 +99,12 @@ def main(argv: list[str] | None = None) -> None:
         # A full disk, a read-only database, or the database lost under a running command:
         # nothing was half-written (each job commits in transactions), so one line and exit 1;
         # anything else is a bug and keeps its traceback.
-        failure = storage_failure(exc) or database_unreachable(exc)
+        from arena.store.db import database_unreachable, storage_failure
+
+        failure = storage_failure(exc)
+        lost = database_unreachable(exc)
+        if failure is None and lost is not None:
+            failure = f"{lost} (each job commits whole: run the command again when it is back)"
         if failure is None:
             raise
         print(f"arena: failed: {failure}", file=sys.stderr)

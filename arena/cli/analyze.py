@@ -7,12 +7,14 @@ researcher needs no database, and prints a table or JSON (``--format json``).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from arena.cli.common import AtOption, WideOption, clock_for, console, state
+from arena.cli.composed import with_options
 from arena.errors import UserError
 from arena.terminal import show
 
@@ -117,31 +119,38 @@ WithBets = Annotated[
 ]
 
 
-def _options(
-    ctx: typer.Context,
-    at: str | None,
-    market_weight: float = 1.0,
-    weights: bool = True,
-    bootstrap: int | None = None,
-    seed: int | None = None,
-    by: str = "family",
-    with_bets: bool = False,
-    **extra: Any,
-) -> AnalysisOptions:
+@dataclass(frozen=True)
+class AnalyzeFlags:
+    """The options the analyze commands share (each command offers the ones it lists): where
+    the forecasts come from, how the result is printed, and how the statistics are taken."""
+
+    from_export: FromExport = None
+    output_format: Format = "table"
+    at: AtOption = None
+    market_weight: MarketWeight = 1.0
+    weights: Weights = True
+    bootstrap: Bootstrap = None
+    seed: Seed = None
+    by: By = "family"
+    with_bets: WithBets = False
+    wide: WideOption = False
+
+
+def _options(ctx: typer.Context, flags: AnalyzeFlags, **extra: Any) -> AnalysisOptions:
     """Options of one command; the resample count and seed default to the config's
     ``analysis`` section, so every entry point resamples alike."""
-    if by not in ("family", "agent"):
-        raise UserError(f"--by must be family or agent, not {by!r}")
+    if flags.by not in ("family", "agent"):
+        raise UserError(f"--by must be family or agent, not {flags.by!r}")
     return _report().configured_options(
         state(ctx).settings.analysis,
-        bootstrap_resamples=bootstrap,
-        seed=seed,
-        as_of=clock_for(at).now(),
-        by=by,
-        sources=("panel", "bet") if with_bets else ("panel",),
-        market_weight=market_weight,
-        group_weights=weights,
-        repeat_weights=weights,
+        bootstrap_resamples=flags.bootstrap,
+        seed=flags.seed,
+        as_of=clock_for(flags.at).now(),
+        by=flags.by,
+        sources=("panel", "bet") if flags.with_bets else ("panel",),
+        market_weight=flags.market_weight,
+        group_weights=flags.weights,
+        repeat_weights=flags.weights,
         **extra,
     )
 
@@ -161,77 +170,75 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
         return _read_export(Path(tmp))
 
 
-def _emit(report: dict[str, Any], output_format: str, render: Any, wide: bool = False) -> None:
-    if output_format == "json":
+def _emit(report: dict[str, Any], flags: AnalyzeFlags, render: Any) -> None:
+    if flags.output_format == "json":
         typer.echo(json.dumps(report, indent=2, sort_keys=False))
-    elif output_format == "table":
-        show(console, render(report, wide=wide), wide)
+    elif flags.output_format == "table":
+        show(console, render(report, wide=flags.wide), flags.wide)
     else:
-        raise UserError(f"--format must be table or json, not {output_format!r}")
+        raise UserError(f"--format must be table or json, not {flags.output_format!r}")
 
 
 @analyze_app.command("ranking")
+@with_options(
+    AnalyzeFlags,
+    "from_export",
+    "output_format",
+    "at",
+    "market_weight",
+    "weights",
+    "min_days",
+    "min_questions",
+    "bootstrap",
+    "seed",
+    "by",
+    "with_bets",
+    "wide",
+)
 def ranking_command(
     ctx: typer.Context,
-    from_export: FromExport = None,
-    output_format: Format = "table",
-    at: AtOption = None,
-    market_weight: MarketWeight = 1.0,
-    weights: Weights = True,
+    flags: AnalyzeFlags,
     min_days: Annotated[
         float, typer.Option("--min-days", help="Provisional until this many days of forecasts.")
     ] = 50.0,
     min_questions: Annotated[
         int, typer.Option("--min-questions", help="Provisional below this many scored questions.")
     ] = 30,
-    bootstrap: Bootstrap = None,
-    seed: Seed = None,
-    by: By = "family",
-    with_bets: WithBets = False,
-    wide: WideOption = False,
 ) -> None:
     """Leaderboard by difficulty-adjusted Brier, with cluster-robust intervals and provisional
     flags; forecasters with fewer than 5 clusters of scored questions are not ranked.
 
     Only resolved questions past their scheduled close count (early closers wait).
     """
-    options = _options(
-        ctx,
-        at,
-        market_weight,
-        weights,
-        bootstrap,
-        seed,
-        by,
-        with_bets,
-        min_days=min_days,
-        min_questions=min_questions,
-    )
-    _emit(
-        _report().ranking(load_forecasts(ctx, from_export), options),
-        output_format,
-        _render().ranking_table,
-        wide,
-    )
+    options = _options(ctx, flags, min_days=min_days, min_questions=min_questions)
+    report = _report().ranking(load_forecasts(ctx, flags.from_export), options)
+    _emit(report, flags, _render().ranking_table)
 
 
 @analyze_app.command("h2h")
+@with_options(
+    AnalyzeFlags,
+    "family_a",
+    "family_b",
+    "from_export",
+    "output_format",
+    "at",
+    "score",
+    "weights",
+    "bootstrap",
+    "seed",
+    "by",
+    "with_bets",
+    "wide",
+)
 def h2h_command(
     ctx: typer.Context,
+    flags: AnalyzeFlags,
     family_a: Annotated[str, typer.Argument(help="First forecaster (A).", show_default=False)],
     family_b: Annotated[str, typer.Argument(help="Second forecaster (B).", show_default=False)],
-    from_export: FromExport = None,
-    output_format: Format = "table",
-    at: AtOption = None,
     score: Annotated[
         str, typer.Option("--score", help="Per-question score: log (Metaculus) or brier.")
     ] = "log",
-    weights: Weights = True,
-    bootstrap: Bootstrap = None,
-    seed: Seed = None,
-    by: By = "family",
-    with_bets: WithBets = False,
-    wide: WideOption = False,
 ) -> None:
     """Head-to-head of A against B on their common resolved questions (> 0: A better).
 
@@ -241,17 +248,27 @@ def h2h_command(
     """
     if score not in ("log", "brier"):
         raise UserError(f"--score must be log or brier, not {score!r}")
-    options = _options(ctx, at, 1.0, weights, bootstrap, seed, by, with_bets, h2h_score=score)
-    report = _report().head_to_head(load_forecasts(ctx, from_export), family_a, family_b, options)
-    _emit(report, output_format, _render().head_to_head_table, wide)
+    options = _options(ctx, flags, h2h_score=score)
+    forecasts = load_forecasts(ctx, flags.from_export)
+    report = _report().head_to_head(forecasts, family_a, family_b, options)
+    _emit(report, flags, _render().head_to_head_table)
 
 
 @analyze_app.command("proxy")
+@with_options(
+    AnalyzeFlags,
+    "from_export",
+    "output_format",
+    "at",
+    "include_baselines",
+    "include_resolved",
+    "by",
+    "with_bets",
+    "wide",
+)
 def proxy_command(
     ctx: typer.Context,
-    from_export: FromExport = None,
-    output_format: Format = "table",
-    at: AtOption = None,
+    flags: AnalyzeFlags,
     include_baselines: Annotated[
         bool,
         typer.Option("--include-baselines", help="Let baseline families vote and be ranked."),
@@ -259,9 +276,6 @@ def proxy_command(
     include_resolved: Annotated[
         bool, typer.Option("--include-resolved", help="Score resolved questions too.")
     ] = False,
-    by: By = "family",
-    with_bets: WithBets = False,
-    wide: WideOption = False,
 ) -> None:
     """PROXY ranking before resolution: agreement with the other families' extremized pool.
 
@@ -270,26 +284,29 @@ def proxy_command(
     """
     options = _options(
         ctx,
-        at,
-        by=by,
-        with_bets=with_bets,
+        flags,
         proxy_include_baselines=include_baselines,
         proxy_include_resolved=include_resolved,
     )
-    _emit(
-        _report().proxy_ranking(load_forecasts(ctx, from_export), options),
-        output_format,
-        _render().proxy_table,
-        wide,
-    )
+    report = _report().proxy_ranking(load_forecasts(ctx, flags.from_export), options)
+    _emit(report, flags, _render().proxy_table)
 
 
 @analyze_app.command("calibration")
+@with_options(
+    AnalyzeFlags,
+    "from_export",
+    "output_format",
+    "at",
+    "bins",
+    "plot",
+    "by",
+    "with_bets",
+    "wide",
+)
 def calibration_command(
     ctx: typer.Context,
-    from_export: FromExport = None,
-    output_format: Format = "table",
-    at: AtOption = None,
+    flags: AnalyzeFlags,
     bins: Annotated[int, typer.Option("--bins", min=2, max=100, help="Number of bins.")] = 10,
     plot: Annotated[
         Path | None,
@@ -297,44 +314,43 @@ def calibration_command(
             "--plot", help="Also write a reliability diagram PNG here.", show_default=False
         ),
     ] = None,
-    by: By = "family",
-    with_bets: WithBets = False,
-    wide: WideOption = False,
 ) -> None:
     """Reliability data, expected calibration error and Brier decomposition per forecaster."""
-    options = _options(ctx, at, by=by, with_bets=with_bets, n_bins=bins)
-    forecasts = load_forecasts(ctx, from_export)
+    options = _options(ctx, flags, n_bins=bins)
+    forecasts = load_forecasts(ctx, flags.from_export)
     prep = _report().prepare(forecasts, options)
     report = _report().calibration_report(forecasts, options, prep)
     if plot is not None:
         results = [r for r in _report().calibration_results(forecasts, options, prep) if r.n > 0]
         _plot_calibration(results, plot, title=f"Reliability diagram (as of {report['as_of']})")
         report["plot"] = str(plot)
-    _emit(report, output_format, _render().calibration_table, wide)
-    if plot is not None and output_format == "table":
+    _emit(report, flags, _render().calibration_table)
+    if plot is not None and flags.output_format == "table":
         console.print(f"reliability diagram written to {plot}")
 
 
 @analyze_app.command("report")
+@with_options(
+    AnalyzeFlags,
+    "from_export",
+    "at",
+    "pair",
+    "market_weight",
+    "bootstrap",
+    "seed",
+)
 def report_command(
     ctx: typer.Context,
-    from_export: FromExport = None,
-    at: AtOption = None,
+    flags: AnalyzeFlags,
     pair: Annotated[
         tuple[str, str] | None,
         typer.Option("--pair", help="Also compare these two forecasters head-to-head."),
     ] = None,
-    market_weight: MarketWeight = 1.0,
-    bootstrap: Bootstrap = None,
-    seed: Seed = None,
 ) -> None:
     """Everything at once (ranking, proxy, calibration, optional head-to-head) as JSON."""
-    options = _options(ctx, at, market_weight, True, bootstrap, seed)
-    typer.echo(
-        json.dumps(
-            _report().full_analysis(load_forecasts(ctx, from_export), options, pair), indent=2
-        )
-    )
+    options = _options(ctx, flags)
+    forecasts = load_forecasts(ctx, flags.from_export)
+    typer.echo(json.dumps(_report().full_analysis(forecasts, options, pair), indent=2))
 
 
 def register(app: typer.Typer) -> None:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import errno
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
@@ -78,6 +77,7 @@ class AppState:
                 current_revision,
                 head_revision,
                 make_engine,
+                storage_failure,
                 upgrade,
             )
 
@@ -87,12 +87,13 @@ class AppState:
                 try:
                     upgrade(self.engine)
                 except DBAPIError as exc:
-                    if storage_failure(exc) is None:
+                    failure = storage_failure(exc)
+                    if failure is None:
                         raise
                     raise UserError(
                         f"database_url: the schema is at revision {current_revision(engine)}, "
                         f"not {head_revision()}, and the database cannot be migrated "
-                        f"({storage_failure(exc)}); run `arena db upgrade` with write access"
+                        f"({failure}); run `arena db upgrade` with write access"
                     ) from None
         return self._read_engine
 
@@ -185,83 +186,3 @@ def parse_at(text: str, option: str = "--at") -> datetime:
     if not EARLIEST <= at <= LATEST:
         raise UserError(f"{option}: {text!r} is outside 2000-01-01..2100-01-01 (UTC)")
     return at
-
-
-# -- failures of the storage underneath: one line, exit 1 (arena/cli/__init__.py) -------------
-
-DISK_FULL_STATES = {"53100"}  # PostgreSQL disk_full
-READ_ONLY_STATES = {"25006", "42501"}  # read_only_sql_transaction, insufficient_privilege
-DISK_FULL_TEXT = ("database or disk is full", "could not extend file", "no space left on device")
-READ_ONLY_TEXT = (
-    "attempt to write a readonly database",
-    "read-only transaction",
-    "read-only file system",
-    "permission denied for",
-)
-
-
-def error_chain(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and everything it wraps (the driver's error, causes, contexts), each once."""
-    seen: set[int] = set()
-    pending: list[BaseException | None] = [exc]
-    while pending:
-        error = pending.pop()
-        if error is None or id(error) in seen:
-            continue
-        seen.add(id(error))
-        yield error
-        pending += [getattr(error, "orig", None), error.__cause__, error.__context__]
-
-
-def storage_failure(exc: BaseException) -> str | None:
-    """``"disk full: ..."`` or ``"read-only database: ..."`` when ``exc`` (or what it wraps)
-    is a full disk or a database that refuses writes; None for anything else."""
-    for error in error_chain(exc):
-        detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-        text = detail.lower()
-        state = getattr(error, "sqlstate", None)
-        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-            return f"disk full: {error.strerror}" + (
-                f" ({error.filename})" if error.filename else ""
-            )
-        if state in DISK_FULL_STATES or any(t in text for t in DISK_FULL_TEXT):
-            return f"disk full: {detail}"
-        if isinstance(error, OSError) and error.errno == errno.EROFS:
-            return f"read-only file system: {error.filename or error.strerror}"
-        if state in READ_ONLY_STATES or any(t in text for t in READ_ONLY_TEXT):
-            return f"read-only database: {detail}"
-    return None
-
-
-# -- the database lost or unreachable in the middle of a command: one line, exit 1 ------------
-
-CONNECTION_STATE_CLASSES = ("08", "57P")  # connection_exception; operator_intervention
-SQLITE_CANT_OPEN = "SQLITE_CANTOPEN"
-
-
-def database_unreachable(exc: BaseException) -> str | None:
-    """``"database unavailable: ..."`` when ``exc`` (or what it wraps) is the database going
-    away under a running command (PostgreSQL refusing, closing or timing out the connection,
-    a SQLite file that can no longer be opened); None for anything else. The reason is the
-    driver's first line, which names the host and port, never a password."""
-    for error in error_chain(exc):
-        driver = type(error).__module__.split(".")[0]
-        state = getattr(error, "sqlstate", None)
-        if (
-            getattr(error, "connection_invalidated", False)  # SQLAlchemy saw a disconnect
-            or (state or "").startswith(CONNECTION_STATE_CLASSES)
-            or (  # psycopg's own connection failures carry no SQLSTATE
-                driver == "psycopg"
-                and state is None
-                and type(error).__name__ in ("OperationalError", "InterfaceError")
-            )
-            or getattr(error, "sqlite_errorname", None) == SQLITE_CANT_OPEN
-        ):
-            origin = getattr(error, "orig", None) or error
-            lines = str(origin).strip().splitlines()
-            reason = lines[0][:300] if lines else type(origin).__name__
-            return (
-                f"database unavailable: {reason} (each job commits whole: run the command "
-                "again when the database is back)"
-            )
-    return None

@@ -17,7 +17,8 @@ from arena.cli.common import (
 )
 from arena.domain.states import FamilyKind
 from arena.errors import UserError
-from arena.terminal import Column, fitted_table, show
+from arena.jobs.report import raise_failure
+from arena.terminal import TerminalColumn, fitted_table, show
 
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 cohort_app = typer.Typer(help="Weekly cohorts.", no_args_is_help=True)
@@ -37,23 +38,20 @@ def db_upgrade(ctx: typer.Context) -> None:
 def cohort_start(ctx: typer.Context, at: AtOption = None) -> None:
     """Create this week's cohort with one agent per active family (no-op if it exists)."""
     with runtime(ctx) as jobs:
-        report = jobs.start_cohort(clock_for(at))
-    verb = "created" if report.created else "already exists:"
-    console.print(
-        f"cohort {report.cohort_id} {verb} week starting "
-        f"{report.week_start.isoformat().replace('+00:00', 'Z')}, {report.agents} agents"
-    )
+        report = jobs.cohort_start(clock_for(at))
+    console.print(report.summary())
+    raise_failure(report)
 
 
 FAMILY_FORMATS = ("table", "json")
 
 FAMILY_COLUMNS = [
-    Column("id", lambda f: f["id"], numeric=False),
-    Column("kind", lambda f: f["kind"], numeric=False),
-    Column("display name", lambda f: f["display_name"], essential=False, numeric=False),
-    Column("model / strategy", lambda f: f["target"], numeric=False),
-    Column("active", lambda f: "yes" if f["active"] else "no", numeric=False),
-    Column("ready", lambda f: f["ready"], numeric=False),
+    TerminalColumn("id", lambda f: f["id"], numeric=False),
+    TerminalColumn("kind", lambda f: f["kind"], numeric=False),
+    TerminalColumn("display name", lambda f: f["display_name"], essential=False, numeric=False),
+    TerminalColumn("model / strategy", lambda f: f["target"], numeric=False),
+    TerminalColumn("active", lambda f: "yes" if f["active"] else "no", numeric=False),
+    TerminalColumn("ready", lambda f: f["ready"], numeric=False),
 ]
 
 

@@ -22,6 +22,7 @@ import logging
 import shlex
 import shutil
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from arena.cli.common import clock_for, console, state
+from arena.cli.composed import with_options
 from arena.clock import week_start
 from arena.domain.states import FamilyKind, JobRunStatus, Methodology
 from arena.errors import JobFailed, UserError
@@ -74,11 +76,14 @@ def prepare_out(out: Path) -> None:
         raise UserError(f"--out: cannot prepare {out}: {exc.strerror or exc}") from None
 
 
-def demo(
-    ctx: typer.Context,
+@dataclass(frozen=True)
+class DemoSetup:
+    """What ``arena demo`` simulates: how long, in which directory, at which tick, under which
+    methodology and pricing, over how many synthetic markets, from which seed."""
+
     weeks: Annotated[
         int, typer.Option("--weeks", min=1, max=26, help="Simulated weeks to run.")
-    ] = 4,
+    ] = 4
     out: Annotated[
         Path,
         typer.Option(
@@ -86,31 +91,36 @@ def demo(
             help="Directory for demo.db and the export: new, empty, or one an earlier demo made "
             "(only what that demo wrote is replaced).",
         ),
-    ] = Path("demo-output"),
+    ] = Path("demo-output")
     step_minutes: Annotated[
         int,
         typer.Option(
             "--step-minutes", min=10, help="Simulated minutes between two ticks of the scheduler."
         ),
-    ] = 240,
+    ] = 240
     methodology: Annotated[
         str | None, typer.Option("--methodology", help="v1 or v2 (default: the config's).")
-    ] = None,
+    ] = None
     markets: Annotated[
         int,
         typer.Option(
             "--markets", min=50, max=3000, help="Synthetic markets in the fake Polymarket."
         ),
-    ] = 300,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated world.")] = 7,
+    ] = 300
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated world.")] = 7
     pricing: Annotated[
         str,
         typer.Option(
             "--pricing",
             help="book (walk the fake CLOB's order books) or gamma (display prices).",
         ),
-    ] = "book",
-) -> None:
+    ] = "book"
+
+
+@with_options(
+    DemoSetup, "weeks", "out", "step_minutes", "methodology", "markets", "seed", "pricing"
+)
+def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     """Run an offline, self-contained simulation of several weeks; print the leaderboard and
     write an export."""
     # The simulation, the analytics and the export load only when the demo runs.
@@ -118,16 +128,18 @@ def demo(
 
     from arena.analytics.leaderboard import compute_leaderboard
     from arena.cli.results import print_leaderboard
-    from arena.demo_world import Simulation
-    from arena.export.writer import export
+    from arena.demo_world import Simulation, WorldPlan
+    from arena.export.writer import ExportTarget, export
     from arena.jobs.audit import check_ledger
     from arena.store.db import make_engine, session_factory, upgrade
 
+    weeks, out, step_minutes, markets = setup.weeks, setup.out, setup.step_minutes, setup.markets
+    seed, pricing = setup.seed, setup.pricing
     base = state(ctx).settings
     try:
-        version = Methodology(methodology or base.methodology)
+        version = Methodology(setup.methodology or base.methodology)
     except ValueError:
-        raise UserError(f"--methodology: {methodology!r} is not v1 or v2") from None
+        raise UserError(f"--methodology: {setup.methodology!r} is not v1 or v2") from None
     if pricing not in ("book", "gamma"):
         raise UserError(f"--pricing: {pricing!r} is not book or gamma")
     prepare_out(out)
@@ -161,10 +173,7 @@ def demo(
     sim = Simulation(
         settings,
         factory,
-        start=start,
-        days=7 * weeks,
-        n_markets=markets,
-        seed=seed,
+        WorldPlan(start, 7 * weeks, n_markets=markets, seed=seed),
         skills=demo_skills(settings.families),
     )
     failures: list[str] = []
@@ -202,7 +211,7 @@ def demo(
     minimum = settings.benchmark.min_scored_bets
     print_leaderboard(compute_leaderboard(factory, min_scored_bets=minimum), None, minimum)
     export_dir = out / "export"
-    manifest = export(factory, export_dir, "jsonl", methodology=version)
+    manifest = export(factory, ExportTarget(export_dir, "jsonl"), methodology=version)
     console.print(
         f"export: {export_dir} ({sum(f.rows for f in manifest.files)} rows in "
         f"{len(manifest.files)} files, manifest.json)"

@@ -1,4 +1,5 @@
-"""Job commands: ``arena snapshot`` and ``arena resolve``: the daemon's jobs, run once."""
+"""Job commands: ``arena snapshot`` and ``arena settle`` (alias ``arena resolve``): the
+daemon's jobs, run once."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Annotated
 import typer
 
 from arena.cli.common import AtOption, clock_for, console, runtime
-from arena.errors import JobFailed
+from arena.jobs.report import raise_failure
 
 
 def snapshot(
@@ -24,23 +25,23 @@ def snapshot(
 ) -> None:
     """Value every agent of every unfinished cohort and store one snapshot for this slot."""
     with runtime(ctx) as jobs:
-        report = jobs.take_snapshots(clock_for(at), refresh)
+        report = jobs.snapshot(clock_for(at), refresh)
     console.print(report.summary())
+    raise_failure(report)
 
 
-def resolve(ctx: typer.Context, at: AtOption = None) -> None:
+def settle(ctx: typer.Context, at: AtOption = None) -> None:
     """Settle the positions of markets Gamma reports resolved (or refund overdue ones), then
-    complete the cohorts that have nothing left to do (as the daemon's resolution job does)."""
+    complete the cohorts that have nothing left to do (as the daemon's settlement job does).
+    Exit 1 when a market failed to settle."""
     with runtime(ctx) as jobs:
-        report = jobs.settle(clock_for(at))
+        report = jobs.settlement(clock_for(at))
     console.print(report.summary())
-    if report.failures:
-        raise JobFailed(
-            f"resolve: {len(report.failures)} market(s) failed to settle: "
-            + "; ".join(report.failures[:5])
-        )
+    raise_failure(report)
 
 
 def register(app: typer.Typer) -> None:
     app.command("snapshot")(snapshot)
-    app.command("resolve")(resolve)
+    app.command("settle")(settle)
+    # The interface contract's name for `arena settle`: the same command, hidden from --help.
+    app.command("resolve", hidden=True, help="Alias of `arena settle`.")(settle)

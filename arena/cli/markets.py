@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from arena.cli.common import AtOption, clock_for, console, err_console, runtime
+from arena.jobs.report import raise_failure
 
 markets_app = typer.Typer(help="Polymarket markets.", no_args_is_help=True)
 
@@ -13,7 +14,7 @@ markets_app = typer.Typer(help="Polymarket markets.", no_args_is_help=True)
 def sync(ctx: typer.Context, at: AtOption = None) -> None:
     """Pull the top-N Gamma universe and refresh prices of markets with open positions."""
     with runtime(ctx) as jobs:
-        report = jobs.sync_markets(clock_for(at))
+        report = jobs.market_sync(clock_for(at))
     console.print(report.summary(), soft_wrap=True, markup=False)
     if not report.complete:
         err_console.print(
@@ -27,6 +28,7 @@ def sync(ctx: typer.Context, at: AtOption = None) -> None:
             soft_wrap=True,
             markup=False,
         )
+    raise_failure(report)
 
 
 def register(app: typer.Typer) -> None:

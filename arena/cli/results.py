@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from arena.analytics.leaderboard_columns import (
+    COST_COLUMN,
+    EXECUTION_COLUMNS,
+    LEADERBOARD_COLUMNS,
+    RELIABILITY_COLUMNS,
+    LeaderboardColumn,
+)
 from arena.cli.common import (
     FormatOption,
     WideOption,
@@ -17,14 +25,15 @@ from arena.cli.common import (
     parse_at,
     state,
 )
+from arena.cli.composed import with_options
 from arena.errors import UserError
-from arena.terminal import Column, dollars, fitted_table, fixed, percent, show, text_column
+from arena.export import FORMATS
+from arena.terminal import TerminalColumn, fitted_table, show, text_column
 
 if TYPE_CHECKING:
     from arena.analytics.leaderboard import FamilyStanding
 
 LEADERBOARD_FORMATS = ("table", "json", "csv")
-EXPORT_FORMATS = ("jsonl", "csv", "parquet")
 
 
 def leaderboard(
@@ -57,49 +66,38 @@ def leaderboard(
         print_leaderboard(standings, cohort, minimum, wide)
 
 
-def _scaled(share: float | None) -> float | None:
-    return None if share is None else share * 100
+def _stat(column: LeaderboardColumn, wide: bool) -> TerminalColumn:
+    """A terminal column of the one leaderboard table (the full header with ``--wide``)."""
+    header = column.header if wide else column.short_header
+    return TerminalColumn(header, lambda row: column.text(row[column.field]), column.essential)
 
 
-STANDING_COLUMNS = [
-    Column("#", lambda r: str(r["rank"])),
-    Column("family", lambda r: r["family_id"] + (" *" if r["provisional"] else ""), numeric=False),
-    text_column("display name", "display_name", essential=False),
-    Column("cohorts", lambda r: str(r["cohorts"]), essential=False),
-    Column("value", lambda r: dollars(r["total_value"])),
-    Column("P/L", lambda r: dollars(r["pnl"], signed=True)),
-    Column("return", lambda r: percent(r["return_pct"])),
-    text_column("return band", "return_band", essential=False),
-    Column("Brier", lambda r: fixed(r["brier"])),
-    text_column("Brier band", "brier_band", essential=False),
-    Column("BSS vs 0.25", lambda r: fixed(r["bss_uniform"], 3, signed=True), essential=False),
-    Column("BSS vs mkt", lambda r: fixed(r["bss_market"], 3, signed=True), essential=False),
-    Column("bets", lambda r: str(r["scored_bets"])),
-    Column("win rate", lambda r: percent(_scaled(r["win_rate"]), signed=False, digits=0), False),
-]
+def standing_columns(wide: bool) -> list[TerminalColumn]:
+    """Rank and family, then the standings' statistics; the bands with ``--wide``."""
+    return [
+        TerminalColumn("#", lambda r: str(r["rank"])),
+        TerminalColumn(
+            "family", lambda r: r["family_id"] + (" *" if r["provisional"] else ""), numeric=False
+        ),
+        text_column("display name", "display_name", essential=False),
+        TerminalColumn("cohorts", lambda r: str(r["cohorts"]), essential=False),
+        *(_stat(column, wide) for column in LEADERBOARD_COLUMNS if column is not COST_COLUMN),
+        text_column("return band", "return_band", essential=False),
+        text_column("Brier band", "brier_band", essential=False),
+    ]
 
-COST_COLUMNS = [
-    Column("family", lambda r: r["family_id"], numeric=False),
-    Column("cost USD", lambda r: f"{float(r['cost_usd']):,.4f}"),
-    Column("prompt tok", lambda r: f"{r['prompt_tokens']:,}", essential=False),
-    Column("compl. tok", lambda r: f"{r['completion_tokens']:,}", essential=False),
-    Column("decisions", lambda r: str(r["decisions"])),
-    Column("attempts", lambda r: str(r["attempts"]), essential=False),
-    Column("malformed", lambda r: percent(_scaled(r["malformed_share"]), signed=False, digits=1)),
-    Column("sys HOLD", lambda r: str(r["system_holds"])),
-    Column("failed calls", lambda r: str(r["failures"])),
-    Column("retries", lambda r: str(r["retries"]), essential=False),
-    Column("failed dec.", lambda r: str(r["failed_decisions"]), essential=False),
-]
 
-EXECUTION_COLUMNS = [
-    Column("family", lambda r: r["family_id"], numeric=False),
-    Column("P/L at exit", lambda r: "-" if r["exit_pnl"] is None else dollars(r["exit_pnl"], True)),
-    Column("slip bps", lambda r: fixed(r["slippage_mid_bps"], 1)),
-    Column("fees USD", lambda r: f"{float(r['fees_usd']):,.2f}"),
-    Column("fill", lambda r: percent(_scaled(r["fill_ratio"]), signed=False, digits=0)),
-    Column("refused", lambda r: str(r["liquidity_refusals"])),
-]
+def cost_columns(wide: bool) -> list[TerminalColumn]:
+    """Family, spend, then the reliability statistics."""
+    family = TerminalColumn("family", lambda r: r["family_id"], numeric=False)
+    spend = replace(_stat(COST_COLUMN, wide), essential=True)
+    return [family, spend, *(_stat(column, wide) for column in RELIABILITY_COLUMNS)]
+
+
+def execution_columns(wide: bool) -> list[TerminalColumn]:
+    """Family, then how its orders filled against the order book."""
+    family = TerminalColumn("family", lambda r: r["family_id"], numeric=False)
+    return [family, *(_stat(column, wide) for column in EXECUTION_COLUMNS)]
 
 
 def print_leaderboard(
@@ -111,24 +109,28 @@ def print_leaderboard(
         return
     rows = [{**s.to_json(), "rank": rank} for rank, s in enumerate(standings, start=1)]
     title = f"Leaderboard ({scope})"
-    show(console, fitted_table(STANDING_COLUMNS, rows, wide=wide, title=title), wide)
-    show(console, fitted_table(COST_COLUMNS, rows, wide=wide, title="Cost and reliability"), wide)
+    show(console, fitted_table(standing_columns(wide), rows, wide=wide, title=title), wide)
+    costs = fitted_table(cost_columns(wide), rows, wide=wide, title="Cost and reliability")
+    show(console, costs, wide)
     booked = [row for row in rows if row["fill_ratio"] is not None]
     if booked:  # mode book: how the family's orders filled against the order book
         title = "Execution (order book; slippage vs the mid)"
-        show(console, fitted_table(EXECUTION_COLUMNS, booked, wide=wide, title=title), wide)
+        execution = fitted_table(execution_columns(wide), booked, wide=wide, title=title)
+        show(console, execution, wide)
     if any(row["provisional"] for row in rows):
         console.print(f"* provisional: fewer than {minimum} scored bets")
     if not wide:
         console.print("(--wide: every column; --format json: every field)")
 
 
-def export_command(
-    ctx: typer.Context,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the files into.")],
+@dataclass(frozen=True)
+class ExportOptions:
+    """The options of ``arena export``."""
+
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the files into.")]
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="File format: jsonl, csv or parquet.")
-    ] = "jsonl",
+    ] = "jsonl"
     cohort: Annotated[
         list[int] | None,
         typer.Option(
@@ -137,55 +139,60 @@ def export_command(
             show_default=False,
             callback=ids_in_range("--cohort"),
         ),
-    ] = None,
+    ] = None
     family: Annotated[
         list[str] | None,
         typer.Option(
             "--family", help="Only this family id (repeat for several).", show_default=False
         ),
-    ] = None,
+    ] = None
     since: Annotated[
         str | None,
         typer.Option(
             "--since", help="Rows at or after this time (ISO 8601, UTC).", show_default=False
         ),
-    ] = None,
+    ] = None
     until: Annotated[
         str | None,
         typer.Option("--until", help="Rows before this time (ISO 8601, UTC).", show_default=False),
-    ] = None,
+    ] = None
     no_prompts: Annotated[
         bool,
         typer.Option("--no-prompts", help="Leave out the attempts' prompts and raw responses."),
-    ] = False,
+    ] = False
     overwrite: Annotated[
         bool,
         typer.Option(
             "--overwrite", help="Replace the whole export already in --out (default: refuse)."
         ),
-    ] = False,
-) -> None:
+    ] = False
+
+
+@with_options(ExportOptions)
+def export_command(ctx: typer.Context, options: ExportOptions) -> None:
     """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md)."""
-    if fmt not in EXPORT_FORMATS:
-        raise UserError(f"--format: {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
-    from arena.export.writer import export  # pyarrow loads only for this command
+    fmt = options.fmt
+    if fmt not in FORMATS:
+        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    from arena.export.spec import ExportFilters
+    from arena.export.writer import ExportTarget, export  # pyarrow loads only for this command
 
     app_state = state(ctx)
     manifest = export(
         app_state.reader(),
-        out,
-        fmt,
-        cohorts=cohort or None,
-        families=family or None,
-        since=_time(since, "--since"),
-        until=_time(until, "--until"),
-        include_prompts=not no_prompts,
+        ExportTarget(options.out, fmt, overwrite=options.overwrite),
+        ExportFilters(
+            cohorts=tuple(options.cohort) if options.cohort else None,
+            families=tuple(options.family) if options.family else None,
+            since=_time(options.since, "--since"),
+            until=_time(options.until, "--until"),
+        ),
+        include_prompts=not options.no_prompts,
         methodology=app_state.settings.methodology,
-        overwrite=overwrite,
     )
     counts = ", ".join(f"{f.table} {f.rows}" for f in manifest.files)
     total = sum(f.rows for f in manifest.files)
-    console.print(f"exported {total} rows in {len(manifest.files)} {fmt} files to {out}")
+    console.print(f"exported {total} rows in {len(manifest.files)} {fmt} files to {options.out}")
     console.print(counts, soft_wrap=True)
 
 

@@ -18,9 +18,9 @@ from arena.cli.common import (
     runtime,
     state,
 )
-from arena.clock import SystemClock
+from arena.clock import SystemClock, iso_utc
 from arena.errors import JobFailed, UserError
-from arena.terminal import Column, fitted_table, instant, show
+from arena.terminal import TerminalColumn, fitted_table, instant, show
 from arena.web.bind import parse_bind
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def run(
             results = jobs.finish_held(now, jobs.run_due(now))
             for result in results:
                 console.print(
-                    f"{result.job:13} slot {result.slot.isoformat()}: {result.describe()}",
+                    f"{result.job:13} slot {iso_utc(result.slot)}: {result.describe()}",
                     markup=False,
                 )
             unfinished = [r for r in results if not r.final]
@@ -88,20 +88,20 @@ def _start_dashboard(settings: Settings, host: str, port: int) -> Any:
 
 
 JOB_COLUMNS = [
-    Column("job", lambda j: j.job, numeric=False),
-    Column("last slot", lambda j: instant(j.last_slot), numeric=False),
-    Column("status", lambda j: j.status, numeric=False),
-    Column("finished", lambda j: instant(j.finished_at), essential=False, numeric=False),
-    Column("next run", lambda j: instant(j.next_run), numeric=False),
-    Column("error", lambda j: j.error or "", essential=False, numeric=False),
+    TerminalColumn("job", lambda j: j.job, numeric=False),
+    TerminalColumn("last slot", lambda j: instant(j.last_slot), numeric=False),
+    TerminalColumn("status", lambda j: j.status, numeric=False),
+    TerminalColumn("finished", lambda j: instant(j.finished_at), essential=False, numeric=False),
+    TerminalColumn("next run", lambda j: instant(j.next_run), numeric=False),
+    TerminalColumn("error", lambda j: j.error or "", essential=False, numeric=False),
 ]
 
 COHORT_COLUMNS = [
-    Column("cohort", lambda c: str(c.cohort_id)),
-    Column("week start", lambda c: c.week_start.date().isoformat(), numeric=False),
-    Column("phase", lambda c: c.phase, numeric=False),
-    Column("agents", lambda c: str(c.agents)),
-    Column("open positions", lambda c: str(c.open_positions)),
+    TerminalColumn("cohort", lambda c: str(c.cohort_id)),
+    TerminalColumn("week start", lambda c: c.week_start.date().isoformat(), numeric=False),
+    TerminalColumn("phase", lambda c: c.phase, numeric=False),
+    TerminalColumn("agents", lambda c: str(c.agents)),
+    TerminalColumn("open positions", lambda c: str(c.open_positions)),
 ]
 
 

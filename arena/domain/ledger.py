@@ -88,9 +88,18 @@ class Sell:
 
 
 @dataclass(frozen=True)
+class Sale:
+    """What a SELL got: the shares sold, the cash they brought in (net of fees, in cents) and
+    the price recorded for them."""
+
+    shares: Decimal
+    proceeds: Decimal
+    price: Decimal
+
+
+@dataclass(frozen=True)
 class Settlement:
     outcome: SettlementOutcome
-    payout_per_share: Decimal | None  # None for a CANCELLED refund
     payout: Decimal
     realized_pnl: Decimal
     cash_after: Decimal
@@ -131,7 +140,9 @@ def sell(cash: Decimal, holding: Holding, percentage: Decimal, price: Decimal) -
     basis_out = (
         None if percentage == HUNDRED else to_money(holding.cost_basis * percentage / HUNDRED)
     )
-    return sell_filled(cash, holding, percentage, sold, to_money(sold * price), price, basis_out)
+    return sell_filled(
+        cash, holding, percentage, Sale(sold, to_money(sold * price), price), basis_out
+    )
 
 
 def shares_to_sell(holding: Holding, percentage: Decimal) -> Decimal:
@@ -153,16 +164,15 @@ def sell_filled(
     cash: Decimal,
     holding: Holding,
     percentage: Decimal,
-    sold: Decimal,
-    proceeds: Decimal,
-    price: Decimal,
+    sale: Sale,
     basis_out: Decimal | None = None,
 ) -> Sell:
-    """Book ``sold`` shares of a holding sold for ``proceeds`` (net of fees). The basis taken
+    """Book the sale of some shares of a holding (net of fees). The basis taken
     out is the sold fraction of the cost basis (mode gamma passes ``percentage`` of it, its
     rule since the first cohort); selling every share closes the position, and whatever basis
     is left goes out with the last share. The one rule every SELL ends in (a partial fill of
     the book sells fewer shares than asked)."""
+    sold, proceeds, price = sale.shares, sale.proceeds, sale.price
     if not (ZERO < sold <= holding.shares):
         raise ExecutionError(f"cannot sell {sold} of {holding.shares} shares")
     if proceeds < ZERO or proceeds != proceeds.quantize(MONEY):
@@ -197,11 +207,10 @@ PAYOUT_PER_SHARE = {
 def settle(cash: Decimal, holding: Holding, outcome: SettlementOutcome) -> Settlement:
     """Close a holding at resolution: $1/$0/$0.50 a share, or refund the basis if CANCELLED."""
     if outcome is SettlementOutcome.CANCELLED:
-        payout, per_share = holding.cost_basis, None
+        payout = holding.cost_basis
     else:
-        per_share = PAYOUT_PER_SHARE[outcome]
-        payout = to_money(holding.shares * per_share)
-    return Settlement(outcome, per_share, payout, payout - holding.cost_basis, cash + payout)
+        payout = to_money(holding.shares * PAYOUT_PER_SHARE[outcome])
+    return Settlement(outcome, payout, payout - holding.cost_basis, cash + payout)
 
 
 def implied_confidence(amount: Decimal, cash_shown: Decimal, max_bet_fraction: Decimal) -> Decimal:

@@ -34,10 +34,7 @@ from arena.domain.ledger import MONEY, ONE, ZERO, to_money
 from arena.domain.markets import MarketView
 from arena.domain.states import Methodology
 from arena.domain.valuation import position_value
-from arena.errors import ConfigError, ExecutionError
-
-PROMPT_VERSION = "v1"
-"""The prompt version used for methodology v1 (the default)."""
+from arena.errors import ConfigError
 
 PROMPT_VERSIONS: dict[tuple[str, str], str] = {
     (Methodology.V1, Pricing.GAMMA): "v1",
@@ -242,14 +239,6 @@ def _fmt_touch(touch: Touch) -> str:
 
 def fmt_date(value: datetime | None) -> str:
     return "-" if value is None else value.astimezone(UTC).date().isoformat()
-
-
-def current_side_price(market: MarketView, side: str) -> Decimal | None:
-    """The side-correct price from a market's stored prices, ``None`` when it has none valid."""
-    try:
-        return market.side_price(side)
-    except ExecutionError:
-        return None
 
 
 def prompt_market(market: MarketView) -> dict[str, str]:

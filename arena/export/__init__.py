@@ -9,3 +9,6 @@
 
 Nothing is imported here: pyarrow loads only with the writer, when an export is written.
 """
+
+FORMATS = ("jsonl", "csv", "parquet")
+"""The file formats of an export (``arena export --format``)."""

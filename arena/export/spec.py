@@ -38,7 +38,7 @@ class ExportFilters:
 
 
 @dataclass(frozen=True)
-class Column:
+class ExportColumn:
     """One exported column: its name, kind, and the SQL expression that reads it."""
 
     name: str
@@ -56,21 +56,21 @@ def col(
     *,
     prompt: bool = False,
     derive: Callable[[Any], Any] | None = None,
-) -> Column:
+) -> ExportColumn:
     """A column named ``name`` reading ``expr``, its kind taken from the expression's type."""
     kind_of = expr.type
     if isinstance(kind_of, ExactDecimal):
-        return Column(name, Kind.DECIMAL, expr, kind_of.precision, kind_of.scale, prompt)
+        return ExportColumn(name, Kind.DECIMAL, expr, kind_of.precision, kind_of.scale, prompt)
     if isinstance(kind_of, UTCDateTime):
-        return Column(name, Kind.TIME, expr, prompt=prompt, derive=derive)
+        return ExportColumn(name, Kind.TIME, expr, prompt=prompt, derive=derive)
     if isinstance(kind_of, JSON):
-        return Column(name, Kind.JSON, cast(expr, Text), prompt=prompt, derive=derive)
+        return ExportColumn(name, Kind.JSON, cast(expr, Text), prompt=prompt, derive=derive)
     if isinstance(kind_of, Boolean):
-        return Column(name, Kind.BOOL, expr, prompt=prompt)
+        return ExportColumn(name, Kind.BOOL, expr, prompt=prompt)
     if isinstance(kind_of, Integer):
-        return Column(name, Kind.INT, expr, prompt=prompt)
+        return ExportColumn(name, Kind.INT, expr, prompt=prompt)
     if isinstance(kind_of, String | Text):
-        return Column(name, Kind.TEXT, expr, prompt=prompt)
+        return ExportColumn(name, Kind.TEXT, expr, prompt=prompt)
     raise TypeError(f"export column {name}: unsupported type {kind_of!r}")
 
 
@@ -80,7 +80,7 @@ Restrict = Callable[[Select, ExportFilters], Select]
 @dataclass(frozen=True)
 class TableSpec:
     name: str
-    columns: tuple[Column, ...]
+    columns: tuple[ExportColumn, ...]
     source: Callable[[Select], Select]  # FROM and joins
     order_by: Any
     restrict: Restrict

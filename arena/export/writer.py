@@ -29,7 +29,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
@@ -42,12 +42,13 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena import __version__
-from arena.clock import Clock, SystemClock, ensure_utc
+from arena.clock import Clock, SystemClock, ensure_utc, iso_utc
 from arena.csv_safe import safe_cell
 from arena.domain.states import Methodology
 from arena.errors import UserError
+from arena.export import FORMATS
 from arena.export.directory import MANIFEST, check_target, publish, sha256_of, staging
-from arena.export.spec import Column, ExportFilters, Kind, TableSpec
+from arena.export.spec import ExportColumn, ExportFilters, Kind, TableSpec
 from arena.export.tables import TABLES
 from arena.store.consistent_read import consistent_read
 from arena.store.models import Agent, Cohort, Family
@@ -55,7 +56,6 @@ from arena.store.models import Agent, Cohort, Family
 log = logging.getLogger(__name__)
 
 EXPORT_SCHEMA_VERSION = "2"  # 2: executable prices (mode book columns)
-FORMATS = ("jsonl", "csv", "parquet")
 BATCH_ROWS = 2_000
 BATCH_BYTES = 4 * 1024 * 1024
 
@@ -90,7 +90,7 @@ class Manifest:
             "methodology_version": self.methodology_version,
             "arena_version": self.arena_version,
             "format": self.format,
-            "exported_at": iso(self.exported_at),
+            "exported_at": iso_utc(self.exported_at),
             "filters": self.filters,
             "cohort_methodology_versions": self.cohort_methodology_versions,
             "files": {
@@ -103,41 +103,40 @@ class Manifest:
         return next(f.rows for f in self.files if f.table == table)
 
 
+@dataclass(frozen=True)
+class ExportTarget:
+    """Where an export goes: its directory, the format of its files, and whether an earlier
+    export in that directory is replaced (else a non-empty directory is refused)."""
+
+    directory: Path | str
+    fmt: str = "jsonl"
+    overwrite: bool = False
+
+
 def export(
     session_factory: sessionmaker[Session],
-    out_dir: Path | str,
-    fmt: str = "jsonl",
-    cohorts: Sequence[int] | None = None,
-    families: Sequence[str] | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
+    target: ExportTarget,
+    filters: ExportFilters | None = None,
+    *,
     include_prompts: bool = True,
     methodology: Methodology = Methodology.V1,
     clock: Clock | None = None,
-    overwrite: bool = False,
 ) -> Manifest:
-    """Write every table of the slice into ``out_dir`` in ``fmt`` and return the manifest.
+    """Write every table of the slice into the target directory in its format and return
+    the manifest.
 
     Empty or None ``cohorts``/``families`` mean "all"; ``since`` is inclusive and ``until``
     exclusive. ``include_prompts=False`` writes null instead of each attempt's request
-    messages, raw response and raw body. A non-empty ``out_dir`` is refused unless
-    ``overwrite``, which replaces the whole earlier export; the files are written beside it,
-    ``manifest.json`` last, and moved into place in one step (:mod:`arena.export_dir`).
+    messages, raw response and raw body. A non-empty directory is refused unless the target
+    says ``overwrite``, which replaces the whole earlier export; the files are written beside
+    it, ``manifest.json`` last, and moved into place in one step (:mod:`arena.export.directory`).
     """
+    fmt = target.fmt
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
-    since = ensure_utc(since) if since is not None else None
-    until = ensure_utc(until) if until is not None else None
-    if since is not None and until is not None and since >= until:
-        raise UserError("--since must be earlier than --until")
-    filters = ExportFilters(
-        cohorts=tuple(sorted(set(cohorts))) if cohorts else None,
-        families=tuple(sorted(set(families))) if families else None,
-        since=since,
-        until=until,
-    )
-    directory = Path(out_dir)
-    check_target(directory, overwrite, (f"{t.name}.{f}" for t in TABLES for f in FORMATS))
+    filters = _normalised(filters or ExportFilters())
+    directory = Path(target.directory)
+    check_target(directory, target.overwrite, (f"{t.name}.{f}" for t in TABLES for f in FORMATS))
     exported_at = (clock or SystemClock()).now()
     written: list[ExportedFile] = []
     with consistent_read(session_factory) as session:
@@ -161,6 +160,22 @@ def export(
     return manifest
 
 
+def _normalised(filters: ExportFilters) -> ExportFilters:
+    """The slice with its instants in UTC and its cohorts and families sorted, once each
+    (empty ones mean "all"); a ``since`` not before ``until`` is a :class:`UserError`."""
+    since = ensure_utc(filters.since) if filters.since is not None else None
+    until = ensure_utc(filters.until) if filters.until is not None else None
+    if since is not None and until is not None and since >= until:
+        raise UserError("--since must be earlier than --until")
+    cohorts, families = filters.cohorts, filters.families
+    return ExportFilters(
+        cohorts=tuple(sorted(set(cohorts))) if cohorts else None,
+        families=tuple(sorted(set(families))) if families else None,
+        since=since,
+        until=until,
+    )
+
+
 def _manifest(
     methodology: Methodology,
     fmt: str,
@@ -178,8 +193,8 @@ def _manifest(
         filters={
             "cohorts": list(filters.cohorts) if filters.cohorts else None,
             "families": list(filters.families) if filters.families else None,
-            "since": iso(since) if since else None,
-            "until": iso(until) if until else None,
+            "since": iso_utc(since) if since else None,
+            "until": iso_utc(until) if until else None,
             "include_prompts": include_prompts,
         },
         cohort_methodology_versions=[],
@@ -259,7 +274,7 @@ def _write_table(
 
 
 def _batches(
-    session: Session, statement: Select, columns: tuple[Column, ...], batch_rows: int
+    session: Session, statement: Select, columns: tuple[ExportColumn, ...], batch_rows: int
 ) -> Iterator[list[tuple[Any, ...]]]:
     """Rows converted to export values, in lists of at most ``batch_rows`` / ~BATCH_BYTES."""
     converters = [_CONVERT[column.kind](column) for column in columns]
@@ -281,19 +296,19 @@ def _batches(
 # -- value conversion: database value -> the one export value every format starts from ------
 
 
-def _identity(_column: Column) -> Callable[[Any], Any]:
+def _identity(_column: ExportColumn) -> Callable[[Any], Any]:
     return lambda value: value
 
 
-def _to_int(_column: Column) -> Callable[[Any], Any]:
+def _to_int(_column: ExportColumn) -> Callable[[Any], Any]:
     return lambda value: None if value is None else int(value)
 
 
-def _to_bool(_column: Column) -> Callable[[Any], Any]:
+def _to_bool(_column: ExportColumn) -> Callable[[Any], Any]:
     return lambda value: None if value is None else bool(value)
 
 
-def _to_decimal(column: Column) -> Callable[[Any], Any]:
+def _to_decimal(column: ExportColumn) -> Callable[[Any], Any]:
     """Quantized to the column's scale, half-up as PostgreSQL's NUMERIC does, so an export
     from SQLite (which keeps decimal text as written) equals one from PostgreSQL."""
     step = Decimal(1).scaleb(-column.scale)
@@ -306,7 +321,7 @@ def _to_decimal(column: Column) -> Callable[[Any], Any]:
     return convert
 
 
-def _to_time(column: Column) -> Callable[[Any], Any]:
+def _to_time(column: ExportColumn) -> Callable[[Any], Any]:
     derive = column.derive
 
     def convert(value: Any) -> datetime | None:
@@ -318,7 +333,7 @@ def _to_time(column: Column) -> Callable[[Any], Any]:
     return convert
 
 
-def _to_json_text(column: Column) -> Callable[[Any], Any]:
+def _to_json_text(column: ExportColumn) -> Callable[[Any], Any]:
     """JSON columns are read as their stored text; a stored JSON ``null`` becomes null. A
     derived JSON column maps the stored text to its own."""
     derive = column.derive
@@ -331,7 +346,7 @@ def _to_json_text(column: Column) -> Callable[[Any], Any]:
     return convert
 
 
-_CONVERT: dict[Kind, Callable[[Column], Callable[[Any], Any]]] = {
+_CONVERT: dict[Kind, Callable[[ExportColumn], Callable[[Any], Any]]] = {
     Kind.INT: _to_int,
     Kind.TEXT: _identity,
     Kind.BOOL: _to_bool,
@@ -339,11 +354,6 @@ _CONVERT: dict[Kind, Callable[[Column], Callable[[Any], Any]]] = {
     Kind.TIME: _to_time,
     Kind.JSON: _to_json_text,
 }
-
-
-def iso(value: datetime) -> str:
-    """ISO 8601 in UTC with a ``Z`` (microseconds only when present)."""
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def decimal_text(value: Decimal, scale: int) -> str:
@@ -354,14 +364,14 @@ def decimal_text(value: Decimal, scale: int) -> str:
     return text.rstrip("0").rstrip(".")
 
 
-def text_value(column: Column, value: Any) -> Any:
+def text_value(column: ExportColumn, value: Any) -> Any:
     """The JSON-lines value of an export value (CSV writes the same, null as an empty cell)."""
     if value is None:
         return None
     if column.kind is Kind.DECIMAL:
         return decimal_text(value, column.scale)
     if column.kind is Kind.TIME:
-        return iso(value)
+        return iso_utc(value)
     return value
 
 
@@ -369,7 +379,7 @@ def text_value(column: Column, value: Any) -> Any:
 
 
 class _JsonlWriter:
-    def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
+    def __init__(self, path: Path, columns: tuple[ExportColumn, ...]) -> None:
         self.columns = columns
         self.handle: IO[str] = path.open("w", encoding="utf-8", newline="\n")
 
@@ -383,7 +393,7 @@ class _JsonlWriter:
 
 
 class _CsvWriter:
-    def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
+    def __init__(self, path: Path, columns: tuple[ExportColumn, ...]) -> None:
         self.columns = columns
         self.handle: IO[str] = path.open("w", encoding="utf-8", newline="")
         # RFC 4180 line ends: the writer then quotes a cell holding a carriage return, which
@@ -399,7 +409,7 @@ class _CsvWriter:
         self.handle.close()
 
 
-def _csv_cell(column: Column, value: Any) -> Any:
+def _csv_cell(column: ExportColumn, value: Any) -> Any:
     value = text_value(column, value)
     if value is None:
         return ""
@@ -411,7 +421,7 @@ def _csv_cell(column: Column, value: Any) -> Any:
 
 
 class _ParquetWriter:
-    def __init__(self, path: Path, columns: tuple[Column, ...]) -> None:
+    def __init__(self, path: Path, columns: tuple[ExportColumn, ...]) -> None:
         self.schema = arrow_schema(columns)
         # Dictionary pages pay off for repeated values (ids, statuses), not for prompts; and
         # min/max statistics of prompts would only grow the footer kept until the file closes.
@@ -431,7 +441,7 @@ class _ParquetWriter:
         self.writer.close()
 
 
-def arrow_type(column: Column) -> pa.DataType:
+def arrow_type(column: ExportColumn) -> pa.DataType:
     """The Parquet (Arrow) type of an export column."""
     if column.kind is Kind.INT:
         return pa.int64()
@@ -444,11 +454,11 @@ def arrow_type(column: Column) -> pa.DataType:
     return pa.string()
 
 
-def arrow_schema(columns: tuple[Column, ...]) -> pa.Schema:
+def arrow_schema(columns: tuple[ExportColumn, ...]) -> pa.Schema:
     return pa.schema([pa.field(column.name, arrow_type(column)) for column in columns])
 
 
-_WRITERS: dict[str, Callable[[Path, tuple[Column, ...]], Any]] = {
+_WRITERS: dict[str, Callable[[Path, tuple[ExportColumn, ...]], Any]] = {
     "jsonl": _JsonlWriter,
     "csv": _CsvWriter,
     "parquet": _ParquetWriter,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -40,7 +40,9 @@ import httpx
 from arena.domain.book import NO_FEE, FeeSchedule, Level, OrderBook
 from arena.fakes.clob_api import (
     HOSTILE_BOOKS,
-    MAX_BATCH,
+    FakeClobMarket,
+    Fault,
+    ServedClob,
     fault_reply,
     html_reply,
     render_book,
@@ -72,17 +74,6 @@ FAULT_KINDS = ("500", "429", "400", "html", "malformed", "timeout", "drop", "con
 
 
 @dataclass
-class Fault:
-    """One scripted misbehaviour, used by the next request whose path starts with ``path``."""
-
-    kind: str
-    path: str = "/"
-    retry_after: float | None = 1.0  # 429: the Retry-After header (None: no header)
-    status: int = 502  # html: the status of the error page
-    delay: float = 60.0  # timeout: how late the answer would come
-
-
-@dataclass
 class RecordedRequest:
     method: str
     path: str
@@ -90,37 +81,15 @@ class RecordedRequest:
     body: bytes
 
 
-@dataclass
-class FakeClobMarket:
-    """A binary market's CLOB record: its tokens and what ``/clob-markets`` reports."""
-
-    condition_id: str
-    yes_token: str
-    no_token: str
-    tick_size: Decimal
-    min_order_size: Decimal = Decimal(5)
-    neg_risk: bool = False
-    fee: FeeSchedule = NO_FEE
-    taker_only: bool = True
-    accepting_orders: bool = True
-
-
-class FakeClobWorld:
+class FakeClobWorld(ServedClob):
     """A seeded fake CLOB with no markets; add them with :meth:`add_market` or
     :meth:`add_plausible_market`."""
 
     def __init__(self, seed: int = 0, start_ms: int = START_MS) -> None:
-        self.seed = seed
+        super().__init__(seed)
         self.rng = random.Random(seed)
         self.now_ms = start_ms
-        self.markets: dict[str, FakeClobMarket] = {}
-        self.books: dict[str, OrderBook] = {}
-        self.faults: deque[Fault] = deque()
         self.requests: list[RecordedRequest] = []
-        self.batch_omits: set[str] = set()
-        self.batch_limit = MAX_BATCH  # items a batch may hold; more -> 400
-        self.overrides: dict[str, dict[str, Any]] = {}  # token id -> raw keys to replace
-        self.hostile: dict[str, str] = {}  # token id -> the hostile book served (plant)
         self.outage = False  # every request answers an HTML 503
         self.latency = 0.0  # seconds every answer is delayed
         self._market_of: dict[str, FakeClobMarket] = {}  # token id -> market

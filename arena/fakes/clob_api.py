@@ -1,6 +1,7 @@
-"""The HTTP surface of the fake CLOB: routing, payload checks, and wire rendering.
+"""The HTTP surface of the fake CLOB: what it serves, routing, payload checks, and wire rendering.
 
-Functions of a :class:`~arena.fakes.clob.FakeClobWorld` (called under its lock by
+:class:`ServedClob` is the state the surface reads (markets, books, faults, switches); the
+functions take it (a :class:`~arena.fakes.clob.FakeClobWorld`, under its lock, from
 ``FakeClobWorld.handle``). Books are rendered the way the CLOB sends them (clob-api.md §2):
 the ten keys in wire order, prices and sizes as decimal strings written exactly as stored,
 ``timestamp`` as an epoch-ms string, bids ascending and asks descending (best last), and the
@@ -18,16 +19,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from arena.domain.book import Level, OrderBook
+from arena.domain.book import NO_FEE, FeeSchedule, Level, OrderBook
 from arena.fakes.serving import FakeDrop, Reply
 from arena.sources.clob_parse import book_hash
-
-if TYPE_CHECKING:
-    from arena.fakes.clob import FakeClobWorld, Fault
 
 MAX_BATCH = 500
 NO_BOOK = "No orderbook exists for the requested token id"
@@ -39,6 +39,48 @@ HTML_PAGE = (
     "</head>\n<body><h1>Error {status}</h1><p>The web server reported an error.</p>"
     "</body></html>\n"
 )
+
+
+@dataclass
+class Fault:
+    """One scripted misbehaviour, used by the next request whose path starts with ``path``."""
+
+    kind: str
+    path: str = "/"
+    retry_after: float | None = 1.0  # 429: the Retry-After header (None: no header)
+    status: int = 502  # html: the status of the error page
+    delay: float = 60.0  # timeout: how late the answer would come
+
+
+@dataclass
+class FakeClobMarket:
+    """A binary market's CLOB record: its tokens and what ``/clob-markets`` reports."""
+
+    condition_id: str
+    yes_token: str
+    no_token: str
+    tick_size: Decimal
+    min_order_size: Decimal = Decimal(5)
+    neg_risk: bool = False
+    fee: FeeSchedule = NO_FEE
+    taker_only: bool = True
+    accepting_orders: bool = True
+
+
+class ServedClob:
+    """What the fake CLOB serves (:class:`~arena.fakes.clob.FakeClobWorld` builds and moves
+    it): the markets and their books, the scripted faults, and the switches that vary the
+    answers."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed  # orders the shuffled batch answers
+        self.markets: dict[str, FakeClobMarket] = {}
+        self.books: dict[str, OrderBook] = {}
+        self.faults: deque[Fault] = deque()
+        self.batch_omits: set[str] = set()
+        self.batch_limit = MAX_BATCH  # items a batch may hold; more -> 400
+        self.overrides: dict[str, dict[str, Any]] = {}  # token id -> raw keys to replace
+        self.hostile: dict[str, str] = {}  # token id -> the hostile book served (plant)
 
 
 def text(value: Decimal) -> str:
@@ -128,7 +170,7 @@ def hostile_body(body: dict[str, Any], kind: str) -> dict[str, Any]:
     return body
 
 
-def served_book(world: FakeClobWorld, book: OrderBook) -> dict[str, Any]:
+def served_book(world: ServedClob, book: OrderBook) -> dict[str, Any]:
     """The book as served: rendered, made hostile if a test planted a hostile kind
     (:meth:`~arena.fakes.clob.FakeClobWorld.plant`), with any raw keys a test asked to
     corrupt."""
@@ -144,7 +186,7 @@ def served_book(world: FakeClobWorld, book: OrderBook) -> dict[str, Any]:
     return rendered
 
 
-def take_fault(world: FakeClobWorld, path: str) -> Fault | None:
+def take_fault(world: ServedClob, path: str) -> Fault | None:
     for fault in world.faults:
         if path.startswith(fault.path):
             world.faults.remove(fault)
@@ -175,7 +217,7 @@ def fault_reply(fault: Fault) -> Reply | None:
 
 
 def route(
-    world: FakeClobWorld, method: str, path: str, query: Mapping[str, list[str]], body: bytes
+    world: ServedClob, method: str, path: str, query: Mapping[str, list[str]], body: bytes
 ) -> Reply:
     if path == "/book" and method == "GET":
         return _book(world, query)
@@ -191,7 +233,7 @@ def route(
     return error_reply(404, "not found")
 
 
-def _book(world: FakeClobWorld, query: Mapping[str, list[str]]) -> Reply:
+def _book(world: ServedClob, query: Mapping[str, list[str]]) -> Reply:
     token = _first(query, "token_id")
     if not token:
         return error_reply(400, INVALID_TOKEN)
@@ -201,7 +243,7 @@ def _book(world: FakeClobWorld, query: Mapping[str, list[str]]) -> Reply:
     return json_reply(served_book(world, book))
 
 
-def _books(world: FakeClobWorld, body: bytes) -> Reply:
+def _books(world: ServedClob, body: bytes) -> Reply:
     tokens = _batch_tokens(body, world.batch_limit)
     if isinstance(tokens, tuple):
         return tokens
@@ -210,7 +252,7 @@ def _books(world: FakeClobWorld, body: bytes) -> Reply:
     return json_reply([served_book(world, book) for book in found])
 
 
-def _midpoints(world: FakeClobWorld, body: bytes) -> Reply:
+def _midpoints(world: ServedClob, body: bytes) -> Reply:
     tokens = _batch_tokens(body, world.batch_limit)
     if isinstance(tokens, tuple):
         return tokens
@@ -222,7 +264,7 @@ def _midpoints(world: FakeClobWorld, body: bytes) -> Reply:
     return json_reply(mids)
 
 
-def _derived(world: FakeClobWorld, path: str, query: Mapping[str, list[str]]) -> Reply:
+def _derived(world: ServedClob, path: str, query: Mapping[str, list[str]]) -> Reply:
     token = _first(query, "token_id")
     if not token:
         return error_reply(400, INVALID_TOKEN)
@@ -246,7 +288,7 @@ def _derived(world: FakeClobWorld, path: str, query: Mapping[str, list[str]]) ->
     return json_reply({key: text(value.normalize())})
 
 
-def _clob_market(world: FakeClobWorld, condition_id: str) -> Reply:
+def _clob_market(world: ServedClob, condition_id: str) -> Reply:
     market = world.markets.get(condition_id)
     if market is None:
         return error_reply(404, "market not found")
@@ -285,7 +327,7 @@ def _batch_tokens(body: bytes, limit: int) -> list[str] | Reply:
     return [item["token_id"] for item in items]
 
 
-def _in_batch(world: FakeClobWorld, token: str) -> bool:
+def _in_batch(world: ServedClob, token: str) -> bool:
     return token in world.books and token not in world.batch_omits
 
 

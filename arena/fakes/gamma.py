@@ -21,17 +21,25 @@ from __future__ import annotations
 import random
 import re
 import threading
-from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import httpx
 
-from arena.fakes.gamma_api import error_reply, fault_reply, note_edit, route, take_fault
+from arena.fakes.gamma_api import (
+    FakeEvent,
+    FakeMarket,
+    Fault,
+    ServedGamma,
+    error_reply,
+    fault_reply,
+    route,
+    take_fault,
+)
 from arena.fakes.serving import FakeSlow, Reply, mock_transport, serve_handler
 
 TICK = Decimal("0.001")
@@ -55,68 +63,13 @@ _TOPICS = (
 
 
 @dataclass
-class Fault:
-    """One scripted misbehaviour, used by the next request whose path starts with ``path``."""
-
-    kind: str
-    path: str = "/markets"
-    retry_after: float | None = 1.0
-    delay: float = 2.0
-
-
-@dataclass
-class FakeEvent:
-    id: str
-    slug: str
-    title: str
-    tags: list[str]
-    neg_risk: bool = False
-    neg_risk_market_id: str | None = None
-
-
-@dataclass
-class FakeMarket:
-    """The world's state of one market (what Gamma would serve for it)."""
-
-    id: str
-    question: str
-    outcomes: list[str]
-    prices: list[Decimal] | None
-    volume: Decimal
-    volume_24h: Decimal
-    liquidity: Decimal
-    start_date: datetime
-    end_date: datetime
-    updated_at: datetime
-    condition_id: str
-    event: FakeEvent
-    active: bool = True
-    closed: bool = False
-    accepting_orders: bool | None = True
-    closed_time: datetime | None = None
-    uma_status: str | None = None
-    uma_history: list[str] = field(default_factory=list)
-    neg_risk_other: bool = False
-    group_item_title: str | None = None
-    sports: bool = False
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        note_edit()
-
-    @property
-    def placeholder(self) -> bool:
-        return self.prices is None
-
-
-@dataclass
 class RecordedRequest:
     method: str
     path: str
     query: dict[str, list[str]]
 
 
-class FakeGammaWorld:
+class FakeGammaWorld(ServedGamma):
     """A seeded fake Gamma with ``n_markets`` markets at fake time ``start``."""
 
     def __init__(
@@ -125,17 +78,10 @@ class FakeGammaWorld:
         seed: int = 0,
         start: datetime = datetime(2026, 11, 1, tzinfo=UTC),
     ) -> None:
+        super().__init__()
         self.rng = random.Random(seed)
         self.now = start
-        self.markets: dict[str, FakeMarket] = {}
-        self.faults: deque[Fault] = deque()
         self.requests: list[RecordedRequest] = []
-        self.overrides: dict[str, dict[str, Any]] = {}
-        self.type_flips = False
-        self.missing_fields = False
-        self.empty_end_cursor = False
-        self.page_clamp = 100  # rows per page at most, whatever `limit` asks
-        self.sort_cache: dict[tuple[str, bool], Any] = {}  # see gamma_api._sorted
         self._lock = threading.RLock()
         self._next_id = 500_000
         self._next_event = 20_000

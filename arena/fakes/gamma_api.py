@@ -1,7 +1,9 @@
-"""The HTTP surface of the fake Gamma: routing, keyset paging, filters, and raw-JSON rendering.
+"""The HTTP surface of the fake Gamma: what it serves, routing, keyset paging, filters, and
+raw-JSON rendering.
 
-Functions of a :class:`~arena.fakes.gamma.FakeGammaWorld` (called under its lock by
-``FakeGammaWorld.handle``). Rows are rendered the way Gamma sends them: null keys omitted,
+:class:`ServedGamma` is the state the surface reads (markets and their events, faults,
+switches); the functions take it (a :class:`~arena.fakes.gamma.FakeGammaWorld`, under its lock,
+from ``FakeGammaWorld.handle``). Rows are rendered the way Gamma sends them: null keys omitted,
 ``outcomes``/``outcomePrices``/``clobTokenIds`` as JSON-encoded strings, ``volume`` a string
 beside a numeric ``volumeNum``, ``closedTime`` in Postgres text, one ``events[]`` entry with tags.
 Keyset cursors encode the sort key of a page's last row, as a real keyset cursor does.
@@ -15,15 +17,14 @@ import bisect
 import itertools
 import json
 import re
+from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from arena.fakes.serving import FakeDrop, Reply
-
-if TYPE_CHECKING:
-    from arena.fakes.gamma import FakeEvent, FakeGammaWorld, FakeMarket, Fault
 
 TICK = Decimal("0.001")
 _edits = 0  # attribute writes on any FakeMarket (see note_edit); keys the sorted-listing cache
@@ -44,7 +45,77 @@ def note_edit() -> None:
     _edits += 1
 
 
-def take_fault(world: FakeGammaWorld, path: str, query: dict[str, list[str]]) -> Fault | None:
+@dataclass
+class Fault:
+    """One scripted misbehaviour, used by the next request whose path starts with ``path``."""
+
+    kind: str
+    path: str = "/markets"
+    retry_after: float | None = 1.0
+    delay: float = 2.0
+
+
+@dataclass
+class FakeEvent:
+    id: str
+    slug: str
+    title: str
+    tags: list[str]
+    neg_risk: bool = False
+    neg_risk_market_id: str | None = None
+
+
+@dataclass
+class FakeMarket:
+    """The world's state of one market (what Gamma would serve for it)."""
+
+    id: str
+    question: str
+    outcomes: list[str]
+    prices: list[Decimal] | None
+    volume: Decimal
+    volume_24h: Decimal
+    liquidity: Decimal
+    start_date: datetime
+    end_date: datetime
+    updated_at: datetime
+    condition_id: str
+    event: FakeEvent
+    active: bool = True
+    closed: bool = False
+    accepting_orders: bool | None = True
+    closed_time: datetime | None = None
+    uma_status: str | None = None
+    uma_history: list[str] = field(default_factory=list)
+    neg_risk_other: bool = False
+    group_item_title: str | None = None
+    sports: bool = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        note_edit()
+
+    @property
+    def placeholder(self) -> bool:
+        return self.prices is None
+
+
+class ServedGamma:
+    """What the fake Gamma serves (:class:`~arena.fakes.gamma.FakeGammaWorld` builds and moves
+    it): the markets, the scripted faults, and the switches that vary the rows and the pages."""
+
+    def __init__(self) -> None:
+        self.markets: dict[str, FakeMarket] = {}
+        self.faults: deque[Fault] = deque()
+        self.overrides: dict[str, dict[str, Any]] = {}
+        self.type_flips = False
+        self.missing_fields = False
+        self.empty_end_cursor = False
+        self.page_clamp = PAGE_CLAMP  # rows per page at most, whatever `limit` asks
+        self.sort_cache: dict[tuple[str, bool], Any] = {}  # see _sorted
+
+
+def take_fault(world: ServedGamma, path: str, query: dict[str, list[str]]) -> Fault | None:
     for fault in world.faults:
         if not path.startswith(fault.path):
             continue
@@ -69,9 +140,7 @@ def fault_reply(fault: Fault) -> Reply | None:
     return None
 
 
-def route(
-    world: FakeGammaWorld, path: str, query: dict[str, list[str]], fault: Fault | None
-) -> Reply:
+def route(world: ServedGamma, path: str, query: dict[str, list[str]], fault: Fault | None) -> Reply:
     if path == "/markets/keyset":
         return _keyset(world, query, fault)
     if path == "/markets":
@@ -85,7 +154,7 @@ def route(
     return error_reply(404, "not found", f"no route for {path}")
 
 
-def _keyset(world: FakeGammaWorld, query: dict[str, list[str]], fault: Fault | None) -> Reply:
+def _keyset(world: ServedGamma, query: dict[str, list[str]], fault: Fault | None) -> Reply:
     if "offset" in query:
         return error_reply(422, "validation error", "offset is not supported, use after_cursor")
     try:
@@ -116,7 +185,7 @@ def _keyset(world: FakeGammaWorld, query: dict[str, list[str]], fault: Fault | N
     return _json(body)
 
 
-def _legacy(world: FakeGammaWorld, query: dict[str, list[str]]) -> Reply:
+def _legacy(world: ServedGamma, query: dict[str, list[str]]) -> Reply:
     try:
         ordered, keep = _select(world, query)
         limit = _limit(query, world.page_clamp)
@@ -132,7 +201,7 @@ def _legacy(world: FakeGammaWorld, query: dict[str, list[str]]) -> Reply:
 
 
 def _select(
-    world: FakeGammaWorld, query: dict[str, list[str]]
+    world: ServedGamma, query: dict[str, list[str]]
 ) -> tuple[list[tuple[tuple[int, Decimal, int], FakeMarket]], Callable[[FakeMarket], bool]]:
     """All markets in the requested order, and the filter a market must pass."""
     order = _first(query, "order") or "id"
@@ -159,7 +228,7 @@ def _select(
 
 
 def _sorted(
-    world: FakeGammaWorld, order: str, ascending: bool
+    world: ServedGamma, order: str, ascending: bool
 ) -> list[tuple[tuple[int, Decimal, int], FakeMarket]]:
     """Every market in ``order``; cached until any market is edited, added or removed."""
     stamp = (_edits, len(world.markets))
@@ -174,7 +243,7 @@ def _sorted(
     return rows
 
 
-def render_market(world: FakeGammaWorld, market: FakeMarket) -> dict[str, Any]:
+def render_market(world: ServedGamma, market: FakeMarket) -> dict[str, Any]:
     """The market as Gamma sends it (null keys omitted, JSON-encoded lists)."""
     seq = int(market.id)
     p0 = market.prices[0] if market.prices else None
@@ -259,7 +328,7 @@ def _render_event(event: FakeEvent) -> dict[str, Any]:
     return rendered
 
 
-def _number(world: FakeGammaWorld, value: Decimal, seq: int) -> Any:
+def _number(world: ServedGamma, value: Decimal, seq: int) -> Any:
     """A JSON number, or with ``type_flips`` an int, a float or a string by turns."""
     if world.type_flips:
         flavour = seq % 3

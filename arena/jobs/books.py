@@ -37,13 +37,13 @@ from arena.domain.book import (
     OrderBook,
     mark,
 )
-from arena.domain.states import BOOK_HASH_MISMATCH, CLOB_UNAVAILABLE
+from arena.domain.states import BOOK_HASH_MISMATCH, CLOB_UNAVAILABLE, Job
 from arena.domain.storable import storable_text
 from arena.errors import BookMissing, BookUnusable, ClobError, NoBook
 from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import BookMark, MarketFee
-from arena.store.system_log import log_event
+from arena.store.system_log import LogMessage, log_event
 from arena.store.upsert import dialect_insert
 
 if TYPE_CHECKING:
@@ -237,7 +237,7 @@ def live_books(
     tokens: Iterable[str],
     now: datetime,
     *,
-    component: str,
+    component: Job,
 ) -> dict[str, OrderBook | NoBook]:
     """Each token's book fetched now (``GET /book``), or the :class:`NoBook` that fails its
     execution: a 404, or the CLOB unreachable (logged as an outage)."""
@@ -259,7 +259,7 @@ def live_books(
 
 
 def record_hash_mismatches(
-    factory: sessionmaker[Session], now: datetime, component: str, books: Iterable[OrderBook]
+    factory: sessionmaker[Session], now: datetime, component: Job, books: Iterable[OrderBook]
 ) -> int:
     """Log and count the books whose served hash differs from the hash computed of them
     (the stored proof is always the computed one): one system-log row per fetch, with the
@@ -282,19 +282,17 @@ def record_hash_mismatches(
     )
     log.warning("book hash mismatch (%s): %s", component, message)
     details = {"count": len(mismatched), "algorithm": BOOK_HASH_ALGORITHM, "books": examples}
-    log_event(
-        factory, now, component, BOOK_HASH_MISMATCH, message, level="WARNING", details=details
-    )
+    log_event(factory, now, component, BOOK_HASH_MISMATCH, LogMessage(message, "WARNING", details))
     return len(mismatched)
 
 
 def record_outage(
-    factory: sessionmaker[Session], now: datetime, component: str, error: str
+    factory: sessionmaker[Session], now: datetime, component: Job, error: str
 ) -> None:
     """Write a CLOB outage to the system log (``arena status`` lists recent ones)."""
     log.error("CLOB unavailable (%s): %s", component, error)
     message = f"Polymarket CLOB unavailable: {error}"
-    log_event(factory, now, component, CLOB_UNAVAILABLE, message, level="ERROR")
+    log_event(factory, now, component, CLOB_UNAVAILABLE, LogMessage(message, "ERROR"))
 
 
 def touch_fee(fees: Mapping[str, FeeSchedule], condition_id: str | None) -> FeeSchedule:

@@ -19,19 +19,23 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock
+from arena.clock import Clock, iso_utc
 from arena.domain.decisions import ValidDecision
 from arena.domain.states import Blocked, DecisionStatus
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
 from arena.jobs.holders import Heartbeat, holder_alive, label, this_process
 from arena.store import schema
 from arena.store.db import transaction
-from arena.store.models import Decision, DecisionAttempt
+from arena.store.models import Agent, Decision, DecisionAttempt
 from arena.store.upsert import insert_ignore
+
+if TYPE_CHECKING:
+    from arena.jobs.execute import ExecutionResult
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,19 @@ class Claim:
     token: str
     attempts_before: int  # attempts stored by earlier claims of the same decision
     cost_before: Decimal = Decimal(0)  # what those attempts cost (the budget counts it)
+
+
+@dataclass(frozen=True)
+class LeaseTerms:
+    """How long a claim holds: ``seconds`` from now on ``clock``, the real clock leases run on
+    (never a simulated one, so a dead holder's lease runs out in real time)."""
+
+    clock: Clock
+    seconds: int
+
+    def until(self) -> datetime:
+        """When a lease taken or renewed now runs out."""
+        return self.clock.now() + timedelta(seconds=self.seconds)
 
 
 @dataclass(frozen=True)
@@ -63,27 +80,25 @@ class Refused:
         """``already final`` or ``held by HOST:PID until T``."""
         if not self.held:
             return Blocked.ALREADY_FINAL
-        until = self.lease_until.isoformat() if self.lease_until else "?"
+        until = iso_utc(self.lease_until) if self.lease_until else "?"
         return f"held by {label(self.holder)} until {until}"
 
 
 def claim_decision(
     factory: sessionmaker[Session],
+    agent: Agent,
     *,
-    agent_id: int,
-    cohort_id: int,
     decision_week: int,
     universe_id: int | None,
-    prompt_version: str,
-    methodology_version: str,
     now: datetime,
-    lease_clock: Clock,
-    lease_seconds: int,
+    lease: LeaseTerms,
 ) -> Claim | Refused:
-    """Claim the decision row, or say why not (final, or held by a live worker)."""
+    """Claim the agent's decision row of the week, or say why not (final, or held by a live
+    worker)."""
+    agent_id, cohort_id = agent.id, agent.cohort_id
     token = secrets.token_hex(16)
     holder = str(this_process())
-    lease_until = lease_clock.now() + timedelta(seconds=lease_seconds)
+    lease_until = lease.until()
     key = (
         Decision.agent_id == agent_id,
         Decision.cohort_id == cohort_id,
@@ -112,8 +127,8 @@ def claim_decision(
                 "holder": holder,
                 "lease_until": lease_until,
                 "claim_count": 1,
-                "prompt_version": prompt_version,
-                "methodology_version": methodology_version,
+                "prompt_version": agent.prompt_version,
+                "methodology_version": agent.methodology_version,
                 "created_at": now,
                 "updated_at": now,
             },
@@ -127,7 +142,7 @@ def claim_decision(
                     or_(
                         Decision.status.in_(TAKEOVER_STATUSES),
                         (Decision.status == DecisionStatus.CLAIMED)
-                        & (Decision.lease_until < lease_clock.now()),
+                        & (Decision.lease_until < lease.clock.now()),
                     ),
                 )
                 .values(**take_over)
@@ -165,9 +180,7 @@ def lock_claim(session: Session, claim: Claim) -> Decision | None:
     return session.execute(statement.with_for_update()).scalar_one_or_none()
 
 
-def renew_lease(
-    factory: sessionmaker[Session], claim: Claim, lease_clock: Clock, lease_seconds: int
-) -> bool:
+def renew_lease(factory: sessionmaker[Session], claim: Claim, lease: LeaseTerms) -> bool:
     """Push the lease forward; False when the claim was lost."""
     with transaction(factory) as session:
         result = session.execute(
@@ -177,7 +190,7 @@ def renew_lease(
                 Decision.claim_token == claim.token,
                 Decision.status == DecisionStatus.CLAIMED,
             )
-            .values(lease_until=lease_clock.now() + timedelta(seconds=lease_seconds))
+            .values(lease_until=lease.until())
         )
         return result.rowcount == 1  # type: ignore[attr-defined]
 
@@ -185,16 +198,10 @@ def renew_lease(
 class LeaseKeeper(Heartbeat):
     """Renews a claim's lease every third of its length while a model call is in flight."""
 
-    def __init__(
-        self,
-        factory: sessionmaker[Session],
-        claim: Claim,
-        lease_clock: Clock,
-        lease_seconds: int,
-    ) -> None:
+    def __init__(self, factory: sessionmaker[Session], claim: Claim, lease: LeaseTerms) -> None:
         super().__init__(
-            lambda: renew_lease(factory, claim, lease_clock, lease_seconds),
-            lease_seconds / 3,
+            lambda: renew_lease(factory, claim, lease),
+            lease.seconds / 3,
             f"lease-{claim.decision_id}",
         )
 
@@ -204,8 +211,7 @@ def release_completed(
     decision: ValidDecision,
     system_hold: bool,
     cash_shown: Decimal,
-    failures: list[str],
-    refusals: list[dict[str, object]],
+    execution: ExecutionResult,
     now: datetime,
 ) -> None:
     """Release a claim as final: the decision, its answer and any refused executions."""
@@ -215,8 +221,8 @@ def release_completed(
     row.cash_shown = cash_shown
     row.reasoning = optional_text(decision.reasoning, MODEL_TEXT)
     row.payload = storable_json(decision.to_json_dict())
-    row.error = optional_text("; ".join(failures), MODEL_TEXT) or None
-    row.refusals = storable_json(refusals) or None
+    row.error = optional_text("; ".join(execution.failures), MODEL_TEXT) or None
+    row.refusals = storable_json(execution.refusals) or None
     row.completed_at = row.updated_at = now
     row.lease_until = None
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock, week_start
+from arena.clock import Clock, iso_utc, week_start
 from arena.config import BaselineFamily, OpenRouterFamily, Settings
 from arena.domain.prompting import prompt_version_for
 from arena.domain.states import CohortStatus, PositionStatus
+from arena.jsonable import jsonable
 from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import Agent, Cohort, Position
@@ -29,10 +31,29 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CohortReport:
+    """What a cohort start did (a :class:`arena.jobs.report.JobReport`)."""
+
     cohort_id: int
     week_start: datetime
     created: bool
     agents: int
+
+    def counts(self) -> dict[str, Any]:
+        """The cohort, whether this run created it, and its agents."""
+        return dict(
+            jsonable({"cohort_id": self.cohort_id, "created": self.created, "agents": self.agents})
+        )
+
+    def failure(self) -> None:
+        """Never: a cohort start either opens the cohort, finds it open, or raises."""
+        return None
+
+    def summary(self) -> str:
+        verb = "created" if self.created else "already exists:"
+        return (
+            f"cohort {self.cohort_id} {verb} week starting {iso_utc(self.week_start)}, "
+            f"{self.agents} agents"
+        )
 
 
 def family_row(family: OpenRouterFamily | BaselineFamily, now: datetime) -> dict[str, object]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,7 @@ from arena.domain.decisions import (
     extract_json_object,
     validate_decision,
 )
-from arena.domain.prompting import PromptContext, render_messages, render_repair
+from arena.domain.prompting import render_messages, render_repair
 from arena.domain.states import (
     AttemptKind,
     AttemptOutcome,
@@ -67,8 +68,8 @@ from arena.errors import (
 )
 from arena.jobs.budget import Budget
 from arena.jobs.claims import (
-    Claim,
     LeaseKeeper,
+    LeaseTerms,
     Refused,
     claim_decision,
     lock_claim,
@@ -77,7 +78,8 @@ from arena.jobs.claims import (
 )
 from arena.jobs.decide_report import AgentResult, AttemptLog, DecideReport
 from arena.jobs.decide_view import book_prices, prompt_context, traded_sides
-from arena.jobs.execute import execute_decision, store_forecasts
+from arena.jobs.execute import Desk, execute_decision, store_forecasts
+from arena.jobs.turn import Turn
 from arena.jobs.universe import FrozenUniverse, load_universe
 from arena.prompts import load_templates
 from arena.sources.providers import ModelProvider, ModelReply, ModelRequest, call_with_retries
@@ -94,6 +96,36 @@ ProviderFor = Callable[[Agent], ModelProvider]
 FreezeUniverse = Callable[[Sequence[int]], int]
 
 
+@dataclass(frozen=True)
+class RunSources:
+    """What a decision run calls out to: the model provider of each agent, the freeze of a
+    fresh universe for the cohorts being decided, the refresh of the markets a decision
+    trades (before it executes), and the CLOB that mode-book executions trade against."""
+
+    provider_for: ProviderFor
+    freeze_universe: FreezeUniverse
+    refresh_markets: Callable[[Sequence[str]], object] | None = None
+    books: BookSource | None = None
+
+
+def _never() -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """How a decision run keeps time with its host: the real clock its leases run on, the
+    sleep between a call's retries (None: the provider's default backoff), the wait between
+    looks at decisions held by another process, the shutdown flag it checks before each
+    agent, and who hears of each agent's result."""
+
+    lease_clock: Clock = field(default_factory=SystemClock)
+    sleep: Callable[[float], None] | None = None
+    wait: Callable[[float], None] = time.sleep
+    should_stop: Callable[[], bool] = _never
+    on_progress: Callable[[AgentResult], None] | None = None
+
+
 class DecisionRun:
     """One decision run over the decision window; construct, then :meth:`run`."""
 
@@ -102,32 +134,17 @@ class DecisionRun:
         factory: sessionmaker[Session],
         settings: Settings,
         clock: Clock,
-        provider_for: ProviderFor,
-        freeze_universe: FreezeUniverse,
+        sources: RunSources,
         *,
-        lease_clock: Clock | None = None,
-        sleep: Callable[[float], None] | None = None,
         budget: Budget | None = None,
-        on_progress: Callable[[AgentResult], None] | None = None,
-        should_stop: Callable[[], bool] | None = None,
-        refresh_markets: Callable[[Sequence[str]], object] | None = None,
-        wait: Callable[[float], None] = time.sleep,
-        books: BookSource | None = None,
+        hooks: RunHooks | None = None,
     ) -> None:
-        """``books``: the CLOB, which mode-book cohorts' executions trade against."""
         self.factory = factory
         self.settings = settings
         self.clock = clock
-        self.provider_for = provider_for
-        self.freeze_universe = freeze_universe
-        self.lease_clock = lease_clock or SystemClock()
-        self.sleep = sleep
+        self.sources = sources
         self.budget = budget or Budget(settings.budget, pricing=None)
-        self.on_progress = on_progress
-        self.should_stop = should_stop or (lambda: False)
-        self.wait = wait
-        self.refresh_markets = refresh_markets
-        self.books = books
+        self.hooks = hooks or RunHooks()
 
     def agents_to_decide(self) -> list[tuple[Cohort, Agent]]:
         now = self.clock.now()
@@ -150,7 +167,7 @@ class DecisionRun:
         if not pairs:
             return report
         for _cohort, agent in pairs:  # a missing key fails here, before anything is claimed
-            self.provider_for(agent)
+            self.sources.provider_for(agent)
         cohort_ids = sorted({c.id for c, _ in pairs})
         universe: FrozenUniverse | None = None
         results: dict[int, AgentResult] = {}
@@ -163,7 +180,7 @@ class DecisionRun:
             if round_no and todo:
                 self._wait_for_holders([results[a.id] for _c, a in todo])
             for cohort, agent in todo:
-                if self.should_stop():
+                if self.hooks.should_stop():
                     report.aborted = "stopped by shutdown; the remaining agents stay undecided"
                     log.warning("decision run stopped by shutdown before agent %s", agent.id)
                     break
@@ -180,8 +197,8 @@ class DecisionRun:
                     log.error("decision run aborted: %s", exc)
                     break
                 results[agent.id] = result
-                if self.on_progress is not None:
-                    self.on_progress(result)
+                if self.hooks.on_progress is not None:
+                    self.hooks.on_progress(result)
             if report.aborted or not any(r.status == Blocked.HELD for r in results.values()):
                 break
         report.results = [results[a.id] for _c, a in pairs if a.id in results]
@@ -194,18 +211,18 @@ class DecisionRun:
         max_age = self.settings.benchmark.max_price_age_minutes
         if universe is not None and not universe.stale(self.clock.now(), max_age):
             return universe
-        universe_id = self.freeze_universe(cohort_ids)
+        universe_id = self.sources.freeze_universe(cohort_ids)
         with self.factory() as session:
             return load_universe(session, universe_id)
 
     def _wait_for_holders(self, held: list[AgentResult]) -> None:
         """Wait until every held decision is final or its lease has run out (real clock)."""
         ends = [r.lease_until for r in held if r.lease_until is not None]
-        deadline = max(ends, default=self.lease_clock.now())
+        deadline = max(ends, default=self.hooks.lease_clock.now())
         ids = [r.decision_id for r in held if r.decision_id is not None]
-        beats = int((deadline - self.lease_clock.now()).total_seconds()) + 2
+        beats = int((deadline - self.hooks.lease_clock.now()).total_seconds()) + 2
         for _beat in range(max(beats, 0)):
-            if self.should_stop():
+            if self.hooks.should_stop():
                 return
             with self.factory() as session:
                 pending = session.scalar(
@@ -215,7 +232,7 @@ class DecisionRun:
                 )
             if not pending:
                 return
-            self.wait(1.0)
+            self.hooks.wait(1.0)
 
     # --- one agent -----------------------------------------------------------------------
 
@@ -223,18 +240,9 @@ class DecisionRun:
         now = self.clock.now()
         week = decision_week(cohort.week_start, now)
         result = AgentResult(cohort.id, agent.id, agent.family_id, None, Blocked.HELD)
-        lease = self.settings.benchmark.claim_lease_seconds
+        lease = LeaseTerms(self.hooks.lease_clock, self.settings.benchmark.claim_lease_seconds)
         claim = claim_decision(
-            self.factory,
-            agent_id=agent.id,
-            cohort_id=cohort.id,
-            decision_week=week,
-            universe_id=universe.id,
-            prompt_version=agent.prompt_version,
-            methodology_version=agent.methodology_version,
-            now=now,
-            lease_clock=self.lease_clock,
-            lease_seconds=lease,
+            self.factory, agent, decision_week=week, universe_id=universe.id, now=now, lease=lease
         )
         if isinstance(claim, Refused):
             result.decision_id = claim.decision_id
@@ -250,44 +258,33 @@ class DecisionRun:
             return result
         result.decision_id = claim.decision_id
         attempts = AttemptLog(self.factory, claim, agent.prompt_version, self.clock)
-        with LeaseKeeper(self.factory, claim, self.lease_clock, lease):
+        turn = Turn(claim, agent, week, universe, cohort.pricing, attempts, result)
+        with LeaseKeeper(self.factory, claim, lease):
             try:
-                self._decide_claimed(claim, agent, week, universe, result, cohort.pricing, attempts)
+                self._decide_claimed(turn)
             except RunAborted:
                 raise
             except Exception as exc:  # one agent's failure never blocks the agents after it
                 log.exception("decision %s: failed; left retryable", claim.decision_id)
                 self._finish(
-                    claim,
-                    result,
+                    turn,
                     DecisionStatus.RETRYABLE,
                     error=f"internal error: {type(exc).__name__}: {exc}",
-                    attempts=attempts,
                 )
         return result
 
-    def _decide_claimed(
-        self,
-        claim: Claim,
-        agent: Agent,
-        week: int,
-        universe: FrozenUniverse,
-        result: AgentResult,
-        pricing: str,
-        attempts: AttemptLog,
-    ) -> None:
+    def _decide_claimed(self, turn: Turn) -> None:
         """Prompt, call, parse and execute one claimed decision. The budget counts what the
         decision's earlier claims paid, and settles what this one paid whatever follows."""
-        ctx, cash_shown = prompt_context(
-            self.factory, self.settings, self.clock.now(), agent, week, universe, pricing
-        )
+        agent, attempts = turn.agent, turn.attempts
+        ctx, cash_shown = prompt_context(self.factory, self.settings, self.clock.now(), turn)
         validation = ValidationContext.from_prompt(ctx)
         templates = load_templates(agent.prompt_version)
         messages = render_messages(ctx, templates)
-        provider = self.provider_for(agent)
+        provider = self.sources.provider_for(agent)
         model = agent.openrouter_id or f"baseline/{agent.strategy}"
         max_tokens = self.settings.max_tokens(agent.family_id)
-        self.budget.carry(agent.family_id, claim.cost_before)
+        self.budget.carry(agent.family_id, turn.claim.cost_before)
         try:
             baseline = agent.kind == FamilyKind.BASELINE
             self.budget.reserve(agent.family_id, model, messages, max_tokens, baseline=baseline)
@@ -299,9 +296,7 @@ class DecisionRun:
                 self.clock.now(),
                 message=str(exc),
             )
-            self._finish(
-                claim, result, DecisionStatus.BUDGET_SKIPPED, error=str(exc), attempts=attempts
-            )
+            self._finish(turn, DecisionStatus.BUDGET_SKIPPED, error=str(exc))
             return
         decision: ValidDecision | None = None
         parsed: dict[str, Any] | None = None
@@ -309,9 +304,8 @@ class DecisionRun:
         last_error = ""
         try:
             for _round in range(self.settings.benchmark.malformed_retries + 1):
-                answered = self._call(
-                    provider, agent, model, messages, max_tokens, ctx, attempts, kind, claim, result
-                )
+                request = ModelRequest(agent.family_id, model, list(messages), max_tokens, ctx)
+                answered = self._call(turn, provider, request, kind)
                 if answered is None:
                     return  # failure already recorded
                 reply, attempt_id = answered
@@ -337,25 +331,15 @@ class DecisionRun:
                 reasoning=f"system HOLD: still malformed after "
                 f"{self.settings.benchmark.malformed_retries} repairs: {last_error}",
             )
-            result.system_hold = True
-        self._execute(claim, agent, decision, universe, cash_shown, attempts, result, pricing)
+            turn.result.system_hold = True
+        self._execute(turn, decision, cash_shown)
 
     def _call(
-        self,
-        provider: ModelProvider,
-        agent: Agent,
-        model: str,
-        messages: list[dict[str, Any]],
-        max_tokens: int,
-        ctx: PromptContext,
-        attempts: AttemptLog,
-        kind: str,
-        claim: Claim,
-        result: AgentResult,
+        self, turn: Turn, provider: ModelProvider, request: ModelRequest, kind: str
     ) -> tuple[ModelReply, int] | None:
         """The answer and the id of its attempt row (stored ``received`` on arrival), or None
         when the call failed (recorded on the decision)."""
-        request = ModelRequest(agent.family_id, model, list(messages), max_tokens, ctx)
+        attempts, messages = turn.attempts, request.messages
         started = [self.clock.now()]
         received: list[int] = []
 
@@ -366,19 +350,19 @@ class DecisionRun:
                     AttemptOutcome(f"{outcome.kind}_error"),
                     messages,
                     started[0],
-                    error=outcome,
+                    answer=outcome,
                 )
             else:
                 received.append(
                     attempts.store(
-                        kind, AttemptOutcome.RECEIVED, messages, started[0], reply=outcome
+                        kind, AttemptOutcome.RECEIVED, messages, started[0], answer=outcome
                     )
                 )
             started[0] = self.clock.now()
 
         retry_kwargs: dict[str, Any] = {}
-        if self.sleep is not None:
-            retry_kwargs["sleep"] = self.sleep
+        if self.hooks.sleep is not None:
+            retry_kwargs["sleep"] = self.hooks.sleep
         try:
             reply = call_with_retries(
                 provider,
@@ -388,42 +372,23 @@ class DecisionRun:
                 **retry_kwargs,
             )
         except FatalProviderError as exc:
-            self._finish(
-                claim,
-                result,
-                DecisionStatus.RETRYABLE,
-                error=f"provider refused: {exc}",
-                attempts=attempts,
-            )
-            raise RunAborted(f"{agent.family_id}: {exc}") from exc
+            self._finish(turn, DecisionStatus.RETRYABLE, error=f"provider refused: {exc}")
+            raise RunAborted(f"{turn.agent.family_id}: {exc}") from exc
         except ProviderCallError as exc:
-            self._finish(
-                claim,
-                result,
-                DecisionStatus.RETRYABLE,
-                error=f"provider failed: {exc}",
-                attempts=attempts,
-            )
+            self._finish(turn, DecisionStatus.RETRYABLE, error=f"provider failed: {exc}")
             return None
         return reply, received[-1]
 
-    def _execute(
-        self,
-        claim: Claim,
-        agent: Agent,
-        decision: ValidDecision,
-        universe: FrozenUniverse,
-        cash_shown: Decimal,
-        attempts: AttemptLog,
-        result: AgentResult,
-        pricing: str,
-    ) -> None:
+    def _execute(self, turn: Turn, decision: ValidDecision, cash_shown: Decimal) -> None:
+        claim, agent, universe, result = turn.claim, turn.agent, turn.universe, turn.result
         traded = traded_sides(decision, universe, self.factory, agent.id)
-        if self.refresh_markets is not None:
-            self.refresh_markets([market_id for market_id, _side in traded])
+        if self.sources.refresh_markets is not None:
+            self.sources.refresh_markets([market_id for market_id, _side in traded])
         book = (
-            book_prices(self.factory, self.settings, self.books, self.clock.now(), universe, traded)
-            if pricing == Pricing.BOOK
+            book_prices(
+                self.factory, self.settings, self.sources.books, self.clock.now(), universe, traded
+            )
+            if turn.pricing == Pricing.BOOK
             else None
         )
         now = self.clock.now()
@@ -438,67 +403,46 @@ class DecisionRun:
             locked_agent = session.execute(
                 select(Agent).where(Agent.id == agent.id).with_for_update()
             ).scalar_one()
-            execution = execute_decision(
-                session,
-                decision_id=row.id,
-                agent=locked_agent,
-                decision=decision,
-                markets=universe.by_id,
-                cash_shown=cash_shown,
-                max_bet_fraction=self.settings.benchmark.max_bet_fraction,
-                now=now,
-                book=book,
-            )
+            desk = Desk(session, row.id, locked_agent, universe.by_id, now, book)
+            fraction = self.settings.benchmark.max_bet_fraction
+            execution = execute_decision(desk, decision, cash_shown, fraction)
             if execution.all_failed:
                 session.rollback()
                 self._finish(
-                    claim,
-                    result,
+                    turn,
                     DecisionStatus.RETRYABLE,
                     error="all executions failed: " + "; ".join(execution.failures),
-                    attempts=attempts,
                     decision=decision,
                     refusals=execution.refusals,
                 )
                 return
             if agent.methodology_version == Methodology.V2:
-                store_forecasts(
-                    session,
-                    decision_id=row.id,
-                    agent=locked_agent,
-                    decision=decision,
-                    markets=universe.by_id,
-                    now=now,
-                )
-            release_completed(
-                row, decision, result.system_hold, cash_shown, execution.failures,
-                execution.refusals, now,
-            )  # fmt: skip
+                store_forecasts(desk, decision)
+            release_completed(row, decision, result.system_hold, cash_shown, execution, now)
         result.status, result.action = DecisionStatus.COMPLETED, decision.action.value
         result.trades, result.attempts, result.cost_usd = (
             execution.trades,
-            attempts.count,
-            attempts.cost,
+            turn.attempts.count,
+            turn.attempts.cost,
         )
 
     def _finish(
         self,
-        claim: Claim,
-        result: AgentResult,
+        turn: Turn,
         status: str,
         *,
         error: str,
-        attempts: AttemptLog,
         decision: ValidDecision | None = None,
         refusals: list[dict[str, object]] | None = None,
     ) -> None:
         """Record a failure state on the decision (only while the claim still holds)."""
         now = self.clock.now()
         with transaction(self.factory) as session:
-            row = lock_claim(session, claim)
+            row = lock_claim(session, turn.claim)
             if row is not None:
                 release_failed(row, status, error, decision, refusals, now)
+        result = turn.result
         result.status, result.error = status, error
-        result.attempts, result.cost_usd = attempts.count, attempts.cost
+        result.attempts, result.cost_usd = turn.attempts.count, turn.attempts.cost
         if decision is not None:
             result.action = decision.action.value

@@ -17,6 +17,7 @@ from arena.domain.states import AttemptOutcome, Blocked, DecisionStatus
 from arena.domain.storable import MODEL_TEXT, optional_text, storable_json
 from arena.errors import ProviderCallError
 from arena.jobs.claims import Claim
+from arena.jsonable import jsonable
 from arena.sources.providers import ModelReply
 from arena.store.db import transaction
 from arena.store.models import DecisionAttempt
@@ -54,23 +55,70 @@ class AgentResult:
 
 @dataclass
 class DecideReport:
+    """What a decision run did, agent by agent (a :class:`arena.jobs.report.JobReport`).
+
+    ``missing_cohort`` is set only on a run for a scheduled slot
+    (:meth:`arena.runtime.Runtime.decision_run` with its slot): the week start of the slot when
+    that week had no cohort as the run started. Such a run fails, so the slot is not done and
+    the catch-up decides that cohort once it exists; ``arena decide`` run by hand with nothing
+    to decide succeeds."""
+
     universe_id: int | None = None
     results: list[AgentResult] = field(default_factory=list)
     aborted: str | None = None
+    missing_cohort: datetime | None = None
 
     @property
     def unfinished(self) -> list[AgentResult]:
         """Agents whose decision is not final: failed, or still held by another process."""
         return [r for r in self.results if not r.final]
 
-    @property
-    def failed(self) -> bool:
-        """Exit 1: an agent is not final (failed or held), every model call failed, or the run
-        was aborted (a refused universe, a refused key, a shutdown)."""
-        if self.aborted or self.unfinished:
-            return True
+    def failure(self) -> str | None:
+        """Failed (exit 1, a slot to retry): the run was aborted (a refused universe, a refused
+        key, a shutdown), an agent is not final (failed or held), every model call failed, or
+        the slot's week had no cohort (``missing_cohort``)."""
+        if self.aborted:
+            return f"decision run stopped: {self.aborted}"
+        if self.unfinished:
+            reasons = "; ".join(f"{r.family_id}: {r.describe()}" for r in self.unfinished[:5])
+            return f"{len(self.unfinished)} decision(s) not final: {reasons}"
         called = [r for r in self.results if r.attempts]
-        return bool(called) and all(r.error for r in called)
+        if called and all(r.error for r in called):
+            return f"every model call failed ({len(called)} agents)"
+        if self.missing_cohort is not None:
+            return (
+                f"no cohort for the week of {self.missing_cohort.date()} when the run started: "
+                "its agents are decided once it exists"
+            )
+        return None
+
+    def counts(self) -> dict[str, Any]:
+        """How many agents were decided, already final and unfinished; trades and cost."""
+        figures = {
+            "decided": sum(r.status == DecisionStatus.COMPLETED for r in self.results),
+            "already_final": sum(r.status == Blocked.ALREADY_FINAL for r in self.results),
+            "unfinished": len(self.unfinished),
+            "trades": sum(r.trades for r in self.results),
+            "cost_usd": sum((r.cost_usd for r in self.results), Decimal(0)),
+            "aborted": self.aborted,
+        }
+        return dict(jsonable(figures))
+
+    def summary(self) -> str:
+        """The totals, then one line per unfinished agent and the refusal, if any."""
+        done = sum(1 for r in self.results if r.status == DecisionStatus.COMPLETED)
+        final = sum(1 for r in self.results if r.final) - done
+        lines = [
+            f"{done} completed, {final} already final, {len(self.unfinished)} unfinished "
+            f"(universe {self.universe_id})"
+        ]
+        lines += [
+            f"  unfinished: {r.family_id} (agent {r.agent_id}): {r.describe()}"
+            for r in self.unfinished
+        ]
+        if self.aborted:
+            lines.append(f"run refused: {self.aborted}")
+        return "\n".join(lines)
 
 
 @dataclass
@@ -92,15 +140,15 @@ class AttemptLog:
         outcome: str,
         messages: list[dict[str, Any]],
         started: datetime,
-        reply: ModelReply | None = None,
-        error: ProviderCallError | None = None,
-        parsed: dict[str, Any] | None = None,
+        answer: ModelReply | ProviderCallError | None = None,
         message: str | None = None,
     ) -> int:
-        """Store one attempt (committed before this returns); its row id."""
+        """Store one attempt (committed before this returns); its row id. ``answer``: what
+        the call returned, a reply or the error it failed with (None: no call was made)."""
         self.count += 1
-        source: Any = reply if reply is not None else error
-        cost = getattr(source, "cost_usd", None)
+        reply = answer if isinstance(answer, ModelReply) else None
+        error = answer if isinstance(answer, ProviderCallError) else None
+        cost = getattr(answer, "cost_usd", None)
         if cost is not None:
             self.cost += cost
         elif reply is not None:
@@ -116,19 +164,18 @@ class AttemptLog:
             raw_body=storable_json(
                 reply.raw if reply is not None else error.raw if error else None
             ),
-            parsed=storable_json(parsed),
             error=optional_text(
                 message or (error.message if error is not None else None), MODEL_TEXT
             ),
             http_status=error.status if error is not None else None,
             finish_reason=reply.finish_reason if reply is not None else None,
-            provider=getattr(source, "provider", None),
-            model=getattr(source, "model", None),
-            generation_id=getattr(source, "generation_id", None),
-            prompt_tokens=getattr(source, "prompt_tokens", None),
-            completion_tokens=getattr(source, "completion_tokens", None),
+            provider=getattr(answer, "provider", None),
+            model=getattr(answer, "model", None),
+            generation_id=getattr(answer, "generation_id", None),
+            prompt_tokens=getattr(answer, "prompt_tokens", None),
+            completion_tokens=getattr(answer, "completion_tokens", None),
             cost_usd=cost,
-            latency_ms=getattr(source, "latency_ms", None),
+            latency_ms=getattr(answer, "latency_ms", None),
             prompt_version=self.prompt_version,
             started_at=started,
             finished_at=self.clock.now(),

@@ -19,11 +19,12 @@ from arena.domain import ledger
 from arena.domain.book import Pricing
 from arena.domain.decisions import ValidDecision
 from arena.domain.prompting import PositionView, PromptContext
-from arena.domain.states import Methodology, PositionStatus
+from arena.domain.states import Job, Methodology, PositionStatus
 from arena.domain.valuation import side_mark
 from arena.errors import ClobError, ExecutionError, NoBook
 from arena.jobs.books import fee_schedules, live_books, record_outage, stored_marks
 from arena.jobs.execute import BookPrices
+from arena.jobs.turn import Turn
 from arena.jobs.universe import FrozenUniverse
 from arena.store.models import Agent, Market, Position
 
@@ -32,17 +33,12 @@ if TYPE_CHECKING:
 
 
 def prompt_context(
-    factory: sessionmaker[Session],
-    settings: Settings,
-    now: datetime,
-    agent: Agent,
-    week: int,
-    universe: FrozenUniverse,
-    pricing: str,
+    factory: sessionmaker[Session], settings: Settings, now: datetime, turn: Turn
 ) -> tuple[PromptContext, Decimal]:
-    """What one agent is shown: its cash and open positions (valued at their marks: the
-    token's book mark in mode book) and the frozen markets, with each side's bid and ask in
-    mode book, Gamma's prices in mode gamma. Returns it with the cash shown."""
+    """What the turn's agent is shown: its cash and open positions (valued at their marks:
+    the token's book mark in mode book) and the frozen markets, with each side's bid and ask
+    in mode book, Gamma's prices in mode gamma. Returns it with the cash shown."""
+    agent, universe = turn.agent, turn.universe
     with factory() as session:
         fresh = session.get(Agent, agent.id)
         assert fresh is not None
@@ -53,7 +49,7 @@ def prompt_context(
                 .order_by(Position.id)
             )
         )
-    book = pricing == Pricing.BOOK
+    book = turn.pricing == Pricing.BOOK
     markets = universe.ranked if book else [replace(m, books=()) for m in universe.ranked]
     marks = book_marks(factory, positions, universe) if book else {}
     views = []
@@ -79,7 +75,7 @@ def prompt_context(
     methodology = Methodology(agent.methodology_version)
     ctx = PromptContext(
         now=now,
-        decision_week=week,
+        decision_week=turn.week,
         cash=fresh.cash,
         max_bet=ledger.max_bet(fresh.cash, bench.max_bet_fraction),
         min_bet=bench.min_bet,
@@ -132,7 +128,7 @@ def book_prices(
     if source is None:
         missing = NoBook("mode book needs the CLOB (polymarket.clob_url)", unavailable=True)
         return BookPrices(dict.fromkeys(tokens, missing), {}, slippage)
-    books = live_books(factory, source, tokens, now, component="decision_run")
+    books = live_books(factory, source, tokens, now, component=Job.DECISION_RUN)
     with factory() as session:
         conditions = session.scalars(
             select(Market.condition_id).where(
@@ -142,7 +138,7 @@ def book_prices(
     try:
         fees = fee_schedules(factory, source, [c for c in conditions if c], now)
     except ClobError as exc:
-        record_outage(factory, now, "decision_run", f"fee schedule: {exc}")
+        record_outage(factory, now, Job.DECISION_RUN, f"fee schedule: {exc}")
         fees = {}
     return BookPrices(books, fees, slippage)
 

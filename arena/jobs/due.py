@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Row, select
 
-from arena.clock import decision_week, week_start
-from arena.domain.states import DecisionStatus, JobRunStatus
+from arena.clock import decision_week, iso_utc, week_start
+from arena.domain.states import DecisionStatus, Job, JobRunStatus
 from arena.jobs.holders import holder_alive, label
 from arena.slots import job_slot
 from arena.store.queries import decision_window
@@ -56,7 +56,7 @@ class WeekDue:
         if self.missing_decision_run is not None:
             state = self.decision_run_status or "never ran"
             lines.append(
-                f"missing decision run: the run of {self.missing_decision_run.isoformat()} "
+                f"missing decision run: the run of {iso_utc(self.missing_decision_run)} "
                 f"has not succeeded ({state})"
             )
         lines += [
@@ -91,7 +91,7 @@ def week_due(
     if weekly_fire_time(decision_fire, now) is None:
         return due
     run = session.execute(
-        select(job_runs).where(job_runs.c.job == "decision_run", job_runs.c.slot == decision_fire)
+        select(job_runs).where(job_runs.c.job == Job.DECISION_RUN, job_runs.c.slot == decision_fire)
     ).one_or_none()
     if run is None or run.status != JobRunStatus.SUCCEEDED:
         due.missing_decision_run = decision_fire
@@ -108,8 +108,8 @@ def current_week_due(
         session,
         settings,
         now,
-        job_slot(settings, "cohort_start", now),
-        job_slot(settings, "decision_run", now),
+        job_slot(settings, Job.COHORT_START, now),
+        job_slot(settings, Job.DECISION_RUN, now),
         lease_now,
     )
 
@@ -157,7 +157,7 @@ def _reason(decision: Any, lease_now: datetime) -> str:
         alive = holder_alive(decision.holder)
         if alive is False or (until is not None and until < lease_now):
             return f"held by {label(decision.holder)}, which is gone; retried next run"
-        return f"held by {label(decision.holder)} until {until.isoformat() if until else '?'}"
+        return f"held by {label(decision.holder)} until {iso_utc(until) if until else '?'}"
     return f"{decision.status}: {(decision.error or '')[:120]}".rstrip(": ")
 
 
@@ -167,7 +167,7 @@ def _run_state(run: Row[Any] | None, lease_now: datetime) -> str:
     if run.status == JobRunStatus.RUNNING:
         if holder_alive(run.holder) is False or run.lease_until < lease_now:
             return f"running by {label(run.holder)}, which is gone"
-        return f"running, held by {label(run.holder)} until {run.lease_until.isoformat()}"
+        return f"running, held by {label(run.holder)} until {iso_utc(run.lease_until)}"
     return f"{run.status}: {(run.error or '')[:120]}".rstrip(": ")
 
 

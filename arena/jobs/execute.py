@@ -57,6 +57,21 @@ class BookPrices:
     max_slippage: Decimal
 
 
+@dataclass(frozen=True)
+class Desk:
+    """Where one decision's trades and forecasts are written: the caller's session (its
+    transaction), the decision row and the agent they belong to, the frozen markets of its
+    universe, the instant, and in mode book the live books its orders walk (None: mode
+    gamma)."""
+
+    session: Session
+    decision_id: int
+    agent: Agent
+    markets: Mapping[str, MarketView]
+    now: datetime
+    book: BookPrices | None = None
+
+
 @dataclass
 class ExecutionResult:
     """What executing one decision came to: the trades made and the executions refused."""
@@ -87,21 +102,12 @@ def refusal_kind(exc: Exception) -> str:
 
 
 def execute_decision(
-    session: Session,
-    *,
-    decision_id: int,
-    agent: Agent,
-    decision: ValidDecision,
-    markets: Mapping[str, MarketView],
-    cash_shown: Decimal,
-    max_bet_fraction: Decimal,
-    now: datetime,
-    book: BookPrices | None = None,
+    desk: Desk, decision: ValidDecision, cash_shown: Decimal, max_bet_fraction: Decimal
 ) -> ExecutionResult:
-    """Apply the decision's bets or sells to the agent's cash and positions (``book``: mode
-    book, else mode gamma)."""
+    """Apply the decision's bets or sells to the agent's cash and positions (the desk's
+    ``book``: mode book, else mode gamma)."""
     result = ExecutionResult()
-    trade = _Trade(session, decision_id, agent, markets, now, book)
+    trade = _Trade(desk)
     if decision.action is Action.BET:
         for index, bet in enumerate(decision.bets):
             try:
@@ -148,17 +154,9 @@ class _Trade:
     """The BUY and SELL of one decision, writing positions and trades in the caller's
     transaction."""
 
-    def __init__(
-        self,
-        session: Session,
-        decision_id: int,
-        agent: Agent,
-        markets: Mapping[str, MarketView],
-        now: datetime,
-        book: BookPrices | None,
-    ) -> None:
-        self.session, self.decision_id, self.agent = session, decision_id, agent
-        self.markets, self.now, self.book = markets, now, book
+    def __init__(self, desk: Desk) -> None:
+        self.session, self.decision_id, self.agent = desk.session, desk.decision_id, desk.agent
+        self.markets, self.now, self.book = desk.markets, desk.now, desk.book
 
     def buy(
         self,
@@ -251,9 +249,8 @@ class _Trade:
         else:
             wanted = ledger.shares_to_sell(holding, percentage)
             fill = self._fill(market, row, position.side, TradeSide.SELL, wanted)
-            sold = ledger.sell_filled(
-                self.agent.cash, holding, percentage, fill.shares, fill.cash, fill.price
-            )
+            sale = ledger.Sale(fill.shares, fill.cash, fill.price)
+            sold = ledger.sell_filled(self.agent.cash, holding, percentage, sale)
             record = _fill_record(fill, market.side_token(position.side))
             record["requested_shares"] = wanted
             record["fill_ratio"] = _ratio(fill.shares, wanted)
@@ -346,49 +343,26 @@ def _ratio(filled: Decimal, requested: Decimal) -> Decimal:
     return min(Decimal(1), filled / requested).quantize(PRICE_PLACES, rounding=ROUND_HALF_EVEN)
 
 
-def store_forecasts(
-    session: Session,
-    *,
-    decision_id: int,
-    agent: Agent,
-    decision: ValidDecision,
-    markets: Mapping[str, MarketView],
-    now: datetime,
-) -> int:
+def store_forecasts(desk: Desk, decision: ValidDecision) -> int:
     """Methodology v2: the panel forecasts and every bet's stated probability."""
     rows: dict[tuple[str, str], Forecast] = {}
     for forecast in decision.forecasts:
         rows[(forecast.market_id, forecast.outcome)] = _forecast_row(
-            decision_id,
-            agent,
-            forecast.market_id,
-            forecast.outcome,
-            forecast.probability,
-            "panel",
-            markets,
-            now,
+            desk, forecast.market_id, forecast.outcome, forecast.probability, "panel"
         )
     for bet in decision.bets:
         key = (bet.market_id, bet.side)
         if bet.probability is not None and key not in rows:
-            rows[key] = _forecast_row(
-                decision_id, agent, bet.market_id, bet.side, bet.probability, "bet", markets, now
-            )
-    session.add_all(rows.values())
+            rows[key] = _forecast_row(desk, bet.market_id, bet.side, bet.probability, "bet")
+    desk.session.add_all(rows.values())
     return len(rows)
 
 
 def _forecast_row(
-    decision_id: int,
-    agent: Agent,
-    market_id: str,
-    outcome: str,
-    probability: Decimal,
-    source: str,
-    markets: Mapping[str, MarketView],
-    now: datetime,
+    desk: Desk, market_id: str, outcome: str, probability: Decimal, source: str
 ) -> Forecast:
-    market = markets.get(market_id)
+    agent = desk.agent
+    market = desk.markets.get(market_id)
     market_probability = None
     if market is not None and market.prices is not None:
         try:
@@ -396,7 +370,7 @@ def _forecast_row(
         except ExecutionError:
             market_probability = None
     return Forecast(
-        decision_id=decision_id,
+        decision_id=desk.decision_id,
         agent_id=agent.id,
         cohort_id=agent.cohort_id,
         family_id=agent.family_id,
@@ -405,5 +379,5 @@ def _forecast_row(
         probability=probability,
         market_probability=market_probability,
         source=source,
-        forecast_at=now,
+        forecast_at=desk.now,
     )

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, or_, select
 
-from arena.domain.states import JobRunStatus
+from arena.clock import iso_utc
+from arena.domain.states import Job, JobRunStatus
 from arena.jobs.holders import holder_gone, label
-from arena.slots import interval_minutes, job_slot
+from arena.slots import job_slot
 from arena.store.schema import agents, cohorts, job_runs, portfolio_snapshots
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class SnapshotGaps:
     def warnings(self) -> list[str]:
         if not self.slots:
             return []
-        named = ", ".join(f"{g.slot.isoformat()} ({g.run})" for g in self.slots[:LISTED])
+        named = ", ".join(f"{iso_utc(g.slot)} ({g.run})" for g in self.slots[:LISTED])
         more = f" and {len(self.slots) - LISTED} more" if len(self.slots) > LISTED else ""
         return [
             f"snapshot gaps: {len(self.slots)} slots in the last {self.window_hours} h lack "
@@ -71,7 +72,7 @@ class SnapshotGaps:
 class AbandonedRun:
     """A job run whose holder died mid-run and that nobody finished."""
 
-    job: str
+    job: Job
     slot: datetime
     holder: str  # HOST:PID
     started_at: datetime
@@ -85,7 +86,7 @@ def abandoned_warnings(runs: list[AbandonedRun]) -> list[str]:
         latest = max((r for r in runs if r.job == job), key=lambda r: r.slot)
         lines.append(
             f"abandoned runs: {count} {job} runs in the last {GAP_HOURS} h never finished, "
-            f"their holder gone (latest: slot {latest.slot.isoformat()}, holder {latest.holder})"
+            f"their holder gone (latest: slot {iso_utc(latest.slot)}, holder {latest.holder})"
         )
     return lines
 
@@ -110,7 +111,7 @@ def abandoned_runs(session: Reader, now: datetime, lease_now: datetime) -> list[
         .order_by(job_runs.c.slot, job_runs.c.job)
     ).all()
     return [
-        AbandonedRun(row.job, row.slot, label(row.holder), row.started_at)
+        AbandonedRun(Job(row.job), row.slot, label(row.holder), row.started_at)
         for row in rows
         if row.status == JobRunStatus.ABANDONED
         or holder_gone(row.holder, row.lease_until, lease_now)
@@ -121,7 +122,7 @@ def snapshot_gaps(
     session: Reader, settings: Settings, now: datetime, lease_now: datetime
 ) -> SnapshotGaps:
     """The snapshot slots of the last :data:`GAP_WINDOW` that lack an expected snapshot."""
-    step = timedelta(minutes=interval_minutes(settings, "snapshot"))
+    step = timedelta(minutes=settings.schedule.every_minutes(Job.SNAPSHOT))
     grace = timedelta(seconds=settings.schedule.misfire_grace_seconds)
     since = now - GAP_WINDOW
     tracked = session.execute(
@@ -161,11 +162,11 @@ def snapshot_gaps(
                 job_runs.c.holder,
                 job_runs.c.lease_until,
                 job_runs.c.error,
-            ).where(job_runs.c.job == "snapshot", job_runs.c.slot > since, job_runs.c.slot <= now)
+            ).where(job_runs.c.job == Job.SNAPSHOT, job_runs.c.slot > since, job_runs.c.slot <= now)
         )
     }
     gaps: list[GapSlot] = []
-    slot = job_slot(settings, "snapshot", now)
+    slot = job_slot(settings, Job.SNAPSHOT, now)
     while slot > since:
         run = runs.get(slot)
         if not _pending(run, slot, now, grace, lease_now):

@@ -28,13 +28,13 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock, SystemClock
-from arena.domain.states import Blocked, JobRunStatus
+from arena.clock import Clock, SystemClock, iso_utc
+from arena.domain.states import Blocked, Job, JobRunStatus
 from arena.jobs.holders import Heartbeat, holder_alive, holder_gone, label, this_process
 from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import JobRun
-from arena.store.system_log import log_event
+from arena.store.system_log import LogMessage, log_event
 from arena.store.upsert import insert_ignore
 
 log = logging.getLogger(__name__)
@@ -43,8 +43,16 @@ DEFAULT_LEASE = timedelta(seconds=90)
 
 
 @dataclass(frozen=True)
+class JobSlot:
+    """One job at one slot (its scheduled fire time): the key of a ``job_runs`` row."""
+
+    job: Job
+    slot: datetime
+
+
+@dataclass(frozen=True)
 class GuardedRun:
-    job: str
+    job: Job
     slot: datetime
     ran: bool
     status: str  # succeeded | failed | already final | held | week over
@@ -60,7 +68,7 @@ class GuardedRun:
     def describe(self) -> str:
         """``succeeded``, ``already final``, ``held by HOST:PID until T``, or the failure."""
         if self.status == Blocked.HELD:
-            until = self.lease_until.isoformat() if self.lease_until else "?"
+            until = iso_utc(self.lease_until) if self.lease_until else "?"
             return f"held by {label(self.holder)} until {until}"
         return self.status + (f": {self.error}" if self.error else "")
 
@@ -71,8 +79,7 @@ def _holder() -> str:
 
 def _acquire(
     factory: sessionmaker[Session],
-    job: str,
-    slot: datetime,
+    job_slot: JobSlot,
     started: datetime,
     lease_until: datetime,
     wall_now: datetime,
@@ -80,6 +87,7 @@ def _acquire(
 ) -> JobRun | None:
     """Take the ``(job, slot)`` row; ``None`` when taken, else the row that stops us.
     ``reopen``: a succeeded row may be taken too."""
+    job, slot = job_slot.job, job_slot.slot
     me = _holder()
     take = {
         "holder": me,
@@ -132,23 +140,22 @@ def _acquire(
 
 def run_guarded(
     factory: sessionmaker[Session],
-    job: str,
-    slot: datetime,
+    job_slot: JobSlot,
     fn: Callable[[], dict[str, Any]],
     *,
     clock: Clock,
     wall_clock: Clock | None = None,
-    lease: timedelta = DEFAULT_LEASE,
     reopen: bool = False,
 ) -> GuardedRun:
-    """Run ``fn`` for ``(job, slot)`` unless another process already did or is doing it
-    (``reopen``: even when it succeeded before).
+    """Run ``fn`` for the job's slot unless another process already did or is doing it
+    (``reopen``: even when it succeeded before), under a lease of :data:`DEFAULT_LEASE`.
 
     A failing ``fn`` is logged and recorded (never raised): the job is retried at its next
     slot, or for this slot by a catch-up or a later ``--once``.
     """
+    job, slot, lease = job_slot.job, job_slot.slot, DEFAULT_LEASE
     wall = wall_clock or SystemClock()
-    blocker = _acquire(factory, job, slot, clock.now(), wall.now() + lease, wall.now(), reopen)
+    blocker = _acquire(factory, job_slot, clock.now(), wall.now() + lease, wall.now(), reopen)
     if blocker is not None:
         status = Blocked.HELD if blocker.status == JobRunStatus.RUNNING else Blocked.ALREADY_FINAL
         log.info("job %s for slot %s: %s", job, slot, status)
@@ -177,25 +184,22 @@ def run_guarded(
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
         log.error("job %s failed for slot %s: %s", job, slot, error)
-        _finish(factory, job, slot, clock, JobRunStatus.FAILED, None, error)
+        _finish(factory, job_slot, clock, JobRunStatus.FAILED, None, error)
         log_event(
             factory,
             clock.now(),
             job,
             JobRunStatus.FAILED,
-            error,
-            level="ERROR",
-            details={"traceback": traceback.format_exc(limit=8)},
+            LogMessage(error, "ERROR", {"traceback": traceback.format_exc(limit=8)}),
         )
         return GuardedRun(job, slot, True, JobRunStatus.FAILED, error=error)
-    _finish(factory, job, slot, clock, JobRunStatus.SUCCEEDED, counts, None)
+    _finish(factory, job_slot, clock, JobRunStatus.SUCCEEDED, counts, None)
     return GuardedRun(job, slot, True, JobRunStatus.SUCCEEDED, counts)
 
 
 def _finish(
     factory: sessionmaker[Session],
-    job: str,
-    slot: datetime,
+    job_slot: JobSlot,
     clock: Clock,
     status: str,
     counts: dict[str, Any] | None,
@@ -204,14 +208,18 @@ def _finish(
     with transaction(factory) as session:
         session.execute(
             update(JobRun)
-            .where(JobRun.job == job, JobRun.slot == slot, JobRun.holder == _holder())
+            .where(
+                JobRun.job == job_slot.job,
+                JobRun.slot == job_slot.slot,
+                JobRun.holder == _holder(),
+            )
             .values(status=status, finished_at=clock.now(), counts=counts, error=error)
         )
 
 
 def mark_abandoned(
     factory: sessionmaker[Session], clock: Clock, wall_clock: Clock | None = None
-) -> list[tuple[str, datetime]]:
+) -> list[tuple[Job, datetime]]:
     """Mark ``abandoned`` every run left ``running`` by a holder that is gone (dead on this
     host, or its lease run out elsewhere); the ``(job, slot)`` of each, also written to the
     system log. Its ``finished_at`` stays empty: it never finished. Idempotent."""
@@ -225,7 +233,7 @@ def mark_abandoned(
     gone = [run for run in running if holder_gone(run.holder, run.lease_until, wall_now)]
     if not gone:
         return []
-    marked: list[tuple[str, datetime]] = []
+    marked: list[tuple[Job, datetime]] = []
     with transaction(factory) as session:
         for run in gone:
             result = session.execute(
@@ -243,7 +251,7 @@ def mark_abandoned(
                 )
             )
             if result.rowcount == 1:  # type: ignore[attr-defined]
-                marked.append((run.job, run.slot))
+                marked.append((Job(run.job), run.slot))  # an old name reads as its job
     for job, slot in marked:
         log.warning("job %s slot %s: its holder is gone; marked abandoned", job, slot)
         log_event(
@@ -251,7 +259,8 @@ def mark_abandoned(
             clock.now(),
             job,
             JobRunStatus.ABANDONED,
-            f"slot {slot.isoformat()}: its holder is gone; the run never finished",
-            level="WARNING",
+            LogMessage(
+                f"slot {iso_utc(slot)}: its holder is gone; the run never finished", "WARNING"
+            ),
         )
     return marked

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.domain.book import FeeSchedule, Pricing, exit_proceeds
 from arena.domain.ledger import ZERO
 from arena.domain.markets import side_index
-from arena.domain.states import CohortStatus, PositionStatus
+from arena.domain.states import CohortStatus, Job, PositionStatus
 from arena.errors import ClobError, ExecutionError
 from arena.jobs.books import (
     FEE_REFRESH_PER_CALL,
@@ -147,13 +147,13 @@ def fetch_held_books(
         with ThreadPoolExecutor(1, thread_name_prefix="clob-books") as pool:
             coming = pool.submit(fetch_chunk, factory, source, now, chunks[0])
             for index, chunk in enumerate(chunks):
-                answer, fees = coming.result()
+                fetched = coming.result()
                 if index + 1 < len(chunks):
                     coming = pool.submit(fetch_chunk, factory, source, now, chunks[index + 1])
-                value_chunk(factory, now, held, chunk, answer, fees, cohorts)
+                value_chunk(factory, now, held, chunk, fetched, cohorts)
     except ClobError as exc:
         held.error = str(exc)
-        record_outage(factory, now, "snapshot", str(exc))
+        record_outage(factory, now, Job.SNAPSHOT, str(exc))
     return held
 
 
@@ -175,12 +175,20 @@ def chunk_tokens(markets: Mapping[str, tuple[str | None, dict[str, str]]]) -> li
     return [token for _cid, sides in markets.values() for token in sides.values()]
 
 
+@dataclass(frozen=True)
+class FetchedChunk:
+    """One chunk's books, and the fee schedules of its markets that still have a book."""
+
+    answer: BookBatch
+    fees: dict[str, FeeSchedule]
+
+
 def fetch_chunk(
     factory: sessionmaker[Session],
     source: BookSource,
     now: datetime,
     markets: Mapping[str, tuple[str | None, dict[str, str]]],
-) -> tuple[BookBatch, dict[str, FeeSchedule]]:
+) -> FetchedChunk:
     """One chunk's books (``POST /books``) and the fee schedules of its markets that still
     have a book: one the CLOB no longer knows has no bids to sell into (and its 404 on
     ``/clob-markets`` is not an outage). Raises :class:`ClobError` when the CLOB cannot be
@@ -191,7 +199,7 @@ def fetch_chunk(
         for cid, sides in markets.values()
         if cid and any(token in answer.books for token in sides.values())
     }
-    return answer, fee_schedules(factory, source, sorted(booked), now, early=0)
+    return FetchedChunk(answer, fee_schedules(factory, source, sorted(booked), now, early=0))
 
 
 def value_chunk(
@@ -199,16 +207,16 @@ def value_chunk(
     now: datetime,
     held: HeldBooks,
     markets: Mapping[str, tuple[str | None, dict[str, str]]],
-    answer: BookBatch,
-    fees: Mapping[str, FeeSchedule],
+    fetched: FetchedChunk,
     cohorts: set[int],
 ) -> None:
     """Store the marks of one chunk's books and add the exit proceeds of its positions in
     ``cohorts`` (the unfinished mode-book ones) to ``held``."""
+    answer, fees = fetched.answer, fetched.fees
     market_of = {token: m for m, (_cid, sides) in markets.items() for token in sides.values()}
     held.fetched += len(answer.books)
     held.missing += len(set(market_of) - set(answer.books))
-    record_hash_mismatches(factory, now, "snapshot", answer.books.values())
+    record_hash_mismatches(factory, now, Job.SNAPSHOT, answer.books.values())
     with transaction(factory) as session:
         store_marks(
             session, [(market_of[t], b) for t, b in answer.books.items() if t in market_of], now

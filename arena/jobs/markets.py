@@ -28,6 +28,7 @@ from arena.clock import Clock
 from arena.config import Settings
 from arena.domain.states import MarketStatus
 from arena.jobs.prices import store_markets
+from arena.jsonable import jsonable
 from arena.sources.gamma import FetchStats, MarketSource
 from arena.store.db import transaction
 from arena.store.models import Market
@@ -38,7 +39,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class SyncReport:
-    """What one sync did, for the CLI summary and the job log."""
+    """What one sync did, for the CLI summary and the job log (a
+    :class:`arena.jobs.report.JobReport`)."""
 
     at: datetime
     universe_size: int
@@ -63,7 +65,8 @@ class SyncReport:
         return self.listed >= self.universe_size
 
     def counts(self) -> dict[str, Any]:
-        return {
+        """The sync's figures (lists as their lengths)."""
+        figures = {
             "listed": self.listed,
             "refreshed": self.refreshed,
             "held": self.held,
@@ -78,6 +81,12 @@ class SyncReport:
             "skipped": sum(self.skipped.values()),
             "parse_errors": len(self.parse_errors),
         }
+        return dict(jsonable(figures))
+
+    def failure(self) -> None:
+        """Never: a short listing or unparseable rows are warnings (the CLI prints them); a
+        sync that cannot read Gamma raises."""
+        return None
 
     def summary(self) -> str:
         text = (

@@ -58,6 +58,7 @@ from arena.domain.states import MarketStatus, PositionStatus
 from arena.errors import ArenaError, JobFailed
 from arena.jobs.prices import store_markets
 from arena.jobs.universe import market_from_row
+from arena.jsonable import jsonable
 from arena.sources.gamma import MarketSource
 from arena.store import schema
 from arena.store.db import transaction
@@ -87,6 +88,8 @@ class MarketSettlement:
 
 @dataclass
 class SettleReport:
+    """What a settlement did (a :class:`arena.jobs.report.JobReport`)."""
+
     checked: int = 0  # locally open traded markets looked at
     resolved: int = 0  # settled with a winner
     voided: int = 0  # settled 50-50
@@ -99,15 +102,15 @@ class SettleReport:
     brier_rows: int = 0
     forecasts_scored: int = 0
     failures: list[str] = field(default_factory=list)  # "market <id>: <error>"
-    cohorts_completed: list[int] = field(default_factory=list)  # by the resolution job
+    cohorts_completed: list[int] = field(default_factory=list)  # by the settlement job
 
     @property
     def ok(self) -> bool:
         return not self.failures
 
     def counts(self) -> dict[str, Any]:
-        """JSON-safe figures for the job log."""
-        return {
+        """The settlement's figures (lists of markets as their lengths)."""
+        figures = {
             "checked": self.checked,
             "resolved": self.resolved,
             "voided": self.voided,
@@ -116,16 +119,23 @@ class SettleReport:
             "gone": len(self.gone),
             "already_settled": self.already_settled,
             "positions_settled": self.positions_settled,
-            "payout": str(self.payout),
+            "payout": self.payout,
             "brier_rows": self.brier_rows,
             "forecasts_scored": self.forecasts_scored,
             "failures": len(self.failures),
             "cohorts_completed": self.cohorts_completed,
         }
+        return dict(jsonable(figures))
+
+    def failure(self) -> str | None:
+        """Failed when a market failed to settle (it is rolled back and retried next run)."""
+        if not self.failures:
+            return None
+        return f"{len(self.failures)} market(s) failed to settle: " + "; ".join(self.failures[:5])
 
     def summary(self) -> str:
         text = (
-            f"resolve: {self.checked} markets checked, {self.resolved} resolved, "
+            f"settlement: {self.checked} markets checked, {self.resolved} resolved, "
             f"{self.voided} void, {self.cancelled} cancelled, {self.waiting} waiting"
             f" ({len(self.gone)} gone from Gamma); {self.positions_settled} positions settled,"
             f" payout ${self.payout}, {self.brier_rows} Brier rows"

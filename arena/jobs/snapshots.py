@@ -44,16 +44,17 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.clock import Clock
+from arena.clock import Clock, iso_utc
 from arena.config import Settings
 from arena.domain.book import Pricing
 from arena.domain.ledger import HUNDRED, ZERO
 from arena.domain.markets import side_index, stored_prices
-from arena.domain.states import CohortStatus, PositionStatus
+from arena.domain.states import CohortStatus, Job, PositionStatus
 from arena.domain.valuation import position_value, side_mark
 from arena.errors import ArenaError, ExecutionError
 from arena.jobs.held_books import HeldBooks, fetch_held_books, seal
 from arena.jobs.prices import refresh_held_markets
+from arena.jsonable import jsonable
 from arena.slots import job_slot
 from arena.sources.gamma import MarketSource
 from arena.store import schema
@@ -82,6 +83,8 @@ STREAM_ROWS = 10_000  # positions fetched per batch
 
 @dataclass(frozen=True)
 class SnapshotReport:
+    """What a snapshot did (a :class:`arena.jobs.report.JobReport`)."""
+
     taken_at: datetime
     agents: int  # agents valued
     written: int  # snapshots inserted (the rest already existed for this slot)
@@ -93,9 +96,9 @@ class SnapshotReport:
     books_error: str | None = None
 
     def counts(self) -> dict[str, Any]:
-        """JSON-safe figures for the job log."""
-        return {
-            "taken_at": self.taken_at.isoformat(),
+        """The snapshot's figures."""
+        figures = {
+            "taken_at": self.taken_at,
             "agents": self.agents,
             "written": self.written,
             "positions": self.positions,
@@ -105,9 +108,15 @@ class SnapshotReport:
             "books_fetched": self.books_fetched,
             "books_error": self.books_error,
         }
+        return dict(jsonable(figures))
+
+    def failure(self) -> None:
+        """Never: a failed price refresh or book fetch is reported, and the snapshot values at
+        the stored marks (methodology: a snapshot is never skipped)."""
+        return None
 
     def summary(self) -> str:
-        slot = self.taken_at.isoformat().replace("+00:00", "Z")
+        slot = iso_utc(self.taken_at)
         text = (
             f"snapshot {slot}: {self.written} written, {self.agents - self.written} already "
             f"there, {self.positions} open positions"
@@ -137,7 +146,7 @@ def take_snapshots(
     The slot is the one the job started in (read before the price refresh, which may take long
     enough to reach the next one)."""
     now = clock.now()
-    slot = job_slot(settings, "snapshot", now)
+    slot = job_slot(settings, Job.SNAPSHOT, now)
     refreshed: int | None = None
     refresh_error: str | None = None
     if source is not None:
@@ -154,7 +163,7 @@ def take_snapshots(
             written = insert_snapshots(session, rows)
     log.info(
         "snapshot %s: %d agents, %d written, %d open positions (%d at cost basis)",
-        slot.isoformat(),
+        iso_utc(slot),
         len(rows),
         written,
         positions,

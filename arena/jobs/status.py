@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
+from arena.clock import iso_utc
 from arena.domain.states import (
     BOOK_HASH_MISMATCH,
     CLOB_UNAVAILABLE,
+    Job,
     MarketStatus,
     PositionStatus,
 )
@@ -33,7 +35,8 @@ from arena.jobs.gaps import (
     abandoned_warnings,
     snapshot_gaps,
 )
-from arena.slots import JOBS, next_slot
+from arena.jsonable import jsonable
+from arena.slots import next_slot
 from arena.store.queries import decision_window, held_market_ids, latest_runs, unfinished_cohorts
 from arena.store.schema import agents, markets, positions, system_log
 
@@ -48,7 +51,7 @@ OUTAGE_LINES = 1000
 
 @dataclass(frozen=True)
 class JobLine:
-    job: str
+    job: Job
     last_slot: datetime | None
     status: str  # the last run's status, or "never"
     finished_at: datetime | None
@@ -75,22 +78,17 @@ class Status:
     abandoned_runs: list[AbandonedRun] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        def plain(value: Any) -> Any:
-            if isinstance(value, datetime):
-                return value.isoformat()
-            if isinstance(value, dict):
-                return {k: plain(v) for k, v in value.items()}
-            if isinstance(value, list):
-                return [plain(v) for v in value]
-            return value
-
-        result: dict[str, Any] = plain(asdict(self))
+        result: dict[str, Any] = jsonable(asdict(self))
         return result
 
 
 def read_status(session: Reader, settings: Settings, now: datetime, lease_now: datetime) -> Status:
     """The status at ``now``."""
-    runs = {r.job: r for r in session.execute(latest_runs(now))}
+    runs: dict[Job, Any] = {}
+    for run in session.execute(latest_runs(now)):
+        job = Job(run.job)  # a row stored under an old name (``resolution``) is its job's run
+        if job not in runs or run.slot > runs[job].slot:
+            runs[job] = run
     jobs = [
         JobLine(
             job=job,
@@ -100,7 +98,7 @@ def read_status(session: Reader, settings: Settings, now: datetime, lease_now: d
             next_run=next_slot(settings, job, now),
             error=runs[job].error if job in runs else None,
         )
-        for job in JOBS
+        for job in Job
     ]
     limit = settings.benchmark.decision_cohort_limit
     window = {c.id for c in session.execute(decision_window(limit, now))}
@@ -157,7 +155,7 @@ def clob_outages(session: Reader, now: datetime) -> list[str]:
         return []
     at, source, message = rows[0]
     more = f" ({len(rows)} in the last 24 h)" if len(rows) > 1 else ""
-    return [f"CLOB outage at {at.isoformat()} during the {source}{more}: {message}"]
+    return [f"CLOB outage at {iso_utc(at)} during the {source}{more}: {message}"]
 
 
 def book_hash_mismatches(session: Reader, now: datetime) -> list[str]:
@@ -178,7 +176,7 @@ def book_hash_mismatches(session: Reader, now: datetime) -> list[str]:
     ).one()
     return [
         f"{total} order book(s) served with a wrong hash in the last 24 h; latest at "
-        f"{at.isoformat()} during the {source}: {message}"
+        f"{iso_utc(at)} during the {source}: {message}"
     ]
 
 

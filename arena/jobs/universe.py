@@ -26,7 +26,7 @@ from arena.clock import week_start
 from arena.config import V2, Settings
 from arena.domain.book import OrderBook, Touch
 from arena.domain.markets import MarketView, stored_prices, valid_prices
-from arena.domain.states import MarketStatus
+from arena.domain.states import Job, MarketStatus
 from arena.errors import ClobError, UniverseUnavailable
 from arena.jobs.books import record_hash_mismatches, record_outage, store_marks
 from arena.store import schema
@@ -223,7 +223,7 @@ def _booked(
         try:
             answer = source.books(tokens)
         except ClobError as exc:
-            record_outage(factory, now, "decision_run", str(exc))
+            record_outage(factory, now, Job.DECISION_RUN, str(exc))
             raise UniverseUnavailable(
                 f"order books unavailable: {exc}; no decision stored"
             ) from exc
@@ -239,7 +239,7 @@ def _booked(
                 kept.append(row)
     with transaction(factory) as session:
         store_marks(session, fetched, now)
-    record_hash_mismatches(factory, now, "decision_run", received)
+    record_hash_mismatches(factory, now, Job.DECISION_RUN, received)
     return kept, touches
 
 

@@ -61,10 +61,6 @@ class FetchStats:
     parse_errors: list[tuple[str | None, str]] = field(default_factory=list)  # (id, reason)
     stop_reason: str = ""
 
-    @property
-    def skipped_total(self) -> int:
-        return sum(self.skipped.values()) + len(self.parse_errors)
-
 
 class MarketSource(Protocol):
     """The market port: what the jobs need from Polymarket's market data.

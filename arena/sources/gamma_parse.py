@@ -205,7 +205,6 @@ def should_skip(market: MarketView) -> str | None:
         return None
     title = (market.group_item_title or "").strip()
     return f"placeholder {title!r}: {reason}" if _PLACEHOLDER_TITLE.match(title) else reason
-    return None
 
 
 def derive_category(

@@ -8,6 +8,7 @@ where a job needs them.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from collections.abc import Iterator
@@ -112,7 +113,11 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
 
 
 def check_connection(engine: Engine) -> None:
-    """Fail with one line when the database cannot be reached."""
+    """Fail with one line when the database cannot be reached: :class:`StorageFailed` when a
+    SQLite file's directory is read-only or its disk full, :class:`DatabaseUnavailable`
+    otherwise. (At connect time the driver's text cannot tell these apart: PostgreSQL's
+    "permission denied for database" is no read-only database, so :func:`storage_failure`,
+    which reads that text, is for failures in the middle of work.)"""
     try:
         with engine.connect() as conn:
             # On SQLite, reading the schema opens the file for real (and its -shm).
@@ -129,12 +134,13 @@ def check_connection(engine: Engine) -> None:
                 f"SQLite: {reason})"
             ) from None
         if is_sqlite(engine) and database.is_file():
+            # SQLite says only "unable to open database file" when it cannot create its -shm
             if not os.access(database.parent, os.W_OK):
                 raise StorageFailed(
                     f"read-only database: {database} is in a directory or file system this "
                     "user cannot write, and this command writes"
                 ) from None
-            if os.statvfs(database.parent).f_bavail == 0:  # SQLite cannot even create -shm
+            if os.statvfs(database.parent).f_bavail == 0:
                 raise StorageFailed(
                     f"disk full: no space left on the file system of {database} ({reason})"
                 ) from None
@@ -223,3 +229,80 @@ def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session whose transaction commits on success and rolls back on error."""
     with factory() as session, session.begin():
         yield session
+
+
+# -- failures of the storage underneath, in one line: the CLI (exit 1), /readyz, the web app --
+
+DISK_FULL_STATES = {"53100"}  # PostgreSQL disk_full
+READ_ONLY_STATES = {"25006", "42501"}  # read_only_sql_transaction, insufficient_privilege
+DISK_FULL_TEXT = ("database or disk is full", "could not extend file", "no space left on device")
+READ_ONLY_TEXT = (
+    "attempt to write a readonly database",
+    "read-only transaction",
+    "read-only file system",
+    "permission denied for",
+)
+
+
+def error_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and everything it wraps (the driver's error, causes, contexts), each once."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        error = pending.pop()
+        if error is None or id(error) in seen:
+            continue
+        seen.add(id(error))
+        yield error
+        pending += [getattr(error, "orig", None), error.__cause__, error.__context__]
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """``"disk full: ..."`` or ``"read-only database: ..."`` when ``exc`` (or what it wraps)
+    is a full disk or a database that refuses writes; None for anything else."""
+    for error in error_chain(exc):
+        detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        text = detail.lower()
+        state = getattr(error, "sqlstate", None)
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            return f"disk full: {error.strerror}" + (
+                f" ({error.filename})" if error.filename else ""
+            )
+        if state in DISK_FULL_STATES or any(t in text for t in DISK_FULL_TEXT):
+            return f"disk full: {detail}"
+        if isinstance(error, OSError) and error.errno == errno.EROFS:
+            return f"read-only file system: {error.filename or error.strerror}"
+        if state in READ_ONLY_STATES or any(t in text for t in READ_ONLY_TEXT):
+            return f"read-only database: {detail}"
+    return None
+
+
+# -- the database lost or unreachable (in the middle of a command, or under the web app) -----
+
+CONNECTION_STATE_CLASSES = ("08", "57P")  # connection_exception; operator_intervention
+SQLITE_CANT_OPEN = "SQLITE_CANTOPEN"
+
+
+def database_unreachable(exc: BaseException) -> str | None:
+    """``"database unavailable: ..."`` when ``exc`` (or what it wraps) is the database going
+    away under a running command (PostgreSQL refusing, closing or timing out the connection,
+    a SQLite file that can no longer be opened); None for anything else. The reason is the
+    driver's first line, which names the host and port, never a password."""
+    for error in error_chain(exc):
+        driver = type(error).__module__.split(".")[0]
+        state = getattr(error, "sqlstate", None)
+        if (
+            getattr(error, "connection_invalidated", False)  # SQLAlchemy saw a disconnect
+            or (state or "").startswith(CONNECTION_STATE_CLASSES)
+            or (  # psycopg's own connection failures carry no SQLSTATE
+                driver == "psycopg"
+                and state is None
+                and type(error).__name__ in ("OperationalError", "InterfaceError")
+            )
+            or getattr(error, "sqlite_errorname", None) == SQLITE_CANT_OPEN
+        ):
+            origin = getattr(error, "orig", None) or error
+            lines = str(origin).strip().splitlines()
+            reason = lines[0][:300] if lines else type(origin).__name__
+            return f"database unavailable: {reason}"
+    return None

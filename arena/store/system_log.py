@@ -5,6 +5,7 @@ system log must never stop the run that reports into it."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -18,15 +19,17 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE = 2000  # system_log.message is bounded here, whatever the outside text
 
 
+@dataclass(frozen=True)
+class LogMessage:
+    """What one ``system_log`` row says: its text, level and optional details (JSON)."""
+
+    text: str
+    level: str = "INFO"
+    details: dict[str, Any] | None = None
+
+
 def log_event(
-    factory: sessionmaker[Session],
-    at: datetime,
-    source: str,
-    event: str,
-    message: str,
-    *,
-    level: str = "INFO",
-    details: dict[str, Any] | None = None,
+    factory: sessionmaker[Session], at: datetime, source: str, event: str, message: LogMessage
 ) -> None:
     """Write one ``system_log`` row at ``at`` (never raises)."""
     try:
@@ -34,11 +37,11 @@ def log_event(
             session.add(
                 SystemLog(
                     at=at,
-                    level=level,
+                    level=message.level,
                     source=source,
                     event=event,
-                    message=message[:MAX_MESSAGE],
-                    details=details,
+                    message=message.text[:MAX_MESSAGE],
+                    details=message.details,
                 )
             )
     except Exception:  # the system log must never break a job

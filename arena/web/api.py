@@ -8,29 +8,25 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response
 
 from arena.web import records, standings
-from arena.web.context import WebContext
 from arena.web.curves import CurveRange, curves
+from arena.web.deps import ContextDep, SessionDep
 from arena.web.params import (
-    CategoryParam,
     CheckedRoute,
     CohortParam,
     FamilyParam,
-    HeldParam,
-    PageParam,
-    PerPageParam,
-    SearchParam,
+    MarketFilterDep,
+    PageDep,
     now,
-    page_of,
 )
 
 
 class JSONReadyRoute(CheckedRoute):
     """An API route whose endpoint returns JSON-ready dicts and lists (the rows the pages
-    render, already made plain by :func:`arena.web.context.jsonable`): they are serialised once
+    render, already made plain by :func:`arena.jsonable.jsonable`): they are serialised once
     by ``json.dumps``, skipping FastAPI's validation and re-encoding of every value against the
     ``dict[str, Any]`` return annotation (a third of the agent route's time). The annotation
     still documents the route in ``/api/docs``. Its parameters pass the edge rule of
@@ -50,154 +46,99 @@ router = APIRouter(prefix="/api/v1", tags=["api"], route_class=JSONReadyRoute)
 METHODOLOGY = Path(str(resources.files("arena") / "resources" / "METHODOLOGY.md"))
 
 
-def _ctx(request: Request) -> WebContext:
-    return request.app.state.ctx
-
-
 @router.get("/leaderboard")
-def leaderboard(request: Request, cohort: CohortParam = None) -> list[dict[str, Any]]:
+def leaderboard(
+    ctx: ContextDep, session: SessionDep, cohort: CohortParam = None
+) -> list[dict[str, Any]]:
     """Standings per family: the same rows and fields as ``arena leaderboard --format json``."""
-    ctx = _ctx(request)
-    with ctx.session() as session:
-        return standings.leaderboard(ctx, session, cohort)
+    return standings.leaderboard(ctx, session, cohort)
 
 
 @router.get("/ranking")
-def ranking(request: Request) -> dict[str, Any]:
+def ranking(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
     """Methodology v2: the difficulty-adjusted Brier ranking with 95% intervals (``rows`` is
     empty until forecasts resolve)."""
-    ctx = _ctx(request)
-    with ctx.session() as session:
-        report = standings.v2_ranking(ctx, session)
-        methodology = standings.methodology_in_use(ctx, session, None)
+    report = standings.v2_ranking(ctx, session)
+    methodology = standings.methodology_in_use(ctx, session, None)
     return {"methodology": methodology, "ranking": report}
 
 
 @router.get("/curves")
 def curve(
-    request: Request,
+    ctx: ContextDep,
+    session: SessionDep,
     family: FamilyParam = None,
     cohort: CohortParam = None,
     range: CurveRange = CurveRange.ALL,
 ) -> dict[str, Any]:
     """Portfolio value and return per family over a range, at most 1,000 points per series
     (each time bucket keeps its first, last, minimum and maximum)."""
-    ctx = _ctx(request)
-    with ctx.session() as session:
-        return ctx.cache.get(
-            ("curves", family, cohort, range.value),
-            ctx.version(session),
-            lambda: curves(session, range, cohort_id=cohort, family_id=family),
-        )
+    return ctx.cache.get(
+        ("curves", family, cohort, range.value),
+        ctx.version(session),
+        lambda: curves(session, range, cohort_id=cohort, family_id=family),
+    )
 
 
 @router.get("/families/{family_id}")
-def family(request: Request, family_id: str) -> dict[str, Any]:
+def family(ctx: ContextDep, session: SessionDep, family_id: str) -> dict[str, Any]:
     """One family across cohorts: standing, cohorts with the frozen lineage, recent decisions,
     calibration, cost and reliability."""
-    ctx = _ctx(request)
-    with ctx.session() as session:
-        return standings.family(ctx, session, family_id)
+    return standings.family(ctx, session, family_id)
 
 
 @router.get("/cohorts")
-def cohorts(request: Request, page: PageParam = 1, per_page: PerPageParam = 50) -> dict[str, Any]:
+def cohorts(session: SessionDep, page: PageDep) -> dict[str, Any]:
     """Cohorts, newest first (paginated)."""
-    ctx = _ctx(request)
-    with ctx.session() as session:
-        return standings.cohorts(session, page_of(page, per_page))
+    return standings.cohorts(session, page)
 
 
 @router.get("/cohorts/{cohort_id}")
-def cohort(
-    request: Request, cohort_id: int, page: PageParam = 1, per_page: PerPageParam = 50
-) -> dict[str, Any]:
+def cohort(ctx: ContextDep, session: SessionDep, cohort_id: int, page: PageDep) -> dict[str, Any]:
     """One cohort: standings (cash, invested, value, P/L, return, resolved bets, trades) and
     its decisions (paginated)."""
-    ctx = _ctx(request)
-    with ctx.session() as session:
-        return standings.cohort(ctx, session, cohort_id, page_of(page, per_page))
+    return standings.cohort(ctx, session, cohort_id, page)
 
 
 @router.get("/cohorts/{cohort_id}/families/{family_id}")
-def agent(
-    request: Request,
-    cohort_id: int,
-    family_id: str,
-    page: PageParam = 1,
-    per_page: PerPageParam = 50,
-) -> dict[str, Any]:
+def agent(session: SessionDep, cohort_id: int, family_id: str, page: PageDep) -> dict[str, Any]:
     """One agent: open and closed positions, trades (paginated) and decisions."""
-    ctx = _ctx(request)
-    with ctx.session() as session:
-        return standings.agent(session, cohort_id, family_id, page_of(page, per_page))
+    return standings.agent(session, cohort_id, family_id, page)
 
 
 @router.get("/markets")
-def markets(
-    request: Request,
-    q: SearchParam = None,
-    status: records.MarketStatus | None = None,
-    category: CategoryParam = None,
-    sort: records.MarketSort = records.MarketSort.VOLUME,
-    held: HeldParam = False,
-    page: PageParam = 1,
-    per_page: PerPageParam = 50,
-) -> dict[str, Any]:
+def markets(session: SessionDep, chosen: MarketFilterDep, page: PageDep) -> dict[str, Any]:
     """Markets: search, status and category filters, sorting, only-held toggle (paginated)."""
-    ctx = _ctx(request)
-    with ctx.session() as session:
-        return records.markets(
-            session,
-            page_of(page, per_page),
-            q=q,
-            status=status,
-            category=category,
-            sort=sort,
-            held=held,
-        )
+    return records.markets(session, page, chosen)
 
 
 @router.get("/markets/{market_id}")
-def market(request: Request, market_id: str) -> dict[str, Any]:
+def market(session: SessionDep, market_id: str) -> dict[str, Any]:
     """One market with every agent's positions and trades, Brier rows and forecasts."""
-    ctx = _ctx(request)
-    with ctx.session() as session:
-        return records.market(session, market_id)
+    return records.market(session, market_id)
 
 
 @router.get("/decisions/{decision_id}")
-def decision(request: Request, decision_id: int) -> dict[str, Any]:
+def decision(session: SessionDep, decision_id: int) -> dict[str, Any]:
     """One decision with every attempt (prompt, raw response, error), its trades and claims."""
-    ctx = _ctx(request)
-    with ctx.session() as session:
-        return records.decision(session, decision_id)
+    return records.decision(session, decision_id)
 
 
 @router.get("/status")
-def status(request: Request) -> dict[str, Any]:
+def status(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
     """What ``arena status`` shows: jobs, unfinished cohorts, warnings."""
-    ctx = _ctx(request)
-    with ctx.session() as session:
-        return records.cached_status(ctx, session, now())
+    return records.cached_status(ctx, session, now())
 
 
 @router.get("/methodology")
-def methodology(request: Request) -> dict[str, Any]:
+def methodology() -> dict[str, Any]:
     """METHODOLOGY.md as Markdown text."""
     return {"markdown": methodology_text()}
 
 
 def methodology_text() -> str:
+    """The text of METHODOLOGY.md (a stub when this copy of arena ships without it)."""
     try:
         return METHODOLOGY.read_text(encoding="utf-8")
     except OSError:
         return "# Methodology\n\nMETHODOLOGY.md is not installed with this copy of arena."
-
-
-def docs_page(request: Request) -> HTMLResponse:
-    """``/api/docs``: the OpenAPI description rendered on the server (no script, no CDN)."""
-    from arena.web.app import html
-
-    schema = request.app.openapi()
-    return html(request, "api_docs.html", {"schema": schema})

@@ -9,64 +9,34 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from pathlib import Path
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.exc import DBAPIError
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena import __version__
 from arena.config import Settings
 from arena.errors import NotFound
 from arena.store.db import head_revision, session_factory
-from arena.web import filters
+from arena.web import api, pages
 from arena.web.context import WebContext
-from arena.web.db import read_only_engine, readiness
+from arena.web.db import failure_line, read_only_engine, readiness
 from arena.web.metrics import HttpMetrics, make_registry
 from arena.web.params import CheckedRoute
+from arena.web.render import HERE, SECURITY_HEADERS, error_response, templates, wants_json
 
 log = logging.getLogger(__name__)
 access = logging.getLogger("arena.web.access")
-HERE = Path(__file__).resolve().parent
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
-    "form-action 'self'; frame-ancestors 'none'"
-)
-SECURITY_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    "Cross-Origin-Opener-Policy": "same-origin",
-}
-
-
-def templates() -> Jinja2Templates:
-    """Jinja2 with autoescaping on for every template: market text is untrusted."""
-    env = Environment(
-        loader=FileSystemLoader(HERE / "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    filters.register(env)
-    return Jinja2Templates(env=env)
 
 
 def create_app(settings: Settings, *, database_url: str | None = None) -> FastAPI:
     """The dashboard and JSON API over ``database_url`` (default: the settings'), read-only."""
-    from arena.web import api, pages
-
     engine = read_only_engine(database_url or settings.database_url)
     ctx = WebContext(settings, engine, session_factory(engine), head_revision())
     registry, http_metrics = make_registry(ctx)
@@ -158,27 +128,6 @@ class FrontDoor:
             )
 
 
-def _wants_json(request: Request) -> bool:
-    return request.url.path.startswith("/api/")
-
-
-def error_response(request: Request, status: int, title: str, detail: Any) -> Response:
-    """A JSON error under ``/api/``, an HTML page elsewhere; never a traceback."""
-    response: Response
-    if _wants_json(request):
-        response = JSONResponse({"error": title, "detail": detail}, status_code=status)
-    else:
-        response = request.app.state.templates.TemplateResponse(
-            request,
-            "error.html",
-            {"status": status, "title": title, "detail": detail, "ctx": None},
-            status_code=status,
-        )
-    for name, value in SECURITY_HEADERS.items():
-        response.headers.setdefault(name, value)
-    return response
-
-
 def _error_handlers(app: FastAPI) -> None:
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> Response:
@@ -196,14 +145,14 @@ def _error_handlers(app: FastAPI) -> None:
             {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
             for e in exc.errors()
         ]
-        if _wants_json(request):
+        if wants_json(request):
             return JSONResponse({"error": "invalid request", "detail": problems}, 422)
         text = "; ".join(f"{'.'.join(map(str, p['loc'][1:]))}: {p['msg']}" for p in problems)
         return error_response(request, 400, "bad request", text)
 
     @app.exception_handler(DBAPIError)
     async def database_error(request: Request, exc: DBAPIError) -> Response:
-        log.error("database error on %s: %s", request.url.path, type(exc.orig).__name__)
+        log.error("database error on %s: %s", request.url.path, failure_line(exc))
         return error_response(request, 503, "database unavailable", "try again shortly")
 
     @app.exception_handler(Exception)
@@ -211,10 +160,3 @@ def _error_handlers(app: FastAPI) -> None:
         request_id = getattr(request.state, "request_id", "-")
         log.exception("unhandled error on %s (request %s)", request.url.path, request_id)
         return error_response(request, 500, "internal error", f"request {request_id}")
-
-
-def html(request: Request, template: str, context: dict[str, Any]) -> HTMLResponse:
-    """Render a page template with the shared context."""
-    ctx: WebContext = request.app.state.ctx
-    body = {"ctx": ctx, "request": request, **context}
-    return request.app.state.templates.TemplateResponse(request, template, body)

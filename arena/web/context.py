@@ -1,5 +1,6 @@
-"""What every route shares: settings, the read-only database, the result cache, and the
-conversions from stored values to JSON-ready ones (money as exact decimal strings)."""
+"""What every route shares: settings, the read-only database, the result cache, pages of a list,
+and stored rows made JSON-ready by :func:`arena.jsonable.jsonable` (money as exact decimal
+strings)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Engine, Select, func, select
@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, SystemClock
 from arena.config import Settings
+from arena.jsonable import jsonable
 from arena.web.cache import ResultCache, data_version
 
 PER_PAGE = 50
@@ -85,24 +86,6 @@ class Page:
 
 def count(session: Session, statement: Select) -> int:
     return int(session.scalar(select(func.count()).select_from(statement.subquery())) or 0)
-
-
-def iso(moment: datetime | None) -> str | None:
-    """ISO 8601 UTC with a ``Z`` (how the CLI prints instants)."""
-    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
-
-
-def jsonable(value: Any) -> Any:
-    """Stored values as JSON: Decimal as its exact text, datetimes as ISO 8601 UTC."""
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    if isinstance(value, datetime):
-        return iso(value)
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
 
 
 def row_dict(obj: Any, *names: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from arena.domain.states import JobRunStatus
+from arena.domain.states import Job, JobRunStatus
 from arena.store.models import Agent, Family, JobRun, PortfolioSnapshot
 
 BUCKETS = 200
@@ -198,7 +198,7 @@ def _names(session: Session) -> dict[str, tuple[str, str]]:
 
 def _markers(session: Session, start: datetime | None, end: datetime) -> list[int]:
     statement = select(JobRun.slot).where(
-        JobRun.job == "decision_run", JobRun.status == JobRunStatus.SUCCEEDED, JobRun.slot <= end
+        JobRun.job == Job.DECISION_RUN, JobRun.status == JobRunStatus.SUCCEEDED, JobRun.slot <= end
     )
     if start is not None:
         statement = statement.where(JobRun.slot >= start)

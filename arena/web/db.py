@@ -13,7 +13,14 @@ from urllib.parse import quote
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from arena.store.db import current_revision, make_engine
+from arena.errors import ArenaError
+from arena.store.db import (
+    check_connection,
+    current_revision,
+    database_unreachable,
+    make_engine,
+    storage_failure,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +47,25 @@ def read_only_engine(url: str) -> Engine:
 
 def readiness(engine: Engine, head: str | None) -> tuple[bool, str]:
     """``(True, revision)`` when the database answers and its schema is at ``head``; otherwise
-    ``(False, reason)`` with a one-line reason that never holds a password."""
+    ``(False, reason)`` with a one-line reason that never holds a password: the CLI's own
+    checks (:func:`~arena.store.db.check_connection`, then
+    :func:`~arena.store.db.storage_failure` for a failure after connecting)."""
     try:
+        check_connection(engine)
         revision = current_revision(engine)
+    except ArenaError as exc:  # DatabaseUnavailable, StorageFailed: one line, URL masked
+        return False, str(exc)
     except Exception as exc:  # any failure to reach or read the database means "not ready"
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-        return False, f"database unreachable: {reason[0][:200] if reason else type(exc).__name__}"
+        return False, failure_line(exc)
     if revision != head:
         return False, f"schema at revision {revision}, expected {head}"
     return True, str(revision)
+
+
+def failure_line(exc: BaseException) -> str:
+    """One line on a database failure, for a log or a readiness answer (never a password)."""
+    known = storage_failure(exc) or database_unreachable(exc)
+    if known is not None:
+        return known
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return f"database unavailable: {reason[0][:200] if reason else type(exc).__name__}"

@@ -17,9 +17,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.domain.states import BOOK_HASH_MISMATCH, JobRunStatus, PositionStatus
+from arena.domain.states import BOOK_HASH_MISMATCH, Job, JobRunStatus, PositionStatus
 from arena.jobs.gaps import GAP_HOURS, abandoned_runs, snapshot_gaps
-from arena.slots import JOBS
 from arena.store.models import (
     Agent,
     Decision,
@@ -122,7 +121,7 @@ class ArenaCollector(Collector):
             "finished, by job.",
             labels=["job"],
         )
-        for job in JOBS:
+        for job in Job:
             lost.add_metric([job], abandoned.count(job))
         yield lost
 
@@ -130,7 +129,7 @@ class ArenaCollector(Collector):
 def _read(session: Session) -> dict[str, Any]:
     latest = select(func.max(JobRun.id)).where(JobRun.finished_at.is_not(None)).group_by(JobRun.job)
     durations = [
-        (run.job, (run.finished_at - run.started_at).total_seconds())
+        (Job(run.job), (run.finished_at - run.started_at).total_seconds())
         for run in session.scalars(select(JobRun).where(JobRun.id.in_(latest)))
         if run.finished_at is not None
     ]
@@ -142,13 +141,13 @@ def _read(session: Session) -> dict[str, Any]:
     )
     return {
         "runs": [
-            ((job, status), int(n))
+            ((Job(job), status), int(n))
             for job, status, n in session.execute(
                 select(JobRun.job, JobRun.status, func.count()).group_by(JobRun.job, JobRun.status)
             )
         ],
         "last_success": [
-            (job, finished.timestamp())
+            (Job(job), finished.timestamp())
             for job, finished in session.execute(
                 select(JobRun.job, func.max(JobRun.finished_at))
                 .where(JobRun.status == JobRunStatus.SUCCEEDED)

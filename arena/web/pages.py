@@ -6,46 +6,43 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from arena.domain.states import Methodology
-from arena.web import api, records, standings
-from arena.web.app import html
-from arena.web.columns import (
+from arena.analytics.leaderboard_columns import (
     EXECUTION_COLUMNS,
     LEADERBOARD_COLUMNS,
-    RANKING_COLUMNS,
     RELIABILITY_COLUMNS,
 )
+from arena.domain.states import Methodology
+from arena.web import records, standings
+from arena.web.api import methodology_text
+from arena.web.columns import RANKING_COLUMNS
+from arena.web.deps import ContextDep, SessionDep
 from arena.web.markdown import render_markdown
 from arena.web.params import (
-    CategoryParam,
     CheckedRoute,
     CohortParam,
-    HeldParam,
-    PageParam,
-    PerPageParam,
-    SearchParam,
+    MarketFilterDep,
+    PageDep,
     now,
-    page_of,
 )
+from arena.web.render import html
 
 router = APIRouter(include_in_schema=False, route_class=CheckedRoute)
 
 
 @router.get("/", response_class=HTMLResponse)
-def leaderboard(request: Request, cohort: CohortParam = None) -> HTMLResponse:
-    ctx = api._ctx(request)
-    with ctx.session() as session:
-        rows = standings.leaderboard(ctx, session, cohort)
-        methodology = standings.methodology_in_use(ctx, session, cohort)
-        ranking = standings.v2_ranking(ctx, session) if methodology == Methodology.V2 else None
-        cohort_list = standings.cohort_rows(session)
+def leaderboard(
+    request: Request, ctx: ContextDep, session: SessionDep, cohort: CohortParam = None
+) -> HTMLResponse:
+    rows = standings.leaderboard(ctx, session, cohort)
+    methodology = standings.methodology_in_use(ctx, session, cohort)
+    ranking = standings.v2_ranking(ctx, session) if methodology == Methodology.V2 else None
     return html(
         request,
         "leaderboard.html",
         {
             "rows": rows,
             "cohort": cohort,
-            "cohorts": cohort_list,
+            "cohorts": standings.cohort_rows(session),
             "methodology": methodology,
             "ranking": ranking,
             "columns": LEADERBOARD_COLUMNS,
@@ -58,106 +55,69 @@ def leaderboard(request: Request, cohort: CohortParam = None) -> HTMLResponse:
 
 
 @router.get("/families/{family_id}", response_class=HTMLResponse)
-def family(request: Request, family_id: str) -> HTMLResponse:
-    ctx = api._ctx(request)
-    with ctx.session() as session:
-        data = standings.family(ctx, session, family_id)
+def family(request: Request, ctx: ContextDep, session: SessionDep, family_id: str) -> HTMLResponse:
+    data = standings.family(ctx, session, family_id)
     return html(request, "family.html", {"data": data, "columns": LEADERBOARD_COLUMNS})
 
 
 @router.get("/cohorts", response_class=HTMLResponse)
-def cohorts(request: Request, page: PageParam = 1, per_page: PerPageParam = 50) -> HTMLResponse:
-    ctx = api._ctx(request)
-    with ctx.session() as session:
-        data = standings.cohorts(session, page_of(page, per_page))
-    return html(request, "cohorts.html", {"data": data})
+def cohorts(request: Request, session: SessionDep, page: PageDep) -> HTMLResponse:
+    return html(request, "cohorts.html", {"data": standings.cohorts(session, page)})
 
 
 @router.get("/cohorts/{cohort_id}", response_class=HTMLResponse)
 def cohort(
-    request: Request, cohort_id: int, page: PageParam = 1, per_page: PerPageParam = 50
+    request: Request, ctx: ContextDep, session: SessionDep, cohort_id: int, page: PageDep
 ) -> HTMLResponse:
-    ctx = api._ctx(request)
-    with ctx.session() as session:
-        data = standings.cohort(ctx, session, cohort_id, page_of(page, per_page))
+    data = standings.cohort(ctx, session, cohort_id, page)
     return html(request, "cohort.html", {"data": data, "columns": LEADERBOARD_COLUMNS})
 
 
 @router.get("/cohorts/{cohort_id}/families/{family_id}", response_class=HTMLResponse)
 def agent(
-    request: Request,
-    cohort_id: int,
-    family_id: str,
-    page: PageParam = 1,
-    per_page: PerPageParam = 50,
+    request: Request, session: SessionDep, cohort_id: int, family_id: str, page: PageDep
 ) -> HTMLResponse:
-    ctx = api._ctx(request)
-    with ctx.session() as session:
-        data = standings.agent(session, cohort_id, family_id, page_of(page, per_page))
+    data = standings.agent(session, cohort_id, family_id, page)
     return html(request, "agent.html", {"data": data})
 
 
 @router.get("/markets", response_class=HTMLResponse)
 def markets(
-    request: Request,
-    q: SearchParam = None,
-    status: records.MarketStatus | None = None,
-    category: CategoryParam = None,
-    sort: records.MarketSort = records.MarketSort.VOLUME,
-    held: HeldParam = False,
-    page: PageParam = 1,
-    per_page: PerPageParam = 50,
+    request: Request, session: SessionDep, chosen: MarketFilterDep, page: PageDep
 ) -> HTMLResponse:
-    ctx = api._ctx(request)
-    with ctx.session() as session:
-        data = records.markets(
-            session,
-            page_of(page, per_page),
-            q=q,
-            status=status,
-            category=category,
-            sort=sort,
-            held=held,
-        )
+    data = records.markets(session, page, chosen)
     query = {
-        "q": q or "",
-        "status": status.value if status else "",
-        "category": category or "",
-        "sort": sort.value,
-        "held": held,
+        "q": chosen.q or "",
+        "status": chosen.status.value if chosen.status else "",
+        "category": chosen.category or "",
+        "sort": chosen.sort.value,
+        "held": chosen.held,
     }
     return html(request, "markets.html", {"data": data, "query": query})
 
 
 @router.get("/markets/{market_id}", response_class=HTMLResponse)
-def market(request: Request, market_id: str) -> HTMLResponse:
-    ctx = api._ctx(request)
-    with ctx.session() as session:
-        data = records.market(session, market_id)
-    return html(request, "market.html", {"data": data})
+def market(request: Request, session: SessionDep, market_id: str) -> HTMLResponse:
+    return html(request, "market.html", {"data": records.market(session, market_id)})
 
 
 @router.get("/decisions/{decision_id}", response_class=HTMLResponse)
-def decision(request: Request, decision_id: int) -> HTMLResponse:
-    ctx = api._ctx(request)
-    with ctx.session() as session:
-        data = records.decision(session, decision_id)
-    return html(request, "decision.html", {"data": data})
+def decision(request: Request, session: SessionDep, decision_id: int) -> HTMLResponse:
+    return html(request, "decision.html", {"data": records.decision(session, decision_id)})
 
 
 @router.get("/status", response_class=HTMLResponse)
-def status(request: Request) -> HTMLResponse:
-    ctx = api._ctx(request)
-    with ctx.session() as session:
-        data = records.cached_status(ctx, session, now())
+def status(request: Request, ctx: ContextDep, session: SessionDep) -> HTMLResponse:
+    data = records.cached_status(ctx, session, now())
     return html(request, "status.html", {"data": data})
 
 
 @router.get("/methodology", response_class=HTMLResponse)
 def methodology(request: Request) -> HTMLResponse:
-    return html(request, "methodology.html", {"body": render_markdown(api.methodology_text())})
+    return html(request, "methodology.html", {"body": render_markdown(methodology_text())})
 
 
 @router.get("/api/docs", response_class=HTMLResponse)
 def api_docs(request: Request) -> HTMLResponse:
-    return api.docs_page(request)
+    """``/api/docs``: the OpenAPI description rendered on the server (no script, no CDN)."""
+    return html(request, "api_docs.html", {"schema": request.app.openapi()})

@@ -11,16 +11,20 @@ or a lone surrogate. Such a query error would look like a database outage (a 503
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import Query
+from fastapi import Depends, Query
+from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
+from arena.domain.states import MarketStatus
 from arena.domain.storable import has_unstorable
 from arena.errors import NotFound
 from arena.web.context import MAX_PER_PAGE, PER_PAGE, Page
@@ -44,8 +48,35 @@ FamilyParam = Annotated[
 ]
 
 
-def page_of(page: int = 1, per_page: int = PER_PAGE) -> Page:
+def page_of(page: PageParam = 1, per_page: PerPageParam = PER_PAGE) -> Page:
+    """The page a list route shows (``?page=`` and ``?per_page=``)."""
     return Page(page, per_page)
+
+
+PageDep = Annotated[Page, Depends(page_of)]
+
+
+class MarketSort(enum.StrEnum):
+    """The order of the market list."""
+
+    VOLUME = "volume"
+    CLOSE = "close"
+
+
+@dataclass(frozen=True)
+class MarketFilter:
+    """Which markets the market list shows: text search, status, category, sort order, and
+    ``held`` for those some agent holds a position in. A route takes it as ``MarketFilterDep``,
+    one query parameter per field."""
+
+    q: SearchParam = None
+    status: Annotated[MarketStatus | None, Query(description="Only markets in this status.")] = None
+    category: CategoryParam = None
+    sort: Annotated[MarketSort, Query(description="Order: volume or close.")] = MarketSort.VOLUME
+    held: HeldParam = False
+
+
+MarketFilterDep = Annotated[MarketFilter, Depends()]
 
 
 def now() -> datetime:
@@ -95,9 +126,22 @@ class CheckedRoute(APIRoute):
                 noun = field.name.removesuffix("_id")
                 raise NotFound(f"{noun} {values[field.name]!r} does not exist")
         problems = [
-            {"loc": ("query", field.alias), "msg": problem, "type": "value_error"}
-            for field in self.dependant.query_params
-            if (problem := refusal(values.get(field.name))) is not None
+            {"loc": ("query", alias), "msg": problem, "type": "value_error"}
+            for alias, value in query_values(self.dependant, values)
+            if (problem := refusal(value)) is not None
         ]
         if problems:
             raise RequestValidationError(problems)
+
+
+def query_values(dependant: Dependant, values: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Each query parameter of a route (alias, typed value), those of the dependencies that
+    group parameters (:data:`PageDep`, :data:`MarketFilterDep`) included: such a dependency
+    returns a value that holds each of its parameters under the parameter's own name."""
+    for field in dependant.query_params:
+        yield field.alias, values.get(field.name)
+    for sub in dependant.dependencies:
+        if sub.name is not None and sub.name in values:
+            group = values[sub.name]
+            for field in sub.query_params:
+                yield field.alias, getattr(group, field.name, None)

@@ -3,17 +3,18 @@ queries per page."""
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Float, func, or_, select
 from sqlalchemy.orm import Session
 
-from arena.domain.states import MarketStatus, PositionStatus
+from arena.domain.states import PositionStatus
 from arena.domain.storable import is_market_id
 from arena.errors import NotFound
+from arena.jobs.status import read_status
+from arena.jsonable import jsonable
 from arena.store import schema
 from arena.store.models import (
     Agent,
@@ -27,17 +28,8 @@ from arena.store.models import (
     Position,
     Trade,
 )
-from arena.web.context import (
-    Page,
-    WebContext,
-    columns,
-    count,
-    fields,
-    iso,
-    jsonable,
-    row_dict,
-    rows_of,
-)
+from arena.web.context import Page, WebContext, columns, count, fields, row_dict, rows_of
+from arena.web.params import MarketFilter, MarketSort
 
 POLYMARKET = "https://polymarket.com"
 PRICE_HISTORY = 200
@@ -54,22 +46,10 @@ MARKET_LIST_COLUMNS = (
 )
 
 
-class MarketSort(enum.StrEnum):
-    VOLUME = "volume"
-    CLOSE = "close"
-
-
-def markets(
-    session: Session,
-    page: Page,
-    *,
-    q: str | None = None,
-    status: MarketStatus | None = None,
-    category: str | None = None,
-    sort: MarketSort = MarketSort.VOLUME,
-    held: bool = False,
-) -> dict[str, Any]:
-    """Markets matching the search and filters; ``held`` keeps those with an open position."""
+def markets(session: Session, page: Page, chosen: MarketFilter | None = None) -> dict[str, Any]:
+    """The markets ``chosen`` keeps (default: every market, by volume)."""
+    chosen = chosen or MarketFilter()
+    q, status, category = chosen.q, chosen.status, chosen.category
     statement = select(*(schema.markets.c[name] for name in MARKET_LIST_COLUMNS))
     if q:
         pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -80,15 +60,15 @@ def markets(
         statement = statement.where(Market.status == status.value)
     if category:
         statement = statement.where(Market.category == category)
-    if held:
+    if chosen.held:
         # IN without DISTINCT: SQLite plans a correlated EXISTS on the status index (seconds)
         holders = select(Position.market_id).where(Position.status == PositionStatus.OPEN)
         statement = statement.where(Market.id.in_(holders))
-    if sort is MarketSort.CLOSE:
+    if chosen.sort is MarketSort.CLOSE:
         order = [Market.end_date.is_(None), Market.end_date, Market.id]
     else:
         # volume is exact text on SQLite: order numerically on every backend
-        order = [Market.volume.is_(None), func.cast(Market.volume, _real()).desc(), Market.id]
+        order = [Market.volume.is_(None), func.cast(Market.volume, Float()).desc(), Market.id]
     # the total rides along as a window count: the filter runs once, not twice
     rows = session.execute(
         page.apply(statement.add_columns(func.count().over().label("total")).order_by(*order))
@@ -106,12 +86,6 @@ def markets(
         )
     )
     return result
-
-
-def _real() -> Any:
-    from sqlalchemy import Float
-
-    return Float()
 
 
 def polymarket_url(market: Market) -> str:
@@ -211,7 +185,7 @@ def decision(session: Session, decision_id: int) -> dict[str, Any]:
         "claim_history": {
             "claim_count": found.claim_count,
             "holder": found.holder,
-            "lease_until": iso(found.lease_until),
+            "lease_until": jsonable(found.lease_until),
             "claims": list(claims.values()),
         },
     }
@@ -233,6 +207,4 @@ def status(ctx: WebContext, session: Session, now: datetime, real_now: datetime)
     """What ``arena status`` shows (:func:`arena.jobs.status.read_status`, the same query):
     each job's latest run and next run time, the unfinished cohorts with their agents and open
     positions, and the open warnings."""
-    from arena.jobs.status import read_status
-
     return read_status(session, ctx.settings, now, real_now).to_json()

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from arena.analytics.leaderboard import FamilyStanding, compute_leaderboard, money_text, to_json
 from arena.domain.states import PositionStatus
 from arena.errors import NotFound
+from arena.jsonable import jsonable
 from arena.store import schema
 from arena.store.models import (
     Agent,
@@ -30,16 +31,7 @@ from arena.store.models import (
     Position,
     Trade,
 )
-from arena.web.context import (
-    Page,
-    WebContext,
-    columns,
-    count,
-    fields,
-    jsonable,
-    row_dict,
-    rows_of,
-)
+from arena.web.context import Page, WebContext, columns, count, fields, row_dict, rows_of
 
 log = logging.getLogger(__name__)
 CALIBRATION_BINS = 10

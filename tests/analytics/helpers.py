@@ -16,33 +16,27 @@ def row(
     p: float,
     *,
     week: int = 0,
-    outcome: str | None = None,
     resolved: float | None = None,
-    market_p: float | None = None,
     group: str | None = None,
-    kind: str | None = None,
-    agent: str | None = None,
-    resolved_at: datetime | None = None,
-    close_at: datetime | None = None,
 ) -> dict[str, Any]:
-    """One forecast row; resolved rows resolve (and close) 3 days after the forecast."""
+    """One forecast row of ``family``'s agent in ``week``; a resolved row resolves (and closes)
+    3 days after the forecast. Any other column is set by name over it:
+    ``{**row("a", "m1", 0.6), "market_probability": 0.5}``."""
     at = WEEK0 + timedelta(weeks=week, minutes=5)
-    if resolved is not None:
-        resolved_at = resolved_at or at + timedelta(days=3)
-        close_at = close_at or resolved_at
+    resolved_at = at + timedelta(days=3) if resolved is not None else None
     return {
         "family_id": family,
-        "agent_id": agent or f"{family}-agent",
-        "family_kind": kind,
+        "agent_id": f"{family}-agent",
+        "family_kind": None,
         "market_id": market,
-        "outcome": outcome,
+        "outcome": None,
         "probability": p,
-        "market_probability": market_p,
+        "market_probability": None,
         "forecast_at": at,
         "event_group": group,
         "resolved_value": resolved,
         "resolved_at": resolved_at,
-        "scheduled_close_at": close_at,
+        "scheduled_close_at": resolved_at,
     }
 
 

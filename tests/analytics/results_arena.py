@@ -21,7 +21,7 @@ from arena.domain import ledger
 from arena.domain.decisions import Action, BetOrder, SellOrder, ValidDecision
 from arena.domain.markets import MarketView, side_price
 from arena.domain.states import PositionStatus
-from arena.jobs.execute import execute_decision
+from arena.jobs.execute import Desk, execute_decision
 from arena.store.models import (
     Agent,
     BookMark,
@@ -297,13 +297,15 @@ def _decide(
         return
     decision.action = "BET"
     cash_shown = agent.cash
-    for market_id, outcomes_, prices, _final, _resolution in rng.sample(MARKETS[:8], 2):
+    for market in rng.sample(MARKETS[:8], 2):
+        market_id, outcomes_, prices, _final, _resolution = market
         side = rng.choice(["YES", "NO"]) if outcomes_ == ["Yes", "No"] else rng.choice(outcomes_)
         price = side_price(outcomes_, [D(p) for p in prices], side)
         wanted = D(rng.randrange(50, 2400)) + D(rng.randrange(0, 100)) / 100
         amount = min(wanted, ledger.max_bet(cash_shown, FRACTION))
-        _buy(session, decision, agent, market_id, side, amount, price, cash_shown, at)
-        _forecast(session, decision, agent, market_id, outcomes_, prices, rng, at)
+        order = BetOrder(market_id, side, amount, probability=price)
+        _buy(session, decision, agent, order, cash_shown, at)
+        _forecast(session, decision, agent, market, rng, at)
     if week == 2:
         _sell_first(session, decision, agent, at + timedelta(seconds=1))
 
@@ -312,14 +314,12 @@ def _buy(
     session: Session,
     decision: Decision,
     agent: Agent,
-    market_id: str,
-    side: str,
-    amount: Decimal,
-    price: Decimal,
+    order: BetOrder,
     cash_shown: Decimal,
     at: datetime,
 ) -> None:
     """BUY through the real execution (mode gamma), the model's probability being the price."""
+    market_id = order.market_id
     market = session.get_one(Market, market_id)
     frozen = MarketView(
         id=market_id,
@@ -327,10 +327,9 @@ def _buy(
         outcomes=tuple(market.outcomes),
         prices=tuple(D(p) for p in market.prices or []),
     )
-    assert frozen.side_price(side) == price
-    order = BetOrder(market_id, side, amount, probability=price)
-    _execute(session, decision, agent, ValidDecision(Action.BET, bets=(order,)), frozen, at,
-             cash_shown)  # fmt: skip
+    assert frozen.side_price(order.side) == order.probability
+    desk = Desk(session, decision.id, agent, {market_id: frozen}, at)
+    _execute(desk, ValidDecision(Action.BET, bets=(order,)), cash_shown)
 
 
 def _sell_first(session: Session, decision: Decision, agent: Agent, at: datetime) -> None:
@@ -351,43 +350,26 @@ def _sell_first(session: Session, decision: Decision, agent: Agent, at: datetime
         prices=tuple(D(p) for p in market.prices or []),
     )
     order = SellOrder(str(position.id), D(50))
-    _execute(session, decision, agent, ValidDecision(Action.SELL, sells=(order,)), frozen, at,
-             agent.cash)  # fmt: skip
+    desk = Desk(session, decision.id, agent, {market.id: frozen}, at)
+    _execute(desk, ValidDecision(Action.SELL, sells=(order,)), agent.cash)
 
 
-def _execute(
-    session: Session,
-    decision: Decision,
-    agent: Agent,
-    valid: ValidDecision,
-    market: MarketView,
-    at: datetime,
-    cash_shown: Decimal,
-) -> None:
-    done = execute_decision(
-        session,
-        decision_id=decision.id,
-        agent=agent,
-        decision=valid,
-        markets={market.id: market},
-        cash_shown=cash_shown,
-        max_bet_fraction=FRACTION,
-        now=at,
-    )
+def _execute(desk: Desk, valid: ValidDecision, cash_shown: Decimal) -> None:
+    done = execute_decision(desk, valid, cash_shown, FRACTION)
     assert done.trades == 1, done.failures
-    session.flush()
+    desk.session.flush()
 
 
 def _forecast(
     session: Session,
     decision: Decision,
     agent: Agent,
-    market_id: str,
-    outcomes: list[str],
-    prices: list[str],
+    market: tuple[str, list[str], list[str], list[str], tuple[str, str | None] | None],
     rng: random.Random,
     at: datetime,
 ) -> None:
+    """A panel forecast on ``market`` (an entry of :data:`MARKETS`), once per decision."""
+    market_id, outcomes, prices, _final, _resolution = market
     if session.query(Forecast).filter_by(decision_id=decision.id, market_id=market_id).count():
         return
     outcome = "YES" if outcomes == ["Yes", "No"] else outcomes[0]

@@ -75,7 +75,7 @@ class _Frame:
 
 def test_a_dataframe_is_accepted_like_forecasts() -> None:
     rows = [
-        row(f, f"m{q}", p, resolved=float(q % 2), market_p=0.5)
+        {**row(f, f"m{q}", p, resolved=float(q % 2)), "market_probability": 0.5}
         for q in range(12)
         for f, p in (("a", 0.6), ("b", 0.4))
     ]
@@ -93,7 +93,7 @@ def test_a_real_pandas_dataframe_with_unresolved_rows_is_accepted() -> None:
     missing values, as None is in rows."""
     pd = pytest.importorskip("pandas")
     rows = [
-        row(f, f"m{q}", p, resolved=float(q % 2) if q < 12 else None, market_p=0.5)
+        {**row(f, f"m{q}", p, resolved=float(q % 2) if q < 12 else None), "market_probability": 0.5}
         for q in range(16)
         for f, p in (("a", 0.6), ("b", 0.4))
     ]

@@ -40,9 +40,16 @@ def _write_export(directory: Path) -> Path:
             ("beta", 0.5),
             ("gamma", 0.7 - 0.4 * truth),
         ):
-            rows.append(row(family, f"m{q}", p, week=q // 4, resolved=truth, market_p=0.4))
+            rows.append(
+                {**row(family, f"m{q}", p, week=q // 4, resolved=truth), "market_probability": 0.4}
+            )
     for family, p in (("alpha", 0.3), ("beta", 0.6), ("gamma", 0.9), ("mkt", 0.5)):
-        rows.append(row(family, "open", p, week=3, kind="baseline" if family == "mkt" else None))
+        rows.append(
+            {
+                **row(family, "open", p, week=3),
+                "family_kind": "baseline" if family == "mkt" else None,
+            }
+        )
     with (directory / "forecasts.jsonl").open("w") as handle:
         for r in rows:
             clean = {

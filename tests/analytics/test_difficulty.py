@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from arena.analytics.difficulty import difficulty_adjusted, fit_two_way, provisional
+from arena.analytics.difficulty import Cells, difficulty_adjusted, fit_two_way, provisional
 from arena.analytics.synthetic_tournament import simulate_tournament
 
 
@@ -34,7 +34,7 @@ def _dense_fit(f: np.ndarray, q: np.ndarray, y: np.ndarray, n_f: int, n_q: int) 
 @pytest.mark.parametrize("seed", range(5))
 def test_fit_matches_dense_least_squares(method: str, seed: int) -> None:
     f, q, y = _random_panel(seed)
-    fit = fit_two_way(f, q, y, 7, 20, method)
+    fit = fit_two_way(Cells(f, q, y, 7, 20), method)
     np.testing.assert_allclose(fit.alpha[f] + fit.gamma[q], _dense_fit(f, q, y, 7, 20), atol=1e-9)
     assert fit.n_components == 1
     assert abs(np.mean(fit.alpha)) < 1e-12  # forecaster effects centred
@@ -44,7 +44,7 @@ def test_fit_recovers_exact_effects() -> None:
     f, q, _ = _random_panel(11)
     alpha = np.array([0.1, -0.05, 0.0, 0.2, -0.1, 0.05, -0.2])
     gamma = np.linspace(0.05, 0.4, 20)
-    fit = fit_two_way(f, q, alpha[f] + gamma[q], 7, 20)
+    fit = fit_two_way(Cells(f, q, alpha[f] + gamma[q], 7, 20))
     np.testing.assert_allclose(fit.alpha, alpha - alpha.mean(), atol=1e-12)
     np.testing.assert_allclose(fit.gamma, gamma + alpha.mean(), atol=1e-12)
 
@@ -54,7 +54,7 @@ def test_disconnected_groups_are_components() -> None:
     f = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3])
     q = np.array([0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5])
     y = np.random.default_rng(0).random(len(f))
-    fit = fit_two_way(f, q, y, 5, 7)
+    fit = fit_two_way(Cells(f, q, y, 5, 7))
     assert fit.n_components == 2  # the idle forecaster and the unasked question are in none
     assert fit.forecaster_component[4] == -1
     assert fit.question_component[6] == -1
@@ -79,11 +79,7 @@ def test_always_half_forecaster_scores_a_quarter() -> None:
     weights = rng.uniform(0.2, 1.0, 30)
     for w in (0.0, 0.4, 1.0):
         result = difficulty_adjusted(
-            f,
-            q,
-            brier,
-            7,
-            30,
+            Cells(f, q, brier, 7, 30),
             market_brier=(market - outcome) ** 2,
             market_weight=w,
             question_weight=weights,
@@ -98,7 +94,9 @@ def test_market_weight_one_scores_against_the_market() -> None:
     rng = np.random.default_rng(5)
     brier = rng.random(len(f))
     market_brier = rng.random(12)
-    result = difficulty_adjusted(f, q, brier, 4, 12, market_brier=market_brier, market_weight=1.0)
+    result = difficulty_adjusted(
+        Cells(f, q, brier, 4, 12), market_brier=market_brier, market_weight=1.0
+    )
     np.testing.assert_allclose(result.gamma, market_brier)
     for i in range(4):
         mine = f == i
@@ -112,8 +110,10 @@ def test_market_mixing_puts_ols_on_the_market_scale() -> None:
     brier = rng.random(len(f))
     market_brier = rng.random(10)
     market_brier[[2, 7]] = np.nan  # two questions without a price
-    fit = fit_two_way(f, q, brier, 5, 10)
-    result = difficulty_adjusted(f, q, brier, 5, 10, market_brier=market_brier, market_weight=0.5)
+    fit = fit_two_way(Cells(f, q, brier, 5, 10))
+    result = difficulty_adjusted(
+        Cells(f, q, brier, 5, 10), market_brier=market_brier, market_weight=0.5
+    )
     priced = ~np.isnan(market_brier)
     offset = np.mean(market_brier[priced] - fit.gamma[priced])
     aligned = fit.gamma + offset
@@ -131,7 +131,7 @@ def test_adjusted_score_matches_an_independent_dense_computation() -> None:
     gamma = np.linalg.lstsq(design, y, rcond=None)[0][7:]
     expected = [np.mean(y[f == i] - gamma[q[f == i]]) + gamma.mean() for i in range(7)]
     for method in ("schur", "lsmr"):
-        result = difficulty_adjusted(f, q, y, 7, 20, market_weight=0.0, method=method)
+        result = difficulty_adjusted(Cells(f, q, y, 7, 20), market_weight=0.0, method=method)
         np.testing.assert_allclose(result.adjusted, expected, atol=1e-9)
 
 
@@ -159,11 +159,7 @@ def test_adjusted_beats_standard_brier_on_round_based_sampling_with_drift() -> N
         truth = sim.true_rank_score()[present]
         for label, w in (("adjusted w=0", 0.0), ("adjusted w=1", 1.0)):
             result = difficulty_adjusted(
-                sim.forecaster,
-                sim.question,
-                brier,
-                sim.n_forecasters,
-                sim.n_questions,
+                Cells(sim.forecaster, sim.question, brier, sim.n_forecasters, sim.n_questions),
                 market_brier=market_brier,
                 market_weight=w,
             )

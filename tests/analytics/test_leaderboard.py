@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from arena.analytics.leaderboard import FIELDS, compute_leaderboard, to_json, write_csv
-from arena.export.writer import export
+from arena.export.writer import ExportTarget, export
 from arena.store.models import Agent, Family
 from tests.analytics.export_files import FORMATS
 from tests.analytics.recompute import INTERFACE_FIELDS, assert_matches, recompute
@@ -31,7 +31,7 @@ def test_leaderboard_equals_recomputation_from_the_export(
 ) -> None:
     db, facts = arena
     tmp_path = tmp_path / "export"
-    export(db.factory, tmp_path, fmt)
+    export(db.factory, ExportTarget(tmp_path, fmt))
     board = to_json(compute_leaderboard(db.factory, min_scored_bets=5))
     assert_matches(board, recompute(tmp_path, fmt))
     for cohort_id in facts.cohort_ids:

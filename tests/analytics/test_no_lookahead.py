@@ -62,16 +62,12 @@ def _rows() -> list[dict[str, Any]]:
                     continue  # a missing forecast
                 p = float(np.clip(price + (truth - price) * 0.3 + rng.normal(0, noise), 0.01, 0.99))
                 rows.append(
-                    row(
-                        family,
-                        market_id,
-                        p,
-                        week=week,
-                        resolved=truth,
-                        resolved_at=resolved_at,
-                        market_p=price,
-                        group=group,
-                    )
+                    {
+                        **row(family, market_id, p, week=week, resolved=truth, group=group),
+                        "resolved_at": resolved_at,
+                        "market_probability": price,
+                        "scheduled_close_at": resolved_at,
+                    }
                 )
     return rows
 
@@ -120,11 +116,16 @@ def test_weights_are_counted_from_the_data_known_at_t() -> None:
     # same group and week after T: at T the group is still a pair, each weighing log2(3)/3
     day1 = WEEK0 + timedelta(days=1)
     rows = [
-        row(f, m, p, group="ev", resolved=1.0, resolved_at=day1, market_p=0.5)
+        {
+            **row(f, m, p, group="ev", resolved=1.0),
+            "resolved_at": day1,
+            "market_probability": 0.5,
+            "scheduled_close_at": day1,
+        }
         for f, p in (("a", 0.7), ("b", 0.6))
         for m in ("x", "y")
     ]
-    late = [row(f, "z", 0.5, group="ev", market_p=0.5) for f in ("a", "b")]
+    late = [{**row(f, "z", 0.5, group="ev"), "market_probability": 0.5} for f in ("a", "b")]
     for r in late:
         r["forecast_at"] = WEEK0 + timedelta(days=4)
     options = AnalysisOptions(

@@ -51,8 +51,8 @@ EXAMPLE = [
     row("A", "m2", 0.5),
     row("B", "m2", 1.0),
     # a baseline family stays out of the pool unless asked
-    row("mkt", "m1", 0.99, kind="baseline"),
-    row("mkt", "m2", 0.01, kind="baseline"),
+    {**row("mkt", "m1", 0.99), "family_kind": "baseline"},
+    {**row("mkt", "m2", 0.01), "family_kind": "baseline"},
     # a resolved question is not part of the proxy
     row("A", "done", 0.9, resolved=1.0),
     row("B", "done", 0.1, resolved=1.0),
@@ -108,8 +108,8 @@ def test_baselines_vote_when_asked() -> None:
 
 def test_agents_of_one_family_vote_once_and_are_scored_each() -> None:
     rows = [
-        row("A", "m1", 0.8, agent="a1"),
-        row("A", "m1", 0.6, agent="a2"),
+        {**row("A", "m1", 0.8), "agent_id": "a1"},
+        {**row("A", "m1", 0.6), "agent_id": "a2"},
         row("B", "m1", 0.3),
     ]
     report = proxy_ranking(forecasts(*rows), LENIENT)

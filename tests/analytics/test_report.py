@@ -33,10 +33,10 @@ def test_early_closers_wait_for_their_scheduled_close() -> None:
     close = WEEK0 + timedelta(days=60)
     early = WEEK0 + timedelta(days=2)
     data = forecasts(
-        row("A", "early", 0.9, resolved=1.0, resolved_at=early, close_at=close),
+        {**row("A", "early", 0.9, resolved=1.0), "resolved_at": early, "scheduled_close_at": close},
         row("A", "normal", 0.2, resolved=0.0),
         row("A", "open", 0.5),
-        row("A", "void", 0.5, resolved_at=early),  # 50-50 or cancelled: no result
+        {**row("A", "void", 0.5), "resolved_at": early},  # 50-50 or cancelled: no result
     )
     questions = index_questions(data)
     labels = [questions.label(i) for i in range(len(questions))]
@@ -63,9 +63,14 @@ def _tournament_rows() -> list[dict]:
         for family, noise in (("good", 0.1), ("fair", 0.25), ("bad", 0.45)):
             p = float(np.clip(market + rng.normal(0, noise), 0.01, 0.99))
             rows.append(
-                row(family, f"m{q}", p, week=week, resolved=truth, market_p=market, group=group)
+                {
+                    **row(family, f"m{q}", p, week=week, resolved=truth, group=group),
+                    "market_probability": market,
+                }
             )
-        rows.append(row("half", f"m{q}", 0.5, week=week, resolved=truth, market_p=market))
+        rows.append(
+            {**row("half", f"m{q}", 0.5, week=week, resolved=truth), "market_probability": market}
+        )
     return rows
 
 
@@ -104,8 +109,8 @@ def test_ranking_rows() -> None:
 
 def test_ranking_by_agent() -> None:
     rows = [
-        row("A", "m1", 0.8, agent="a-1", resolved=1.0),
-        row("A", "m1", 0.6, agent="a-2", resolved=1.0),
+        {**row("A", "m1", 0.8, resolved=1.0), "agent_id": "a-1"},
+        {**row("A", "m1", 0.6, resolved=1.0), "agent_id": "a-2"},
     ]
     report = ranking(forecasts(*rows), AnalysisOptions(by="agent", bootstrap_resamples=50))
     assert {r["forecaster"] for r in report["rows"]} == {"a-1", "a-2", MARKET_REFERENCE}
@@ -113,8 +118,8 @@ def test_ranking_by_agent() -> None:
 
 def test_agents_of_a_family_are_scored_each_then_averaged() -> None:
     rows = [
-        row("A", "m1", 0.8, agent="a-1", resolved=1.0),
-        row("A", "m1", 0.6, agent="a-2", resolved=1.0),
+        {**row("A", "m1", 0.8, resolved=1.0), "agent_id": "a-1"},
+        {**row("A", "m1", 0.6, resolved=1.0), "agent_id": "a-2"},
     ]
     report = ranking(forecasts(*rows), AnalysisOptions(bootstrap_resamples=50))
     a = next(r for r in report["rows"] if r["forecaster"] == "A")

@@ -13,8 +13,8 @@ import pytest
 from arena.analytics.leaderboard import compute_leaderboard, to_json
 from arena.analytics.loading import read_export
 from arena.config import load_settings
-from arena.demo_world import Simulation
-from arena.export.writer import export
+from arena.demo_world import Simulation, WorldPlan
+from arena.export.writer import ExportTarget, export
 from arena.store.db import make_engine, session_factory, upgrade
 from tests.analytics.export_files import FORMATS, read_rows
 from tests.analytics.recompute import assert_matches, recompute
@@ -53,10 +53,7 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Databa
     sim = Simulation(
         settings,
         factory,
-        start=START,
-        days=DAYS,
-        n_markets=60,
-        seed=11,
+        WorldPlan(START, DAYS, n_markets=60, seed=11),
         skills={"sim-sharp": 0.7, "sim-noisy": 0.1},
     )
     try:
@@ -64,7 +61,7 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Databa
     finally:
         sim.close()
     for fmt in FORMATS:
-        export(factory, tmp / fmt, fmt, methodology="v2")
+        export(factory, ExportTarget(tmp / fmt, fmt), methodology="v2")
     yield Database(url, engine, factory), tmp
     engine.dispose()
 

@@ -53,8 +53,8 @@ def test_question_weights_combine_groups_and_repeats() -> None:
         row("a", "m2", 0.5, group="ev"),
         row("a", "m3", 0.3, group="ev"),
         row("a", "solo", 0.6),
-        row("a", "multi", 0.6, outcome="Red"),
-        row("a", "multi", 0.4, outcome="Blue"),
+        {**row("a", "multi", 0.6), "outcome": "Red"},
+        {**row("a", "multi", 0.4), "outcome": "Blue"},
         # week 1: m1 and solo asked again, m1 now alone in its group that week
         row("a", "m1", 0.25, group="ev", week=1),
         row("a", "solo", 0.6, week=1),

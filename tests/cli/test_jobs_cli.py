@@ -1,3 +1,5 @@
+"""The job commands run once: ``arena snapshot`` and ``arena settle`` (alias ``arena resolve``)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -5,7 +7,7 @@ from pathlib import Path
 from tests.helpers import cli_env, run_arena, write_config
 
 
-def test_snapshot_and_resolve_commands(tmp_path: Path) -> None:
+def test_snapshot_and_settle_commands(tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.yaml", f"sqlite:///{tmp_path / 'arena.db'}")
     env = cli_env()
     started = run_arena(
@@ -24,16 +26,23 @@ def test_snapshot_and_resolve_commands(tmp_path: Path) -> None:
     )
     assert "0 written, 7 already there" in again.stdout
 
-    # nothing is held, so Gamma is never asked (no network in tests)
-    resolved = run_arena(
-        "--config", str(config), "resolve", "--at", "2026-11-22T03:20:00Z", env=env
-    )
-    assert resolved.returncode == 0, resolved.stderr
-    assert "resolve: 0 markets checked" in resolved.stdout
+    # nothing is held, so Gamma is never asked (no network in tests); `arena resolve` is the
+    # contract's name of `arena settle`, and does the same
+    outputs = []
+    for command in ("settle", "resolve"):
+        settled = run_arena(
+            "--config", str(config), command, "--at", "2026-11-22T03:20:00Z", env=env
+        )
+        assert settled.returncode == 0, settled.stderr
+        assert "settlement: 0 markets checked" in settled.stdout
+        outputs.append(settled.stdout)
+    assert outputs[0] == outputs[1]
 
 
 def test_job_commands_have_help() -> None:
-    for command in ("snapshot", "resolve"):
+    for command in ("snapshot", "settle", "resolve"):
         result = run_arena(command, "--help")
         assert result.returncode == 0
         assert "--at" in result.stdout
+    listed = [line.strip("│ ").split(" ")[0] for line in run_arena("--help").stdout.splitlines()]
+    assert "settle" in listed and "resolve" not in listed  # the alias is hidden

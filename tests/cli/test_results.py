@@ -83,7 +83,7 @@ def test_leaderboard_csv_and_table(
     assert "very poor" not in done.stdout  # bands are in the wide view
     wide = arena_main(capsys, "--config", str(config), "leaderboard", "--wide")
     assert wide.returncode == 0, wide.stderr
-    for text in ("Alpha Model", "BSS vs mkt", "very poor", "compl. tok"):
+    for text in ("Alpha Model", "BSS vs market", "very poor", "Completion tokens"):
         assert text in wide.stdout
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from arena.clock import iso_utc
 from arena.config import load_settings
+from arena.domain.states import Job
 from arena.jobs.status import read_status
 from arena.store.db import transaction
 from arena.store.models import JobRun
@@ -65,19 +67,19 @@ def test_status_json_is_the_status_read_at_the_given_instant(
     shown = _status(capsys, config, at)
     with db.factory() as session:
         expected = read_status(session, load_settings(config), at, at).to_json()
-    assert shown["now"] == expected["now"] == at.isoformat()
+    assert shown["now"] == expected["now"] == iso_utc(at)  # the one written form
     assert shown["jobs"] == expected["jobs"]
     assert shown["cohorts"] == expected["cohorts"]
     jobs = {line["job"]: line for line in shown["jobs"]}
     # judged at --at: the latest runs at or before it, not the newest in the database
-    assert jobs["snapshot"]["last_slot"] == (WEEK + timedelta(hours=10)).isoformat()
-    assert jobs["market_sync"]["last_slot"] == (WEEK + timedelta(hours=1)).isoformat()
+    assert jobs["snapshot"]["last_slot"] == iso_utc(WEEK + timedelta(hours=10))
+    assert jobs["market_sync"]["last_slot"] == iso_utc(WEEK + timedelta(hours=1))
     assert jobs["market_sync"]["status"] == "failed"
     assert jobs["cohort_start"]["status"] == "never"
     later = {
         line["job"]: line for line in _status(capsys, config, WEEK + timedelta(days=3))["jobs"]
     }
-    assert later["snapshot"]["last_slot"] == (WEEK + timedelta(hours=47)).isoformat()
+    assert later["snapshot"]["last_slot"] == iso_utc(WEEK + timedelta(hours=47))
     assert later["market_sync"]["status"] == "succeeded"
     before = {
         line["job"]: line for line in _status(capsys, config, WEEK - timedelta(hours=1))["jobs"]
@@ -109,3 +111,23 @@ def test_families_json_lists_the_configured_lineup(
             "ready": "yes",
         },
     ]
+
+
+def test_a_run_stored_under_the_old_name_resolution_is_the_settlement(
+    db: Database, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``job_runs`` row written as ``resolution`` (the settlement job's old name) reads as
+    the settlement's run, in the status read and in ``arena status --format json``."""
+    slot = WEEK + timedelta(hours=2, minutes=10)
+    with transaction(db.factory) as session:
+        session.add(_run("resolution", slot, status="failed"))
+    at = WEEK + timedelta(hours=3)
+    with db.factory() as session:
+        status = read_status(session, load_settings(config), at, at)
+    assert [line.job for line in status.jobs] == list(Job)
+    settlement = {line.job: line for line in status.jobs}[Job.SETTLEMENT]
+    assert settlement.status == "failed"
+    jobs = {line["job"]: line for line in _status(capsys, config, at)["jobs"]}
+    assert "resolution" not in jobs
+    assert jobs["settlement"]["last_slot"] == iso_utc(slot)
+    assert jobs["settlement"]["status"] == "failed"

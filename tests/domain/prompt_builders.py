@@ -54,8 +54,9 @@ def position(
     shares: str = "100",
     avg: str = "0.5",
     price: str | None = "market",
-    cost_basis: str | None = None,
 ) -> PositionView:
+    """A held position valued at its market's price (``price``: another price, or None for
+    none); its cost basis is unknown (set one with :func:`dataclasses.replace`)."""
     if price == "market":
         current: Decimal | None = market.side_price(side)
     else:
@@ -67,7 +68,6 @@ def position(
         shares=Decimal(shares),
         avg_entry_price=Decimal(avg),
         current_price=current,
-        cost_basis=None if cost_basis is None else Decimal(cost_basis),
     )
 
 

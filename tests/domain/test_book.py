@@ -219,7 +219,8 @@ def test_sell_properties(
     assert fill.cash <= fill.notional - fill.fee + D("0.01") and fill.cash >= 0
     # the ledger invariant holds with fees: cash + open basis = start + realized
     start = D("1000.00")
-    sold = ledger.sell_filled(start, holding, percentage, fill.shares, fill.cash, fill.price)
+    sale = ledger.Sale(fill.shares, fill.cash, fill.price)
+    sold = ledger.sell_filled(start, holding, percentage, sale)
     left = sold.holding_after.cost_basis if sold.holding_after else D(0)
     assert sold.cash_after + left == start + holding.cost_basis + sold.realized_pnl
     if sold.holding_after is not None:
@@ -275,7 +276,8 @@ def test_ledger_invariant_holds_with_fees_over_any_sequence(
             b = random_book(side_levels, {}, D(0))
             wanted = ledger.shares_to_sell(holding, pct)
             fill = walk_sell(b, wanted, b.best_bid - D("0.05"), fee)  # type: ignore[operator]
-            sold = ledger.sell_filled(cash, holding, pct, fill.shares, fill.cash, fill.price)
+            sale = ledger.Sale(fill.shares, fill.cash, fill.price)
+            sold = ledger.sell_filled(cash, holding, pct, sale)
             cash, holding, realized = (
                 sold.cash_after,
                 sold.holding_after,

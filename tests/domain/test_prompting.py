@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 import shutil
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -57,8 +58,14 @@ def sample_context(methodology: str = "v1"):
     c = binary("700001", "0.10", volume=54321)
     held_only = binary("42", "0.30", volume=5)
     positions = [
-        position("pos-2", a, "YES", shares="100", avg="0.5", cost_basis="50.00"),
-        position("pos-1", a, "NO", shares="806.451612", avg="0.62", cost_basis="500.00"),
+        replace(
+            position("pos-2", a, "YES", shares="100", avg="0.5"),
+            cost_basis=Decimal("50.00"),
+        ),
+        replace(
+            position("pos-1", a, "NO", shares="806.451612", avg="0.62"),
+            cost_basis=Decimal("500.00"),
+        ),
         position("pos-3", held_only, "YES", shares="10", avg="0.25", price=None),
     ]
     return context(

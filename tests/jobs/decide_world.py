@@ -21,7 +21,7 @@ from arena.config import Settings, load_settings
 from arena.fakes.openrouter import FakeOpenRouter
 from arena.jobs.budget import Budget
 from arena.jobs.cohorts import start_cohort
-from arena.jobs.decide import DecisionRun
+from arena.jobs.decide import DecisionRun, RunHooks, RunSources
 from arena.jobs.decide_report import DecideReport
 from arena.jobs.universe import freeze_universe
 from arena.sources.clob import BookSource
@@ -123,16 +123,13 @@ class World:
         clock = FixedClock(at)
         factory, settings = self.db.factory, self.settings
         try:
-            run = DecisionRun(
-                factory,
-                settings,
-                clock,
+            sources = RunSources(
                 registry.for_agent,
                 lambda ids: freeze_universe(factory, settings, clock.now(), ids, books=books),
-                sleep=self.sleeps.append,
-                budget=budget,
                 books=books,
             )
+            hooks = RunHooks(sleep=self.sleeps.append)
+            run = DecisionRun(factory, settings, clock, sources, budget=budget, hooks=hooks)
             return run.run()
         finally:
             registry.close()

@@ -21,7 +21,7 @@ from arena.domain.decisions import Action, BetOrder, SellOrder, ValidDecision
 from arena.domain.markets import MarketView, is_binary_outcomes, side_index, yes_index
 from arena.domain.states import PositionStatus
 from arena.errors import GammaError
-from arena.jobs.execute import execute_decision
+from arena.jobs.execute import Desk, execute_decision
 from arena.store.models import Agent, Cohort, Decision, Family, Market, Position
 from tests.conftest import Database
 
@@ -39,10 +39,9 @@ def gamma_market(
     closed: bool = False,
     uma: str | None = None,
     closed_time: datetime | None = None,
-    end_date: datetime | None = None,
-    accepting_orders: bool | None = True,
 ) -> MarketView:
-    """A domain market as Gamma would give it."""
+    """A domain market as Gamma would give it, accepting orders (other fields: set them with
+    :func:`dataclasses.replace`)."""
     return MarketView(
         id=market_id,
         question=f"Question {market_id}?",
@@ -51,8 +50,7 @@ def gamma_market(
         closed=closed,
         uma_resolution_status=uma,
         closed_time=closed_time,
-        end_date=end_date,
-        accepting_orders=accepting_orders,
+        accepting_orders=True,
         volume=Decimal(1000),
     )
 
@@ -210,16 +208,8 @@ class World:
         market_id = market_id or decision.bets[0].market_id
         row = session.get_one(Market, market_id)
         frozen = priced_at(market_id, row.outcomes, side, D(price))
-        done = execute_decision(
-            session,
-            decision_id=self._decision(session, agent),
-            agent=agent,
-            decision=decision,
-            markets={market_id: frozen},
-            cash_shown=agent.cash,
-            max_bet_fraction=MAX_BET_FRACTION,
-            now=self.now,
-        )
+        desk = Desk(session, self._decision(session, agent), agent, {market_id: frozen}, self.now)
+        done = execute_decision(desk, decision, agent.cash, MAX_BET_FRACTION)
         assert done.trades == 1, done.failures
 
 

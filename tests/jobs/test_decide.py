@@ -27,7 +27,7 @@ from arena.store.models import Agent, Decision, Position, Trade
 from tests.conftest import Database
 from tests.jobs.decide_world import HOLD, MODELS, bet, fake_answer, make_world
 
-GPT, CLAUDE, GROK, QWEN = MODELS.values()
+GPT, CLAUDE, GROK, _QWEN = MODELS.values()
 
 
 def test_happy_path_one_decision_per_agent(db: Database, tmp_path: Path) -> None:
@@ -36,7 +36,7 @@ def test_happy_path_one_decision_per_agent(db: Database, tmp_path: Path) -> None
     world.fake.script(CLAUDE, fenced(bet("1002", "no", 250)))
     world.fake.script(GROK, chatty(bet("1003", "illwill", 100)))
     report = world.run()
-    assert not report.failed, report
+    assert report.failure() is None, report
     decisions = world.decisions()
     assert len(decisions) == 7
     assert {d.status for d in decisions.values()} == {"completed"}
@@ -113,7 +113,7 @@ def test_out_of_credit_stops_the_run_and_leaves_the_rest_retryable(
     world = make_world(db, tmp_path)
     world.fake.script(GPT, http_error(402))
     report = world.run()
-    assert report.aborted and report.failed
+    assert report.aborted and report.failure() is not None
     decisions = world.decisions()
     assert list(decisions) == ["gpt-5.1"]  # nobody after it was claimed
     assert decisions["gpt-5.1"].status == "retryable"
@@ -121,7 +121,7 @@ def test_out_of_credit_stops_the_run_and_leaves_the_rest_retryable(
     assert [a.outcome for a in world.attempts("gpt-5.1")] == ["fatal_error"]
     world.fake.script(GPT, fake_answer(bet()))
     second = world.run()
-    assert not second.failed
+    assert second.failure() is None
     assert {d.status for d in world.decisions().values()} == {"completed"}
     assert len(world.attempts("gpt-5.1")) == 2  # appended, never overwritten
     world.assert_ledger()
@@ -166,7 +166,7 @@ def test_transient_exhausted_is_retryable_and_rerun_completes(db: Database, tmp_
     world = make_world(db, tmp_path)
     world.fake.script(GPT, *[http_error(502)] * 4)
     report = world.run()
-    assert report.failed and not report.aborted
+    assert report.failure() is not None and not report.aborted
     decisions = world.decisions()
     assert decisions["gpt-5.1"].status == "retryable"
     assert decisions["claude-opus-4.5"].status == "completed"  # the run went on
@@ -215,7 +215,7 @@ def test_budget_guard_skips_instead_of_overspending(db: Database, tmp_path: Path
     assert "per_family_usd" in (decisions["gpt-5.1"].error or "")
     assert decisions["market-follower"].status == "completed"  # baselines cost nothing
     assert world.fake.chat_requests(GPT) == []
-    assert report.failed
+    assert report.failure() is not None
 
 
 def test_sell_executes_at_frozen_side_price(db: Database, tmp_path: Path) -> None:
@@ -272,7 +272,7 @@ def test_v2_forecast_panel_is_required_and_stored(db: Database, tmp_path: Path) 
         fake_answer({**with_bet, "forecasts": forecasts}),
     )
     report = world.run()
-    assert not report.failed
+    assert report.failure() is None
     assert [a.outcome for a in world.attempts("gpt-5.1")] == ["malformed", "valid"]
     assert "forecast" in (world.attempts("gpt-5.1")[0].error or "")
     with db.factory() as session:
@@ -343,7 +343,7 @@ def test_sell_whose_executions_all_fail_is_retryable(db: Database, tmp_path: Pat
     world.fake.script(GPT, answer(settle_then_sell))
     week2 = DECIDE_AT + timedelta(days=7)
     report = world.run(at=week2)
-    assert report.failed
+    assert report.failure() is not None
     with db.factory() as session:
         decision = session.scalars(
             select(Decision)

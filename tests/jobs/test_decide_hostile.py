@@ -27,7 +27,7 @@ def test_nul_bytes_and_surrogates_in_an_answer_are_stored_and_the_run_goes_on(
 
     report = world.run()
 
-    assert not report.failed, [(r.family_id, r.error) for r in report.results]
+    assert report.failure() is None, [(r.family_id, r.error) for r in report.results]
     decisions = world.decisions()
     assert {d.status for d in decisions.values()} == {"completed"}
     gpt = decisions["gpt-5.1"]

@@ -94,7 +94,7 @@ def test_odd_reply_fields_are_stored_by_the_storable_rule_and_the_decision_compl
     with world.serve():
         report = world.run()
 
-    assert not report.failed, [(r.family_id, r.describe()) for r in report.results]
+    assert report.failure() is None, [(r.family_id, r.describe()) for r in report.results]
     assert world.decisions()[GPT].status == "completed"
     [attempt] = world.attempts(GPT)
     assert attempt.outcome == "valid"
@@ -118,7 +118,7 @@ def test_an_odd_provider_in_an_error_reply_is_stored_and_the_retry_goes_on(
     with world.serve():
         report = world.run()
 
-    assert not report.failed, [(r.family_id, r.describe()) for r in report.results]
+    assert report.failure() is None, [(r.family_id, r.describe()) for r in report.results]
     error, valid = world.attempts(GPT)
     assert (error.outcome, valid.outcome) == ("transient_error", "valid")
     assert error.provider == cut("Upstream\ufffd" + "u" * 141, 100)
@@ -185,7 +185,7 @@ def test_an_answer_nested_past_the_parser_is_malformed_and_its_paid_attempt_kept
     with world.serve():
         report = world.run()
 
-    assert not report.failed, [(r.family_id, r.describe()) for r in report.results]
+    assert report.failure() is None, [(r.family_id, r.describe()) for r in report.results]
     malformed, valid = world.attempts(GPT)
     assert (malformed.outcome, valid.outcome) == ("malformed", "valid")
     assert malformed.cost_usd is not None and malformed.cost_usd > 0

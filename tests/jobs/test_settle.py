@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
 
@@ -238,7 +239,7 @@ def test_disputed_for_too_long_is_cancelled(db: Database, world: World) -> None:
 def test_open_market_waits_even_at_near_certain_price(db: Database, world: World) -> None:
     _two_sided(world)
     source = FakeSource()
-    source.put(gamma_market("m1", ("0.9995", "0.0005"), end_date=days_before(NOW, 30)))
+    source.put(replace(gamma_market("m1", ("0.9995", "0.0005")), end_date=days_before(NOW, 30)))
     report = _resolve(db, source)
     assert report.waiting == 1
     assert report.positions_settled == 0

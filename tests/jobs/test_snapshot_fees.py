@@ -128,7 +128,7 @@ def in_lists(db: Database) -> Iterator[list[int]]:
     sizes: list[int] = []
 
     def record(
-        _conn: Any, _cursor: Any, statement: str, params: Any, _ctx: Any, many: bool
+        _conn: Any, _cursor: Any, statement: str, params: Any, _ctx: Any, _many: bool
     ) -> None:
         for items in IN_LIST.findall(statement):
             sizes.append(items.count(",") + 1)

@@ -139,28 +139,26 @@ def test_random_is_reproducible_and_varies_by_week_and_agent():
     ]
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    strategy=st.sampled_from(STRATEGIES),
-    methodology=st.sampled_from(["v1", "v2"]),
-    cash=st.integers(0, 20000),
-    week=st.integers(1, 10),
-    agent=st.text(max_size=5),
-    held=st.lists(st.sampled_from(range(len(MARKETS))), max_size=4, unique=True),
-    count=st.integers(0, len(MARKETS)),
-)
-def test_every_baseline_answer_is_valid(strategy, methodology, cash, week, agent, held, count):
-    markets = MARKETS[:count]
-    positions = [position(f"p{i}", MARKETS[i], MARKETS[i].sides()[0]) for i in held]
-    ctx = context(
+@st.composite
+def situations(draw: st.DrawFn) -> PromptContext:
+    """Any prompt a baseline may be asked: some markets, held positions, cash, week, agent."""
+    methodology = draw(st.sampled_from(["v1", "v2"]))
+    markets = MARKETS[: draw(st.integers(0, len(MARKETS)))]
+    held = draw(st.lists(st.sampled_from(range(len(MARKETS))), max_size=4, unique=True))
+    return context(
         markets=markets,
-        positions=positions,
-        cash=str(cash),
-        decision_week=week,
-        agent_id=agent,
+        positions=[position(f"p{i}", MARKETS[i], MARKETS[i].sides()[0]) for i in held],
+        cash=str(draw(st.integers(0, 20000))),
+        decision_week=draw(st.integers(1, 10)),
+        agent_id=draw(st.text(max_size=5)),
         methodology=methodology,
         panel=markets[:3] if methodology == "v2" else [],
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(strategy=st.sampled_from(STRATEGIES), ctx=situations())
+def test_every_baseline_answer_is_valid(strategy, ctx):
     _, decision = ask(BaselineProvider(strategy, seed=3), ctx)
     total = sum((b.amount for b in decision.bets), Decimal(0))
     assert total <= ctx.cash

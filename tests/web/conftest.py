@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from arena.config import Settings, load_settings
-from arena.demo_world import Simulation
+from arena.demo_world import Simulation, WorldPlan
 from arena.store.db import make_engine, session_factory, upgrade
 from arena.web.app import create_app
 from tests.conftest import PG_ENV
@@ -82,10 +82,7 @@ def _postgres_site(tmp: Path, base: str) -> Iterator[Site]:
         sim = Simulation(
             settings,
             session_factory(engine),
-            start=DEMO_START,
-            days=7 * WEEKS,
-            n_markets=80,
-            seed=7,
+            WorldPlan(DEMO_START, 7 * WEEKS, n_markets=80, seed=7),
             skills={f: round(0.1 + 0.2 * i, 2) for i, f in enumerate(families)},
         )
         try:

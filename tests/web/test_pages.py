@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from arena.analytics.leaderboard_columns import (
+    EXECUTION_COLUMNS,
+    LEADERBOARD_COLUMNS,
+    RELIABILITY_COLUMNS,
+)
 from arena.store.db import make_engine, session_factory
 from arena.store.models import Agent, Decision, Position
 from tests.conftest import Database
@@ -179,6 +185,32 @@ def test_leaderboard_agrees_with_the_cli(site: Site, client: TestClient) -> None
         assert row["display_name"] in html
         if row["kind"] == "baseline":
             assert "baseline" in html
+
+
+def test_the_cli_and_the_page_show_the_same_headers(site: Site, client: TestClient) -> None:
+    """`arena leaderboard --wide` and the leaderboard page both render the one table of
+    columns (``arena.analytics.leaderboard_columns``): the same header for every statistic,
+    and the same text for the same value."""
+    result = run_arena(
+        "--config",
+        str(site.config),
+        "leaderboard",
+        "--wide",
+        env=cli_env(ARENA_DATABASE_URL=site.url, COLUMNS="400"),
+    )
+    assert result.returncode == 0, result.stderr
+    page = client.get("/").text
+    headers = re.findall(r'<th class="num" title="[^"]*">([^<]+)</th>', page)
+    tables = [LEADERBOARD_COLUMNS, RELIABILITY_COLUMNS]
+    if 'id="execution"' in page:
+        tables.append(EXECUTION_COLUMNS)
+    for columns in tables:
+        for column in columns:
+            assert escape(column.header) in headers, column.header
+            assert column.header in result.stdout, column.header
+    top = client.get("/api/v1/leaderboard").json()[0]
+    for column in LEADERBOARD_COLUMNS:
+        assert column.text(top[column.field]) in result.stdout, column.field
 
 
 def test_an_agents_closed_positions_are_paged(site: Site, client: TestClient) -> None:

@@ -15,6 +15,7 @@ from urllib.parse import quote, urlencode
 import fastapi.routing
 import pytest
 from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from starlette.routing import BaseRoute, Mount
@@ -60,6 +61,13 @@ def routes_of(app: FastAPI) -> list[tuple[str, BaseRoute]]:
     return [(context.path or "", context.original_route) for context in iterate(app.routes)]
 
 
+def query_fields(dependant: Dependant) -> list[typing.Any]:
+    """The query parameters of a route, those of its dependencies (a page, a market filter)
+    included."""
+    nested = [field for sub in dependant.dependencies for field in query_fields(sub)]
+    return [*dependant.query_params, *nested]
+
+
 def probes(app: FastAPI) -> Iterator[Probe]:
     """Every GET route of ``app``, each parameter in turn given every hostile value (the others
     benign): path parameters expect a 404, query parameters a bad request."""
@@ -75,7 +83,7 @@ def probes(app: FastAPI) -> Iterator[Probe]:
         for field in path_params:
             for value in HOSTILE_INTS if _is_int(field) else HOSTILE_TEXTS:
                 yield Probe(path, _url(path, {**benign, field.alias: str(value)}, {}), 404)
-        for field in route.dependant.query_params:
+        for field in query_fields(route.dependant):
             for value in [*(HOSTILE_INTS if _is_int(field) else []), NUL]:
                 yield Probe(path, _url(path, benign, {field.alias: str(value)}), bad_request)
 
