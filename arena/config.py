@@ -34,7 +34,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from arena.domain.states import Job
+from arena.domain.states import FamilyKind, Job, Methodology
 from arena.errors import ConfigError
 from arena.masking import masked_urls
 
@@ -262,7 +262,7 @@ class Logging(_Strict):
 class OpenRouterFamily(_Strict):
     """A model family called through OpenRouter (a family without ``kind``)."""
 
-    kind: Literal["openrouter"] = "openrouter"
+    kind: Literal[FamilyKind.OPENROUTER] = FamilyKind.OPENROUTER
     id: Annotated[str, Field(pattern=FAMILY_ID_PATTERN)]
     display_name: Text200
     provider: Text100 = ""
@@ -278,7 +278,7 @@ class OpenRouterFamily(_Strict):
 class BaselineFamily(_Strict):
     """A built-in deterministic strategy answering through the same validation path."""
 
-    kind: Literal["baseline"]
+    kind: Literal[FamilyKind.BASELINE]
     id: Annotated[str, Field(pattern=FAMILY_ID_PATTERN)]
     strategy: Literal["always-hold", "market-follower", "random"]
     display_name: Text200 = ""
@@ -296,7 +296,7 @@ Family = Annotated[OpenRouterFamily | BaselineFamily, Field(discriminator="kind"
 
 def _default_kind(raw: Any) -> Any:
     if isinstance(raw, dict) and "kind" not in raw:
-        return {**raw, "kind": "openrouter"}
+        return {**raw, "kind": FamilyKind.OPENROUTER}
     return raw
 
 
@@ -312,7 +312,7 @@ class Settings(BaseSettings):
     _yaml_path: ClassVar[Path | None] = None
 
     database_url: str = "sqlite:///arena.db"
-    methodology: Literal["v1", "v2"] = "v1"
+    methodology: Methodology = Methodology.V1
     benchmark: Benchmark = Benchmark()
     schedule: Schedule = Schedule()
     polymarket: Polymarket = Polymarket()
@@ -532,11 +532,14 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
 def describe_validation_error(exc: ValidationError) -> str:
     """One line: the dotted key of the first error and what is wrong with it."""
     error = exc.errors()[0]
-    loc = [str(part) for part in error["loc"] if part not in ("openrouter", "baseline")]
+    loc = [str(part) for part in error["loc"] if part not in tuple(FamilyKind)]
     key = ".".join(loc) or "config"
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = "unknown key"
+    elif error["type"] == "union_tag_invalid":  # a family's unknown kind
+        kinds = ", ".join(repr(kind.value) for kind in FamilyKind)
+        message = f"kind {error['ctx']['tag']!r} is not one of {kinds}"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{key}: {message}{more}"
 

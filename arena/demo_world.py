@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import FixedClock
 from arena.config import Settings
+from arena.domain.states import FamilyKind
 from arena.fakes.book_world import BookWorld
 from arena.fakes.gamma import FakeGammaWorld, FakeMarket
 from arena.fakes.openrouter import FakeOpenRouter, answer
@@ -307,7 +308,9 @@ class Simulation:
         self.world = SimulatedWorld.build(plan)
         self.openrouter = FakeOpenRouter(sleep=lambda _s: None)
         skills = skills or {}
-        for index, family in enumerate(f for f in settings.families if f.kind == "openrouter"):
+        for index, family in enumerate(
+            f for f in settings.families if f.kind == FamilyKind.OPENROUTER
+        ):
             model = family.openrouter_id
             self.openrouter.add_model(model, "0.0000005", "0.0000015", provider="SimProvider")
             forecaster = SimulatedForecaster(

@@ -16,7 +16,8 @@ ArenaError                      base of everything arena raises on purpose
 ├── BudgetExceeded              the worst case of the next decision does not fit the budget
 ├── SourceError                 the outside world failed (after retries)
 │   ├── TransientError          one attempt failed in a way worth retrying (429, 5xx, a body
-│   │                           that is not the JSON expected); never leaves a client
+│   │                           that is not the JSON expected): what every retry policy
+│   │                           retries; from a Polymarket client, it never leaves the client
 │   ├── SourceNotFound          a 404 where the caller gives it a meaning (a gone market, a
 │   │                           missing book); never leaves a client
 │   ├── GammaError              Polymarket Gamma
@@ -27,12 +28,11 @@ ArenaError                      base of everything arena raises on purpose
 │   │   │                       unstorable field, a crossed or locked touch (skip that book)
 │   │   └── UnreadableField     one field of a CLOB body; the parser adds whose it is
 │   └── ProviderError           an LLM provider
-│       ├── ProviderFatal       401/402: stop the whole run at once
 │       ├── UnknownModelPriceError  OpenRouter's model list has no usable price for a model
 │       └── ProviderCallError   one failed call, carrying the attempt's metadata to store
-│           ├── TransientProviderError  worth retrying after a pause
+│           ├── TransientProviderError  a TransientError of a provider call: retried
 │           ├── PermanentProviderError  fails the same way again: not retried unchanged
-│           └── FatalProviderError      bad key or no credit (also a ProviderFatal)
+│           └── FatalProviderError      401/402, bad key or no credit: stop the whole run
 ├── MalformedResponse           a model's answer failed extraction or validation (repairable)
 ├── StorageFailed               a full disk or a database that refuses writes; CLI exits 1
 ├── JobFailed                   a job ran and failed; CLI exits 1
@@ -46,7 +46,7 @@ ArenaError                      base of everything arena raises on purpose
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 FailureKind = Literal["transient", "permanent", "fatal"]
 """How a failed provider call is treated: retried, not retried unchanged, or run-stopping."""
@@ -110,10 +110,12 @@ class SourceError(ArenaError):
 
 
 class TransientError(SourceError):
-    """A failure worth retrying (429, 5xx, a body that is not the JSON expected).
+    """A failure worth retrying (429, 5xx, a body that is not the JSON expected): what every
+    retry policy (:class:`arena.sources.retry.RetryPolicy`) retries.
 
-    The HTTP clients retry it and, after the last attempt, raise their own error instead.
-    ``retry_after`` is the wait the server asked for, in seconds, if any.
+    The Polymarket clients retry it and, after the last attempt, raise their own error
+    instead; a provider's is a :class:`TransientProviderError`, which carries the call's
+    metadata. ``retry_after`` is the wait the server asked for, in seconds, if any.
     """
 
     def __init__(self, reason: str, retry_after: float | None = None) -> None:
@@ -173,10 +175,6 @@ class ProviderError(SourceError):
     """An LLM provider failed."""
 
 
-class ProviderFatal(ProviderError):
-    """Authentication or credit failure: the whole run must stop (401/402)."""
-
-
 class UnknownModelPriceError(ProviderError):
     """``GET /models`` lists no usable price for this model id."""
 
@@ -185,48 +183,51 @@ class UnknownModelPriceError(ProviderError):
         self.model = model
 
 
+class CallDetails(TypedDict, total=False):
+    """What is known about one failed provider call, each item optional (None when absent)."""
+
+    status: int | None  # the HTTP status
+    error_code: int | str | None  # the provider's error code
+    error_type: str | None
+    provider: str | None  # the upstream that served
+    model: str | None
+    generation_id: str | None
+    latency_ms: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: Decimal | None
+    retry_after: float | None  # seconds the server asked to wait
+    raw: dict[str, Any] | None  # the body received
+
+
 class ProviderCallError(ProviderError):
-    """One failed call, carrying the attempt's metadata so the engine can store it.
+    """One failed call, carrying the attempt's metadata (:class:`CallDetails`, as attributes)
+    so the engine can store it.
 
     ``reason`` is a short stable label (``http_429``, ``error_in_200``, ``null_choices``,
     ``empty_content``, ``reasoning_only``, ``length_exhausted``, ``timeout``, ``connection``...).
     """
 
     kind: FailureKind = "transient"
+    status: int | None
+    error_code: int | str | None
+    error_type: str | None
+    provider: str | None
+    model: str | None
+    generation_id: str | None
+    latency_ms: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: Decimal | None
+    retry_after: float | None
+    raw: dict[str, Any] | None
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        reason: str,
-        status: int | None = None,
-        error_code: int | str | None = None,
-        error_type: str | None = None,
-        provider: str | None = None,
-        model: str | None = None,
-        generation_id: str | None = None,
-        latency_ms: int | None = None,
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-        cost_usd: Decimal | None = None,
-        retry_after: float | None = None,
-        raw: dict[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, message: str, *, reason: str, **details: Unpack[CallDetails]) -> None:
         super().__init__(message)
         self.message = message
         self.reason = reason
-        self.status = status
-        self.error_code = error_code
-        self.error_type = error_type
-        self.provider = provider
-        self.model = model
-        self.generation_id = generation_id
-        self.latency_ms = latency_ms
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-        self.cost_usd = cost_usd
-        self.retry_after = retry_after
-        self.raw = raw
+        for name in CallDetails.__annotations__:
+            setattr(self, name, details.get(name))
 
     def as_dict(self) -> dict[str, Any]:
         """The attempt's metadata as plain data (for storage and structured logs)."""
@@ -249,8 +250,9 @@ class ProviderCallError(ProviderError):
         }
 
 
-class TransientProviderError(ProviderCallError):
-    """Worth retrying after a pause; ``retry_after`` (seconds) when the server said so."""
+class TransientProviderError(ProviderCallError, TransientError):
+    """A provider call worth retrying after a pause: a :class:`TransientError` with the
+    call's metadata; ``retry_after`` (seconds) when the server said so."""
 
     kind: FailureKind = "transient"
 
@@ -261,7 +263,7 @@ class PermanentProviderError(ProviderCallError):
     kind: FailureKind = "permanent"
 
 
-class FatalProviderError(ProviderCallError, ProviderFatal):
+class FatalProviderError(ProviderCallError):
     """Bad key or no credit (401/402): stop the whole run, leave the rest retryable."""
 
     kind: FailureKind = "fatal"

@@ -70,7 +70,7 @@ def main() -> None:
     with (
         serve_fake_clob(books.clob) as clob_url,
         httpx.Client(transport=gamma.mock_transport()) as gamma_http,
-        ClobClient(settings.polymarket, base_url=clob_url, timeout_seconds=30) as clob,
+        ClobClient(settings.polymarket, base_url=clob_url) as clob,
     ):
         for _ in range(args.runs):
             with fresh_database(args.database_url) as factory:

@@ -58,7 +58,7 @@ from sqlalchemy import Engine, Table, create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from arena.clock import FixedClock
-from arena.config import Settings
+from arena.config import Polymarket, Settings
 from arena.domain.book import NO_FEE
 from arena.fakes.book_world import CENT, DEMO_FEE
 from arena.fakes.clob import FakeClobWorld, plausible_book, serve_fake_clob
@@ -200,7 +200,7 @@ def synthetic_rows(
                     "action": "BET",
                     "system_hold": False,
                     "claim_token": None,
-                    "lease_expires_at": None,
+                    "lease_until": None,
                     "claim_count": 1,
                     "cash_shown": cash,
                     "reasoning": None,
@@ -452,7 +452,7 @@ def bench(args: argparse.Namespace, label: str, url: str, cohorts: int, pricing:
         if pricing == "book":
             clob_url = stack.enter_context(clob_server(cohorts, args.latency))
             books = stack.enter_context(
-                ClobClient(Settings().polymarket, base_url=clob_url, timeout_seconds=60)
+                ClobClient(Polymarket(timeout_seconds=60), base_url=clob_url)
             )
         measure(f"{label}, mode {pricing}", engine, figures, cohorts, args.repeat, books)
 

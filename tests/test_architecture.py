@@ -221,3 +221,32 @@ def toml(config: dict) -> str:
         for key, value in item.items():
             lines.append(f"{key} = {json.dumps(value)}")
     return "\n".join(lines) + "\n"
+
+
+def test_the_drawn_error_tree_is_the_class_tree() -> None:
+    """The tree drawn in ``arena/errors.py``'s docstring names each exception class once, under
+    one of its bases: one name per idea, and the drawing cannot drift from the code."""
+    import re
+
+    from arena import errors
+
+    drawn: list[tuple[int, str]] = []  # (depth, class name), in drawing order
+    for line in (errors.__doc__ or "").splitlines():
+        if line.startswith("ArenaError"):
+            drawn.append((0, "ArenaError"))
+        elif match := re.match(r"^([│ ]*)[├└]── (\w+)", line):
+            drawn.append((len(match.group(1)) // 4 + 1, match.group(2)))
+    names = [name for _, name in drawn]
+    assert len(names) == len(set(names))
+    parents: dict[int, str] = {}
+    for depth, name in drawn:
+        parents[depth] = name
+        if depth:
+            cls, parent = getattr(errors, name), getattr(errors, parents[depth - 1])
+            assert parent in cls.__bases__, (name, parent.__name__)
+    defined = {
+        name
+        for name, cls in vars(errors).items()
+        if isinstance(cls, type) and issubclass(cls, errors.ArenaError)
+    }
+    assert set(names) == defined

@@ -109,7 +109,7 @@ def test_a_run_whose_holder_was_killed_is_taken_over_at_once(db: Database, sim: 
                 holder=dead,
                 status="running",
                 started_at=fire,
-                lease_expires_at=datetime.now(UTC) + timedelta(hours=1),
+                lease_until=datetime.now(UTC) + timedelta(hours=1),
             )
         )
     due = sim.runtime.week_due(fire)
@@ -137,7 +137,7 @@ def test_a_live_holder_is_reported_not_taken_over(db: Database, sim: Simulation)
                 holder="other-host:4242:1700000000",
                 status="running",
                 started_at=fire,
-                lease_expires_at=sim.clock.now() + timedelta(seconds=90),
+                lease_until=sim.clock.now() + timedelta(seconds=90),
             )
         )
     result = sim.runtime.run_job(Job.DECISION_RUN, sim.clock)

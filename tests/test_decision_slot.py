@@ -127,7 +127,7 @@ def test_the_catch_up_decides_agents_whatever_the_slot_row_says(
                 status="succeeded",
                 started_at=FIRE,
                 finished_at=FIRE,
-                lease_expires_at=FIRE,
+                lease_until=FIRE,
                 counts={"decided": 0},
             )
         )

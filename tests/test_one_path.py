@@ -41,8 +41,8 @@ FAMILIES = [
 # between two processes by design (methodology, "Idempotent decision claims").
 PROCESS_COLUMNS = {
     ("decisions", "claim_token"),
-    ("decisions", "claimed_by"),
-    ("decisions", "lease_expires_at"),
+    ("decisions", "holder"),
+    ("decisions", "lease_until"),
     ("decision_attempts", "claim_token"),
 }
 

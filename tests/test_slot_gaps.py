@@ -232,7 +232,7 @@ def test_only_runs_whose_holder_is_gone_are_abandoned(db: Database, tmp_path: Pa
         for (job, slot), (holder, lease) in held.items():
             session.add(
                 JobRun(job=job, slot=slot, holder=holder, status="running", started_at=slot,
-                       lease_expires_at=lease)
+                       lease_until=lease)
             )  # fmt: skip
     at = SUNDAY + timedelta(minutes=30)
     assert mark_abandoned(db.factory, FixedClock(at)) == [

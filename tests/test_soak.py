@@ -230,7 +230,7 @@ def _leave_dead_holder(db: Database, at: datetime, job: str) -> None:
                 holder=dead,
                 status="running",
                 started_at=at,
-                lease_expires_at=datetime.now(UTC) + timedelta(hours=1),
+                lease_until=datetime.now(UTC) + timedelta(hours=1),
             )
         )
         cohort = session.scalars(select(Cohort).where(Cohort.week_start == week_start(at))).first()
@@ -248,8 +248,8 @@ def _leave_dead_holder(db: Database, at: datetime, job: str) -> None:
                     decision_week=1,
                     status="claimed",
                     claim_token="killed",
-                    claimed_by=dead,
-                    lease_expires_at=datetime.now(UTC) + timedelta(hours=1),
+                    holder=dead,
+                    lease_until=datetime.now(UTC) + timedelta(hours=1),
                     claim_count=1,
                     prompt_version=agent.prompt_version,
                     methodology_version=agent.methodology_version,

@@ -24,7 +24,7 @@ InCohort = Callable[[Any, Any, "int | None"], Any]
 
 
 @dataclass
-class Execution:
+class ExecutionQuality:
     """How a family's mode-book trades filled (methodology, "Executable prices")."""
 
     trades: int = 0
@@ -75,7 +75,7 @@ def book_mark(
 def add_executions(
     session: Session,
     cohort_id: int | None,
-    execution_of: Callable[[str], Execution],
+    execution_of: Callable[[str], ExecutionQuality],
     stream: Stream,
     in_cohort: InCohort,
 ) -> None:

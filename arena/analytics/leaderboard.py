@@ -39,7 +39,7 @@ from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.analytics.execution_quality import (
-    Execution,
+    ExecutionQuality,
     add_executions,
     book_mark,
     held_book_marks,
@@ -119,7 +119,7 @@ class FamilyStanding:
     completion_tokens: int = 0
     tally: ScoreTally = field(default_factory=ScoreTally)
     reliability: Reliability = field(default_factory=Reliability)
-    execution: Execution = field(default_factory=Execution)
+    execution: ExecutionQuality = field(default_factory=ExecutionQuality)
     min_scored_bets: int = 0
 
     @property

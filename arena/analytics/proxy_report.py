@@ -17,6 +17,7 @@ from arena.analytics.proxy import Votes, proxy_scores
 from arena.analytics.questions import open_questions
 from arena.analytics.records import to_datetime
 from arena.analytics.significance import INSUFFICIENT, OK
+from arena.domain.states import FamilyKind
 
 
 def proxy_ranking(
@@ -105,6 +106,6 @@ def _baseline_forecasters(prep: Prepared) -> NDArray[np.bool_]:
     kinds = prep.forecasts.family_kind
     is_baseline = np.zeros(len(panel.forecasters), dtype=bool)
     row_forecaster = panel.forecaster[panel.row_cell]
-    marked = np.array([kind == "baseline" for kind in kinds], dtype=bool)
+    marked = np.array([kind == FamilyKind.BASELINE for kind in kinds], dtype=bool)
     is_baseline[np.unique(row_forecaster[marked])] = True
     return is_baseline

@@ -15,6 +15,7 @@ from arena.cli.common import (
     runtime,
     state,
 )
+from arena.domain.states import FamilyKind
 from arena.errors import UserError
 from arena.jobs.report import raise_failure
 from arena.terminal import TerminalColumn, fitted_table, show
@@ -64,7 +65,7 @@ def families(ctx: typer.Context, fmt: FormatOption = "table", wide: WideOption =
     has_key = openrouter_api_key() is not None
     rows = []
     for family in settings.families:
-        if family.kind == "baseline":
+        if family.kind == FamilyKind.BASELINE:
             target, ready = f"strategy {family.strategy}", "yes"
         else:
             target = family.openrouter_id or ""

@@ -32,7 +32,7 @@ import typer
 from arena.cli.common import clock_for, console, state
 from arena.cli.composed import with_options
 from arena.clock import week_start
-from arena.domain.states import JobRunStatus
+from arena.domain.states import FamilyKind, JobRunStatus, Methodology
 from arena.errors import JobFailed, UserError
 
 if TYPE_CHECKING:
@@ -136,9 +136,10 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     weeks, out, step_minutes, markets = setup.weeks, setup.out, setup.step_minutes, setup.markets
     seed, pricing = setup.seed, setup.pricing
     base = state(ctx).settings
-    version = setup.methodology or base.methodology
-    if version not in ("v1", "v2"):
-        raise UserError(f"--methodology: {version!r} is not v1 or v2")
+    try:
+        version = Methodology(setup.methodology or base.methodology)
+    except ValueError:
+        raise UserError(f"--methodology: {setup.methodology!r} is not v1 or v2") from None
     if pricing not in ("book", "gamma"):
         raise UserError(f"--pricing: {pricing!r} is not book or gamma")
     prepare_out(out)
@@ -215,7 +216,7 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
         f"export: {export_dir} ({sum(f.rows for f in manifest.files)} rows in "
         f"{len(manifest.files)} files, manifest.json)"
     )
-    if version == "v2":
+    if version == Methodology.V2:
         _analytics(export_dir, end)
     console.print(
         f"ledger invariant holds for every agent; done in {time.perf_counter() - started:.1f}s"
@@ -253,10 +254,10 @@ def _demo_lineup(
         )
         for skill in DEMO_SKILLS
     ]
-    baselines = [f for f in configured if f.kind == "baseline"] or [
-        BaselineFamily(kind="baseline", id="market-follower", strategy="market-follower"),
-        BaselineFamily(kind="baseline", id="always-hold", strategy="always-hold"),
-        BaselineFamily(kind="baseline", id="random-bettor", strategy="random", seed=42),
+    baselines = [f for f in configured if f.kind == FamilyKind.BASELINE] or [
+        BaselineFamily(kind=FamilyKind.BASELINE, id="market-follower", strategy="market-follower"),
+        BaselineFamily(kind=FamilyKind.BASELINE, id="always-hold", strategy="always-hold"),
+        BaselineFamily(kind=FamilyKind.BASELINE, id="random-bettor", strategy="random", seed=42),
     ]
     return simulated + baselines
 
@@ -266,7 +267,7 @@ def demo_skills(families: list[OpenRouterFamily | BaselineFamily]) -> dict[str, 
     return {
         f.id: int(f.id.rsplit("-", 1)[1]) / 100
         for f in families
-        if f.kind == "openrouter" and f.id.startswith("sim-skill-")
+        if f.kind == FamilyKind.OPENROUTER and f.id.startswith("sim-skill-")
     }
 
 

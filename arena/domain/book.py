@@ -41,8 +41,12 @@ class Pricing(enum.StrEnum):
 
 
 class TradeSide(enum.StrEnum):
+    """Which way a trade went; ``trades.trade_type`` stores it, upper case as exported."""
+
     BUY = "BUY"
+    """Shares bought for cash (a BET)."""
     SELL = "SELL"
+    """Shares of a held position sold back for cash."""
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ from arena.domain.extraction import extract_json_object
 from arena.domain.ledger import HUNDRED, ONE, ZERO
 from arena.domain.markets import YES, MarketView
 from arena.domain.prompting import PromptContext, display_outcome, ordered_markets
+from arena.domain.states import Methodology
 from arena.errors import MalformedResponse
 
 __all__ = [
@@ -148,7 +149,7 @@ class ValidationContext:
     cash: Decimal  # the cash balance shown in the prompt
     min_bet: Decimal
     max_bet: Decimal
-    methodology: str = "v1"
+    methodology: Methodology = Methodology.V1
     panel: Sequence[MarketView] = ()
     held_market_ids: frozenset[str] = frozenset()  # markets shown under open positions
 
@@ -215,7 +216,7 @@ def validate_decision(payload: Mapping[str, Any], ctx: ValidationContext) -> Val
     except ValidationError as exc:
         raise MalformedResponse(error_message(shape_errors(exc))) from None
     errors: list[str] = []
-    v2 = ctx.methodology == "v2"
+    v2 = ctx.methodology == Methodology.V2
     bets: list[BetOrder] = []
     sells: list[SellOrder] = []
     if isinstance(shape, BetDecisionIn):

@@ -24,22 +24,23 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import jinja2
 
-from arena.domain.book import Touch
+from arena.domain.book import Pricing, Touch
 from arena.domain.ledger import MONEY, ONE, ZERO, to_money
 from arena.domain.markets import MarketView
+from arena.domain.states import Methodology
 from arena.domain.valuation import position_value
 from arena.errors import ConfigError
 
 PROMPT_VERSIONS: dict[tuple[str, str], str] = {
-    ("v1", "gamma"): "v1",
-    ("v2", "gamma"): "v2",
-    ("v1", "book"): "v1-book",
-    ("v2", "book"): "v2-book",
+    (Methodology.V1, Pricing.GAMMA): "v1",
+    (Methodology.V2, Pricing.GAMMA): "v2",
+    (Methodology.V1, Pricing.BOOK): "v1-book",
+    (Methodology.V2, Pricing.BOOK): "v2-book",
 }
 """The current prompt version for each methodology version and pricing mode (mode book shows
 each side's bid and ask instead of one price)."""
@@ -52,7 +53,6 @@ ID_LIMIT = 80
 REPAIR_ECHO_LIMIT = 20_000
 """The previous answer is echoed back to the model at most this long (characters)."""
 
-Methodology = Literal["v1", "v2"]
 _DROPPED_CATEGORIES = {"Cf", "Cs", "Co"}  # format (zero-width, bidi), surrogate, private use
 _WHITESPACE = re.compile(r"\s+")
 _ANGLES = re.compile(r"<{2,}|>{2,}")
@@ -112,7 +112,7 @@ class PromptContext:
     min_bet: Decimal
     positions: Sequence[PositionView] = ()
     markets: Sequence[MarketView] = ()
-    methodology: Methodology = "v1"
+    methodology: Methodology = Methodology.V1
     panel: Sequence[MarketView] = ()
     max_bet_fraction: Decimal = Decimal("0.25")
     starting_balance: Decimal = Decimal(10000)

@@ -65,7 +65,7 @@ class AttemptKind(enum.StrEnum):
     """The first call of a round."""
     REPAIR = "repair"
     """A call that quotes the previous answer's error back to the model."""
-    TRANSIENT_RETRY = "transient-retry"
+    RETRY = "retry"
     """The same request again after a transient failure."""
 
 
@@ -95,6 +95,26 @@ FAILED_CALLS = (
     AttemptOutcome.FATAL_ERROR,
 )
 """The outcomes of calls the provider failed."""
+
+
+class FamilyKind(enum.StrEnum):
+    """How a model family answers (config ``families[].kind``; ``families.kind`` and
+    ``agents.kind`` in the database and the exports)."""
+
+    OPENROUTER = "openrouter"
+    """A language model called through OpenRouter (a configured family without ``kind``)."""
+    BASELINE = "baseline"
+    """A built-in deterministic strategy, answering through the same validation path."""
+
+
+class Methodology(enum.StrEnum):
+    """A methodology version (config ``methodology``; every cohort, agent and decision stores
+    the one it ran under, and the export's manifest names it)."""
+
+    V1 = "v1"
+    """Bets and sells on the weekly universe."""
+    V2 = "v2"
+    """v1 plus a forecast panel: a stated probability for each panel market and each bet."""
 
 
 class Job(enum.StrEnum):

@@ -44,6 +44,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena import __version__
 from arena.clock import Clock, SystemClock, ensure_utc, iso_utc
 from arena.csv_safe import safe_cell
+from arena.domain.states import Methodology
 from arena.errors import UserError
 from arena.export import FORMATS
 from arena.export.directory import MANIFEST, check_target, publish, sha256_of, staging
@@ -118,7 +119,7 @@ def export(
     filters: ExportFilters | None = None,
     *,
     include_prompts: bool = True,
-    methodology: str = "v1",
+    methodology: Methodology = Methodology.V1,
     clock: Clock | None = None,
 ) -> Manifest:
     """Write every table of the slice into the target directory in its format and return
@@ -176,7 +177,7 @@ def _normalised(filters: ExportFilters) -> ExportFilters:
 
 
 def _manifest(
-    methodology: str,
+    methodology: Methodology,
     fmt: str,
     exported_at: datetime,
     filters: ExportFilters,

@@ -20,6 +20,7 @@ from decimal import Decimal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from arena.domain.book import TradeSide
 from arena.domain.states import PositionStatus
 from arena.store.models import (
     Agent,
@@ -66,7 +67,9 @@ def check_ledger(session: Session) -> list[str]:
 
     sell_pnl: dict[int, Decimal] = defaultdict(Decimal)
     for trade_id, agent_id, pnl in session.execute(
-        select(Trade.id, Trade.agent_id, Trade.realized_pnl).where(Trade.trade_type == "SELL")
+        select(Trade.id, Trade.agent_id, Trade.realized_pnl).where(
+            Trade.trade_type == TradeSide.SELL
+        )
     ).all():
         if pnl is None:
             violations.append(f"trade {trade_id} (agent {agent_id}): SELL without realized P/L")

@@ -35,7 +35,7 @@ from arena.store.models import Agent, Decision, DecisionAttempt
 from arena.store.upsert import insert_ignore
 
 if TYPE_CHECKING:
-    from arena.jobs.execute import Execution
+    from arena.jobs.execute import ExecutionResult
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +107,8 @@ def claim_decision(
     take_over = {
         "status": DecisionStatus.CLAIMED,
         "claim_token": token,
-        "claimed_by": holder,
-        "lease_expires_at": lease_until,
+        "holder": holder,
+        "lease_until": lease_until,
         "claim_count": Decision.claim_count + 1,
         "universe_id": universe_id,
         "updated_at": now,
@@ -124,8 +124,8 @@ def claim_decision(
                 "universe_id": universe_id,
                 "status": DecisionStatus.CLAIMED,
                 "claim_token": token,
-                "claimed_by": holder,
-                "lease_expires_at": lease_until,
+                "holder": holder,
+                "lease_until": lease_until,
                 "claim_count": 1,
                 "prompt_version": agent.prompt_version,
                 "methodology_version": agent.methodology_version,
@@ -142,21 +142,18 @@ def claim_decision(
                     or_(
                         Decision.status.in_(TAKEOVER_STATUSES),
                         (Decision.status == DecisionStatus.CLAIMED)
-                        & (Decision.lease_expires_at < lease.clock.now()),
+                        & (Decision.lease_until < lease.clock.now()),
                     ),
                 )
                 .values(**take_over)
             )
             if result.rowcount != 1:  # type: ignore[attr-defined]
                 row = session.execute(select(Decision).where(*key)).scalar_one()
-                if (
-                    row.status != DecisionStatus.CLAIMED
-                    or holder_alive(row.claimed_by) is not False
-                ):
-                    return Refused(row.id, row.status, row.claimed_by, row.lease_expires_at)
+                if row.status != DecisionStatus.CLAIMED or holder_alive(row.holder) is not False:
+                    return Refused(row.id, row.status, row.holder, row.lease_until)
                 # Its holder died on this host: take it over now, unless someone just did.
                 log.warning(
-                    "decision %s: holder %s is dead; taking it over", row.id, label(row.claimed_by)
+                    "decision %s: holder %s is dead; taking it over", row.id, label(row.holder)
                 )
                 result = session.execute(
                     update(Decision)
@@ -193,7 +190,7 @@ def renew_lease(factory: sessionmaker[Session], claim: Claim, lease: LeaseTerms)
                 Decision.claim_token == claim.token,
                 Decision.status == DecisionStatus.CLAIMED,
             )
-            .values(lease_expires_at=lease.until())
+            .values(lease_until=lease.until())
         )
         return result.rowcount == 1  # type: ignore[attr-defined]
 
@@ -214,7 +211,7 @@ def release_completed(
     decision: ValidDecision,
     system_hold: bool,
     cash_shown: Decimal,
-    execution: Execution,
+    execution: ExecutionResult,
     now: datetime,
 ) -> None:
     """Release a claim as final: the decision, its answer and any refused executions."""
@@ -227,7 +224,7 @@ def release_completed(
     row.error = optional_text("; ".join(execution.failures), MODEL_TEXT) or None
     row.refusals = storable_json(execution.refusals) or None
     row.completed_at = row.updated_at = now
-    row.lease_expires_at = None
+    row.lease_until = None
 
 
 def release_failed(
@@ -245,4 +242,4 @@ def release_failed(
     row.payload = storable_json(decision.to_json_dict()) if decision else None
     row.refusals = storable_json(refusals) if refusals else None
     row.updated_at = now
-    row.lease_expires_at = None
+    row.lease_until = None

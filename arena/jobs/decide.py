@@ -51,11 +51,18 @@ from arena.domain.decisions import (
     validate_decision,
 )
 from arena.domain.prompting import render_messages, render_repair
-from arena.domain.states import AttemptKind, AttemptOutcome, Blocked, DecisionStatus
+from arena.domain.states import (
+    AttemptKind,
+    AttemptOutcome,
+    Blocked,
+    DecisionStatus,
+    FamilyKind,
+    Methodology,
+)
 from arena.errors import (
     BudgetExceeded,
+    FatalProviderError,
     ProviderCallError,
-    ProviderFatal,
     RunAborted,
     UniverseUnavailable,
 )
@@ -279,9 +286,8 @@ class DecisionRun:
         max_tokens = self.settings.max_tokens(agent.family_id)
         self.budget.carry(agent.family_id, turn.claim.cost_before)
         try:
-            self.budget.reserve(
-                agent.family_id, model, messages, max_tokens, baseline=agent.kind == "baseline"
-            )
+            baseline = agent.kind == FamilyKind.BASELINE
+            self.budget.reserve(agent.family_id, model, messages, max_tokens, baseline=baseline)
         except BudgetExceeded as exc:
             attempts.store(
                 AttemptKind.INITIAL,
@@ -340,7 +346,7 @@ class DecisionRun:
         def on_attempt(number: int, outcome: ModelReply | ProviderCallError) -> None:
             if isinstance(outcome, ProviderCallError):
                 attempts.store(
-                    "retry" if number > 1 else kind,
+                    AttemptKind.RETRY if number > 1 else kind,
                     AttemptOutcome(f"{outcome.kind}_error"),
                     messages,
                     started[0],
@@ -365,7 +371,7 @@ class DecisionRun:
                 on_attempt=on_attempt,
                 **retry_kwargs,
             )
-        except ProviderFatal as exc:
+        except FatalProviderError as exc:
             self._finish(turn, DecisionStatus.RETRYABLE, error=f"provider refused: {exc}")
             raise RunAborted(f"{turn.agent.family_id}: {exc}") from exc
         except ProviderCallError as exc:
@@ -410,7 +416,7 @@ class DecisionRun:
                     refusals=execution.refusals,
                 )
                 return
-            if agent.methodology_version == "v2":
+            if agent.methodology_version == Methodology.V2:
                 store_forecasts(desk, decision)
             release_completed(row, decision, result.system_hold, cash_shown, execution, now)
         result.status, result.action = DecisionStatus.COMPLETED, decision.action.value

@@ -19,7 +19,7 @@ from arena.domain import ledger
 from arena.domain.book import Pricing
 from arena.domain.decisions import ValidDecision
 from arena.domain.prompting import PositionView, PromptContext
-from arena.domain.states import Job, PositionStatus
+from arena.domain.states import Job, Methodology, PositionStatus
 from arena.domain.valuation import side_mark
 from arena.errors import ClobError, ExecutionError, NoBook
 from arena.jobs.books import fee_schedules, live_books, record_outage, stored_marks
@@ -72,7 +72,7 @@ def prompt_context(
             )
         )
     bench = settings.benchmark
-    methodology = agent.methodology_version
+    methodology = Methodology(agent.methodology_version)
     ctx = PromptContext(
         now=now,
         decision_week=turn.week,
@@ -81,8 +81,8 @@ def prompt_context(
         min_bet=bench.min_bet,
         positions=tuple(views),
         markets=tuple(markets),
-        methodology=methodology,  # type: ignore[arg-type]
-        panel=tuple(universe.panel) if methodology == "v2" else (),
+        methodology=methodology,
+        panel=tuple(universe.panel) if methodology is Methodology.V2 else (),
         max_bet_fraction=bench.max_bet_fraction,
         starting_balance=fresh.starting_balance,
         cohort_id=str(agent.cohort_id),

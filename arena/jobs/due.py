@@ -128,8 +128,8 @@ def unfinished_decisions(
                 agents.c.family_id,
                 decisions.c.id,
                 decisions.c.status,
-                decisions.c.claimed_by,
-                decisions.c.lease_expires_at,
+                decisions.c.holder,
+                decisions.c.lease_until,
                 decisions.c.error,
             )
             .outerjoin(
@@ -153,11 +153,11 @@ def _reason(decision: Any, lease_now: datetime) -> str:
     if decision.id is None:
         return "not decided yet"
     if decision.status == DecisionStatus.CLAIMED:
-        until = decision.lease_expires_at
-        alive = holder_alive(decision.claimed_by)
+        until = decision.lease_until
+        alive = holder_alive(decision.holder)
         if alive is False or (until is not None and until < lease_now):
-            return f"claimed by {label(decision.claimed_by)}, which is gone; retried next run"
-        return f"held by {label(decision.claimed_by)} until {iso_utc(until) if until else '?'}"
+            return f"held by {label(decision.holder)}, which is gone; retried next run"
+        return f"held by {label(decision.holder)} until {iso_utc(until) if until else '?'}"
     return f"{decision.status}: {(decision.error or '')[:120]}".rstrip(": ")
 
 
@@ -165,9 +165,9 @@ def _run_state(run: Row[Any] | None, lease_now: datetime) -> str:
     if run is None:
         return "never ran"
     if run.status == JobRunStatus.RUNNING:
-        if holder_alive(run.holder) is False or run.lease_expires_at < lease_now:
+        if holder_alive(run.holder) is False or run.lease_until < lease_now:
             return f"running by {label(run.holder)}, which is gone"
-        return f"running, held by {label(run.holder)} until {iso_utc(run.lease_expires_at)}"
+        return f"running, held by {label(run.holder)} until {iso_utc(run.lease_until)}"
     return f"{run.status}: {(run.error or '')[:120]}".rstrip(": ")
 
 

@@ -73,7 +73,9 @@ class Desk:
 
 
 @dataclass
-class Execution:
+class ExecutionResult:
+    """What executing one decision came to: the trades made and the executions refused."""
+
     trades: int = 0
     failures: list[str] = field(default_factory=list)
     refusals: list[dict[str, object]] = field(default_factory=list)
@@ -101,10 +103,10 @@ def refusal_kind(exc: Exception) -> str:
 
 def execute_decision(
     desk: Desk, decision: ValidDecision, cash_shown: Decimal, max_bet_fraction: Decimal
-) -> Execution:
+) -> ExecutionResult:
     """Apply the decision's bets or sells to the agent's cash and positions (the desk's
     ``book``: mode book, else mode gamma)."""
-    result = Execution()
+    result = ExecutionResult()
     trade = _Trade(desk)
     if decision.action is Action.BET:
         for index, bet in enumerate(decision.bets):
@@ -213,7 +215,7 @@ class _Trade:
                 position_id=position.id,
                 market_id=market_id,
                 side=side,
-                trade_type="BUY",
+                trade_type=TradeSide.BUY,
                 amount=bought.amount,
                 shares=bought.shares,
                 price=bought.price,
@@ -270,7 +272,7 @@ class _Trade:
                 position_id=position.id,
                 market_id=position.market_id,
                 side=position.side,
-                trade_type="SELL",
+                trade_type=TradeSide.SELL,
                 amount=sold.proceeds,
                 shares=sold.shares_sold,
                 price=sold.price,

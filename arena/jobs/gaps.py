@@ -101,7 +101,7 @@ def abandoned_runs(session: Reader, now: datetime, lease_now: datetime) -> list[
             job_runs.c.holder,
             job_runs.c.started_at,
             job_runs.c.status,
-            job_runs.c.lease_expires_at,
+            job_runs.c.lease_until,
         )
         .where(
             job_runs.c.slot > now - GAP_WINDOW,
@@ -114,7 +114,7 @@ def abandoned_runs(session: Reader, now: datetime, lease_now: datetime) -> list[
         AbandonedRun(Job(row.job), row.slot, label(row.holder), row.started_at)
         for row in rows
         if row.status == JobRunStatus.ABANDONED
-        or holder_gone(row.holder, row.lease_expires_at, lease_now)
+        or holder_gone(row.holder, row.lease_until, lease_now)
     ]
 
 
@@ -160,7 +160,7 @@ def snapshot_gaps(
                 job_runs.c.slot,
                 job_runs.c.status,
                 job_runs.c.holder,
-                job_runs.c.lease_expires_at,
+                job_runs.c.lease_until,
                 job_runs.c.error,
             ).where(job_runs.c.job == Job.SNAPSHOT, job_runs.c.slot > since, job_runs.c.slot <= now)
         )
@@ -191,7 +191,7 @@ def _pending(
     if run is None:
         return now - slot <= grace
     return run.status == JobRunStatus.RUNNING and not holder_gone(
-        run.holder, run.lease_expires_at, lease_now
+        run.holder, run.lease_until, lease_now
     )
 
 

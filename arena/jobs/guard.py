@@ -94,7 +94,7 @@ def _acquire(
         "status": JobRunStatus.RUNNING,
         "started_at": started,
         "finished_at": None,
-        "lease_expires_at": lease_until,
+        "lease_until": lease_until,
         "error": None,
         "counts": None,
     }
@@ -117,7 +117,7 @@ def _acquire(
                 *key,
                 or_(
                     JobRun.status.in_(takeable),
-                    (JobRun.status == JobRunStatus.RUNNING) & (JobRun.lease_expires_at < wall_now),
+                    (JobRun.status == JobRunStatus.RUNNING) & (JobRun.lease_until < wall_now),
                 ),
             )
             .values(**take)
@@ -160,7 +160,7 @@ def run_guarded(
         status = Blocked.HELD if blocker.status == JobRunStatus.RUNNING else Blocked.ALREADY_FINAL
         log.info("job %s for slot %s: %s", job, slot, status)
         return GuardedRun(
-            job, slot, False, status, holder=blocker.holder, lease_until=blocker.lease_expires_at
+            job, slot, False, status, holder=blocker.holder, lease_until=blocker.lease_until
         )
     me = _holder()
 
@@ -174,7 +174,7 @@ def run_guarded(
                     JobRun.holder == me,
                     JobRun.status == JobRunStatus.RUNNING,
                 )
-                .values(lease_expires_at=wall.now() + lease)
+                .values(lease_until=wall.now() + lease)
             )
             return result.rowcount == 1  # type: ignore[attr-defined]
 
@@ -226,11 +226,11 @@ def mark_abandoned(
     wall_now = (wall_clock or SystemClock()).now()
     with factory() as session:  # a read first: no write lock unless something is to mark
         running = session.execute(
-            select(JobRun.job, JobRun.slot, JobRun.holder, JobRun.lease_expires_at).where(
+            select(JobRun.job, JobRun.slot, JobRun.holder, JobRun.lease_until).where(
                 JobRun.status == JobRunStatus.RUNNING
             )
         ).all()
-    gone = [run for run in running if holder_gone(run.holder, run.lease_expires_at, wall_now)]
+    gone = [run for run in running if holder_gone(run.holder, run.lease_until, wall_now)]
     if not gone:
         return []
     marked: list[tuple[Job, datetime]] = []
@@ -243,7 +243,7 @@ def mark_abandoned(
                     JobRun.slot == run.slot,
                     JobRun.holder == run.holder,
                     JobRun.status == JobRunStatus.RUNNING,
-                    JobRun.lease_expires_at == run.lease_expires_at,  # not renewed since
+                    JobRun.lease_until == run.lease_until,  # not renewed since
                 )
                 .values(
                     status=JobRunStatus.ABANDONED,

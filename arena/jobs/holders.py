@@ -74,13 +74,13 @@ def holder_alive(text: str | None) -> bool | None:
     return abs(started - holder.started) <= 1
 
 
-def holder_gone(text: str | None, lease_expires_at: datetime | None, wall_now: datetime) -> bool:
+def holder_gone(text: str | None, lease_until: datetime | None, wall_now: datetime) -> bool:
     """Whether the holder of a lease is gone: dead on this host, or (elsewhere, where that
     cannot be seen) its lease has run out on the real clock ``wall_now``."""
     alive = holder_alive(text)
     if alive is not None:
         return not alive
-    return lease_expires_at is None or lease_expires_at < wall_now
+    return lease_until is None or lease_until < wall_now
 
 
 def label(text: str | None) -> str:

@@ -50,6 +50,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
 from arena.config import Settings
+from arena.domain.book import TradeSide
 from arena.domain.ledger import ZERO, Holding, SettlementOutcome, settle
 from arena.domain.resolution import Verdict, same_side, settlement_verdict
 from arena.domain.scores import brier
@@ -322,7 +323,7 @@ def _write_brier_rows(session: Session, market_id: str, winner: str, now: dateti
             Trade.price,
         )
         .join(Agent, Agent.id == Trade.agent_id)
-        .where(Trade.market_id == market_id, Trade.trade_type == "BUY")
+        .where(Trade.market_id == market_id, Trade.trade_type == TradeSide.BUY)
         .order_by(Trade.id)
     ).all()
     rows: list[dict[str, Any]] = []

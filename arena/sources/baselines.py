@@ -26,6 +26,7 @@ from arena.config import BaselineFamily
 from arena.domain.ledger import ONE, ZERO, money_floor
 from arena.domain.markets import MarketView
 from arena.domain.prompting import PromptContext, ordered_markets, ordered_positions
+from arena.domain.states import Methodology
 from arena.errors import PermanentProviderError
 from arena.sources.providers import ModelReply, ModelRequest
 
@@ -208,7 +209,7 @@ def _distribution(market: MarketView, weights: Sequence[Decimal]) -> Payload:
 def _with_forecasts(
     payload: Payload, ctx: PromptContext, forecaster: Callable[[MarketView], Payload]
 ) -> Payload:
-    if ctx.methodology == "v2" and ctx.panel:
+    if ctx.methodology == Methodology.V2 and ctx.panel:
         payload["forecasts"] = [forecaster(m) for m in ordered_markets(ctx.panel)]
     return payload
 
@@ -218,7 +219,7 @@ def _bet(
 ) -> Payload:
     """One bet; under v2 with the probability that its side wins."""
     bet: Payload = {"market_id": market_id, "side": side, "amount": _number(amount)}
-    if ctx.methodology == "v2":
+    if ctx.methodology == Methodology.V2:
         bet["probability"] = _number(probability)
     return bet
 

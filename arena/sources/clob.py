@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -46,11 +45,8 @@ from arena.config import Polymarket
 from arena.domain.book import FeeSchedule, OrderBook
 from arena.errors import BookMissing, ClobError, SourceNotFound, TransientError
 from arena.sources.clob_parse import book_hash, parse_book, parse_fee_schedule, parse_midpoints
-from arena.sources.http import (
-    USER_AGENT,
-    json_body,
-    with_retries,
-)
+from arena.sources.http import USER_AGENT, HttpClientOwner, json_body, with_retries
+from arena.sources.retry import polymarket_policy
 
 __all__ = [
     "CLOB_URL",
@@ -114,14 +110,14 @@ class BookSource(Protocol):
     def close(self) -> None: ...
 
 
-class ClobClient:
+class ClobClient(HttpClientOwner):
     """Reads public market data from the CLOB.
 
-    ``settings`` supplies the timeout and the number of attempts (the Gamma client's, unless
-    ``timeout_seconds``/``max_attempts`` say otherwise). Pass ``http`` to share a client (it is
-    then not closed here) or ``transport`` to build one over it (the fake's, in tests).
-    ``sleep`` is the wait between retries (default :data:`retry_sleep`, which tests replace);
-    ``jitter`` draws the random part of the backoff.
+    ``settings`` supplies the timeout and the number of attempts (the Gamma client's; pass a
+    copy to change them). Pass ``http`` to share a client (it is then not closed here) or
+    ``transport`` to build one over it (the fake's, in tests). Calls are retried under
+    :func:`arena.sources.retry.polymarket_policy`; ``sleep`` is the wait between retries
+    (default :data:`retry_sleep`, which tests replace).
     """
 
     def __init__(
@@ -131,43 +127,28 @@ class ClobClient:
         base_url: str = CLOB_URL,
         http: httpx.Client | None = None,
         transport: httpx.BaseTransport | None = None,
-        timeout_seconds: float | None = None,
-        max_attempts: int | None = None,
         sleep: Callable[[float], None] | None = None,
-        jitter: Callable[[float, float], float] = random.uniform,
         fee_concurrency: int = FEE_CONCURRENCY,
     ) -> None:
         if http is not None and transport is not None:
             raise ValueError("pass either http or transport, not both")
         settings = settings or Polymarket()
         self._base_url = base_url.rstrip("/")
-        timeout = settings.timeout_seconds if timeout_seconds is None else timeout_seconds
-        self._timeout = httpx.Timeout(timeout)
-        self._max_attempts = settings.max_attempts if max_attempts is None else max_attempts
-        if self._max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+        self._timeout = httpx.Timeout(settings.timeout_seconds)
+        self._retry = polymarket_policy(
+            "clob", settings.max_attempts, sleep if sleep is not None else retry_sleep
+        )
         if fee_concurrency < 1:
             raise ValueError("fee_concurrency must be at least 1")
         self._fee_concurrency = fee_concurrency
-        self._owns_http = http is None
         # a connection kept alive for each fee request in flight
         limits = httpx.Limits(max_keepalive_connections=max(20, fee_concurrency))
-        self._http = http or httpx.Client(timeout=self._timeout, transport=transport, limits=limits)
-        self._sleep = sleep if sleep is not None else retry_sleep
-        self._jitter = jitter
+        super().__init__(
+            http, lambda: httpx.Client(timeout=self._timeout, transport=transport, limits=limits)
+        )
         self.requests = 0  # HTTP requests sent, retries included
         self.retries = 0
         self._count_lock = threading.Lock()  # fee batches count from several threads
-
-    def close(self) -> None:
-        if self._owns_http:
-            self._http.close()
-
-    def __enter__(self) -> ClobClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- public operations -------------------------------------------------------------------
 
@@ -298,12 +279,9 @@ class ClobClient:
     ) -> Any:
         return with_retries(
             lambda: self._request_once(method, path, expect, params, payload, allow_404),
+            self._retry,
             what=f"{method} {path}",
             log=logger,
-            service="clob",
-            max_attempts=self._max_attempts,
-            jitter=self._jitter,
-            sleep=self._sleep,
             failed=ClobError,
             on_retry=self._count_retry,
         )

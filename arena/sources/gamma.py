@@ -23,7 +23,6 @@ re-sort, so a row whose volume fields are missing still keeps its rank.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -36,12 +35,9 @@ from arena.config import Polymarket
 from arena.domain.markets import MarketView
 from arena.errors import GammaError, SourceNotFound, TransientError
 from arena.sources.gamma_parse import parse_market, parse_rows, should_skip
-from arena.sources.http import BACKOFF_BASE_SECONDS as BACKOFF_BASE_SECONDS  # re-exported
 from arena.sources.http import USER_AGENT as USER_AGENT  # re-exported
-from arena.sources.http import (
-    json_body,
-    with_retries,
-)
+from arena.sources.http import HttpClientOwner, json_body, with_retries
+from arena.sources.retry import polymarket_policy
 
 logger = logging.getLogger(__name__)
 
@@ -80,11 +76,12 @@ class MarketSource(Protocol):
     ) -> dict[str, MarketView]: ...
 
 
-class GammaClient:
+class GammaClient(HttpClientOwner):
     """Reads markets from Gamma. Pass ``http`` to share a client (it is then not closed here).
 
-    ``sleep`` is the wait between retries (default :data:`retry_sleep`, which tests zero);
-    ``jitter`` draws the random part of the backoff.
+    Calls are retried under :func:`arena.sources.retry.polymarket_policy` with
+    ``settings.max_attempts``; ``sleep`` is the wait between retries (default
+    :data:`retry_sleep`, which tests zero).
     """
 
     def __init__(
@@ -94,27 +91,15 @@ class GammaClient:
         http: httpx.Client | None = None,
         base_url: str | None = None,
         sleep: Callable[[float], None] | None = None,
-        jitter: Callable[[float, float], float] = random.uniform,
     ) -> None:
         self._settings = settings or Polymarket()
         self._base_url = (base_url or str(self._settings.gamma_url)).rstrip("/")
         self._timeout = httpx.Timeout(self._settings.timeout_seconds)
-        self._owns_http = http is None
-        self._http = http or httpx.Client(timeout=self._timeout)
-        self._sleep = sleep if sleep is not None else retry_sleep
-        self._jitter = jitter
-        self._max_attempts = self._settings.max_attempts
+        super().__init__(http, lambda: httpx.Client(timeout=self._timeout))
+        self._retry = polymarket_policy(
+            "gamma", self._settings.max_attempts, sleep if sleep is not None else retry_sleep
+        )
         self._page_size = min(self._settings.page_size, MAX_PAGE)
-
-    def close(self) -> None:
-        if self._owns_http:
-            self._http.close()
-
-    def __enter__(self) -> GammaClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- public operations -------------------------------------------------------------------
 
@@ -206,7 +191,7 @@ class GammaClient:
                 return
             if next_cursor in seen:
                 repeats += 1
-                if repeats >= self._max_attempts:
+                if repeats >= self._retry.attempts:
                     logger.warning(
                         "gamma keyset cursor keeps repeating after %d pages; stopping", stats.pages
                     )
@@ -216,7 +201,7 @@ class GammaClient:
                     "gamma retry: keyset cursor repeated on page %d (%d/%d); asking again",
                     stats.pages,
                     repeats,
-                    self._max_attempts,
+                    self._retry.attempts,
                 )
                 stats.retries += 1
                 continue
@@ -248,12 +233,9 @@ class GammaClient:
 
         return with_retries(
             lambda: self._get_once(path, params, stats, allow_404, keyset),
+            self._retry,
             what=f"GET {path}",
             log=logger,
-            service="gamma",
-            max_attempts=self._max_attempts,
-            jitter=self._jitter,
-            sleep=self._sleep,
             failed=GammaError,
             on_retry=count_retry,
         )

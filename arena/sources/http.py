@@ -1,6 +1,7 @@
-"""What the HTTP clients (Gamma, CLOB, OpenRouter) share: the wait a server asks for, the
-backoff between attempts, the Polymarket clients' retry loop, how a failure is described in
-logs and errors, and how a Polymarket data API answer is read."""
+"""What the HTTP clients (Gamma, CLOB, OpenRouter) share: who closes the ``httpx`` client,
+the wait a server asks for, the Polymarket clients' use of the one retry loop
+(:mod:`arena.sources.retry`), how a failure is described in logs and errors, and how a
+Polymarket data API answer is read."""
 
 from __future__ import annotations
 
@@ -9,21 +10,18 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
-import tenacity
 
 from arena import __version__
 from arena.errors import SourceNotFound, TransientError
+from arena.sources.retry import RetryPolicy
 
 MAX_INT_DIGITS = 4000  # below sys.get_int_max_str_digits() (4300 by default)
 
 USER_AGENT = f"arena/{__version__} (+https://github.com/arena-benchmark/arena)"
 T = TypeVar("T")
-BACKOFF_BASE_SECONDS = 0.5
-BACKOFF_MAX_SECONDS = 30.0
-RETRY_AFTER_MAX_SECONDS = 120.0
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
@@ -42,65 +40,58 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return None
 
 
-def backoff_seconds(
-    exc: BaseException | None, attempt: int, jitter: Callable[[float, float], float]
-) -> float:
-    """The wait after failed attempt number ``attempt`` (from 1): the server's ``Retry-After``
-    when it gave one (capped at two minutes), else full-jitter exponential backoff."""
-    if isinstance(exc, TransientError) and exc.retry_after is not None:
-        return min(exc.retry_after, RETRY_AFTER_MAX_SECONDS)
-    ceiling = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
-    return jitter(0, ceiling)
+class HttpClientOwner:
+    """Base of the clients of an HTTP API (Gamma, the CLOB, OpenRouter): it uses the
+    ``httpx.Client`` it is handed, shared and left open, or one it makes itself, and closes
+    only the one it made (:meth:`close`, or the end of a ``with`` block)."""
+
+    def __init__(self, http: httpx.Client | None, make: Callable[[], httpx.Client]) -> None:
+        self._owns_http = http is None
+        self._http = make() if http is None else http
+
+    def close(self) -> None:
+        """Close the HTTP client if this object made it."""
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def with_retries(
     call: Callable[[], T],
+    policy: RetryPolicy,
     *,
     what: str,
     log: logging.Logger,
-    service: str,
-    max_attempts: int,
-    jitter: Callable[[float, float], float],
-    sleep: Callable[[float], None],
     failed: Callable[[str], Exception],
     on_retry: Callable[[], None] = lambda: None,
 ) -> T:
-    """``call()`` until it succeeds, retrying transient failures (:class:`TransientError`, a
-    timeout or a connection error) up to ``max_attempts`` attempts in all, waiting
-    :func:`backoff_seconds` through ``sleep``. Each retry is logged as a warning
+    """``call()`` in the one retry loop under a Polymarket client's ``policy``
+    (:func:`arena.sources.retry.polymarket_policy`). Each retry is logged as a warning
     (``"<service> retry: attempt 1/3 of <what> failed (...)"``) and counted by ``on_retry``;
     the last transient failure raises ``failed("<what>: <reason> (after N attempts)")``. Any
     other exception propagates at once."""
 
-    def wait(state: tenacity.RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        return backoff_seconds(exc, state.attempt_number, jitter)
-
-    def before_sleep(state: tenacity.RetryCallState) -> None:
+    def before_sleep(attempt: int, error: BaseException, wait: float) -> None:
         on_retry()
-        exc = state.outcome.exception() if state.outcome else None
         log.warning(
             "%s retry: attempt %d/%d of %s failed (%s); waiting %.2fs",
-            service,
-            state.attempt_number,
-            max_attempts,
+            policy.service,
+            attempt,
+            policy.attempts,
             what,
-            describe_error(exc),
-            state.next_action.sleep if state.next_action else 0.0,
+            describe_error(error),
+            wait,
         )
 
-    retrying = tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(max_attempts),
-        wait=wait,
-        retry=tenacity.retry_if_exception_type((TransientError, httpx.TransportError)),
-        sleep=sleep,
-        before_sleep=before_sleep,
-        reraise=True,
-    )
     try:
-        return retrying(call)
-    except (TransientError, httpx.TransportError) as exc:
-        raise failed(f"{what}: {describe_error(exc)} (after {max_attempts} attempts)") from exc
+        return policy.run(call, before_sleep)
+    except policy.retry_on as exc:
+        raise failed(f"{what}: {describe_error(exc)} (after {policy.attempts} attempts)") from exc
 
 
 def error_text(response: httpx.Response) -> str:

@@ -31,6 +31,7 @@ from arena.errors import (
     TransientProviderError,
     UnknownModelPriceError,
 )
+from arena.sources.http import HttpClientOwner
 from arena.sources.openrouter_replies import (
     COST_BOUND,
     classify_completion,
@@ -62,7 +63,7 @@ class KeyStatus:
     is_free_tier: bool | None
 
 
-class OpenRouterProvider:
+class OpenRouterProvider(HttpClientOwner):
     """Calls OpenRouter chat completions, one HTTP request per :meth:`complete`.
 
     ``http_client`` is shared by every call (and closed only if this provider created it).
@@ -85,8 +86,9 @@ class OpenRouterProvider:
         self.settings = settings
         self.sleep = sleep
         self._monotonic = monotonic
-        self._owns_http = http_client is None
-        self._http = http_client or httpx.Client(timeout=settings.openrouter.timeout_seconds)
+        super().__init__(
+            http_client, lambda: httpx.Client(timeout=settings.openrouter.timeout_seconds)
+        )
         cfg = settings.openrouter
         self._client = OpenAI(
             base_url=str(cfg.base_url).rstrip("/"),
@@ -107,17 +109,6 @@ class OpenRouterProvider:
 
     def __repr__(self) -> str:
         return f"OpenRouterProvider(base_url={str(self.settings.openrouter.base_url)!r})"
-
-    def close(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        if self._owns_http:
-            self._http.close()
-
-    def __enter__(self) -> OpenRouterProvider:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def request_payload(self, request: ModelRequest) -> dict[str, Any]:
         """The exact JSON body sent for ``request`` (to store with the attempt)."""

@@ -2,14 +2,16 @@
 
 A provider turns one :class:`ModelRequest` into one :class:`ModelReply` with ONE call, or raises
 one classified :class:`ProviderCallError`. Retrying is not the provider's business: the engine
-calls :func:`call_with_retries`, which owns the backoff loop and reports every try (reply or
-error) to a callback, so every attempt can be stored with its metadata.
+calls :func:`call_with_retries`, which runs the one retry loop (:mod:`arena.sources.retry`)
+and reports every try (reply or error) to a callback, so every attempt can be stored with its
+metadata.
 
     ProviderError (arena.errors)
     └── ProviderCallError           one failed call, with the attempt's metadata
-        ├── TransientProviderError  retry after a pause (408, 429, 5xx, timeouts, cold starts)
+        ├── TransientProviderError  a TransientError: retry after a pause (408, 429, 5xx,
+        │                           timeouts, cold starts)
         ├── PermanentProviderError  a plain retry will not help (400, 403, 404, exhausted tokens)
-        └── FatalProviderError      also an arena.errors.ProviderFatal: 401/402, stop the run
+        └── FatalProviderError      401/402: stop the run
 """
 
 from __future__ import annotations
@@ -17,22 +19,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol, runtime_checkable
 
-from tenacity import (
-    RetryCallState,
-    Retrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
-
-from arena.errors import (
-    ProviderCallError,
-    TransientProviderError,
-)
+from arena.errors import ProviderCallError
+from arena.sources.retry import RETRY_AFTER_CAP_SECONDS, provider_policy
 
 logger = logging.getLogger(__name__)
 
@@ -77,22 +69,6 @@ AttemptOutcome = ModelReply | ProviderCallError
 OnAttempt = Callable[[int, AttemptOutcome], None]
 
 
-@dataclass
-class _RetryWait:
-    """Exponential backoff with jitter, replaced by the server's Retry-After when given."""
-
-    max_retry_after: float
-    backoff: Callable[[RetryCallState], float] = field(
-        default_factory=lambda: wait_exponential_jitter(initial=1, max=30, jitter=1)
-    )
-
-    def __call__(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome else None
-        if isinstance(error, TransientProviderError) and error.retry_after is not None:
-            return min(max(error.retry_after, 0.0), self.max_retry_after)
-        return self.backoff(state)
-
-
 def call_with_retries(
     provider: ModelProvider,
     request: ModelRequest,
@@ -100,48 +76,43 @@ def call_with_retries(
     max_attempts: int,
     on_attempt: OnAttempt | None = None,
     sleep: Callable[[float], None] = time.sleep,
-    max_retry_after: float = 120.0,
+    max_retry_after: float = RETRY_AFTER_CAP_SECONDS,
 ) -> ModelReply:
-    """Call ``provider.complete`` until it answers, retrying only transient failures.
+    """Call ``provider.complete`` until it answers, retrying only transient failures
+    (:func:`arena.sources.retry.provider_policy`: ``max_attempts``, ``sleep``, and the
+    server's ``Retry-After`` up to ``max_retry_after`` seconds).
 
     ``on_attempt(number, reply_or_error)`` is called after every try (1-based), before any
     pause, so the caller can store each attempt. The last error is re-raised when attempts
     run out; permanent and fatal errors are raised at once.
     """
+    policy = provider_policy(max_attempts, sleep, max_retry_after)
+    number = 0
 
-    def log_retry(state: RetryCallState) -> None:
-        error = state.outcome.exception() if state.outcome else None
-        wait = state.next_action.sleep if state.next_action else 0.0
+    def attempt() -> ModelReply:
+        nonlocal number
+        number += 1
+        try:
+            reply = provider.complete(request)
+        except ProviderCallError as error:
+            if on_attempt is not None:
+                on_attempt(number, error)
+            raise
+        if on_attempt is not None:
+            on_attempt(number, reply)
+        return reply
+
+    def log_retry(failed: int, error: BaseException, wait: float) -> None:
         logger.warning(
             "provider call failed, retrying: family=%s model=%s attempt=%d/%d reason=%s "
             "status=%s wait=%.2fs",
             request.family_id,
             request.model,
-            state.attempt_number,
+            failed,
             max_attempts,
             getattr(error, "reason", type(error).__name__),
             getattr(error, "status", None),
             wait,
         )
 
-    retrying = Retrying(
-        retry=retry_if_exception_type(TransientProviderError),
-        stop=stop_after_attempt(max_attempts),
-        wait=_RetryWait(max_retry_after=max_retry_after),
-        sleep=sleep,
-        before_sleep=log_retry,
-        reraise=True,
-    )
-    for attempt in retrying:
-        with attempt:
-            number = attempt.retry_state.attempt_number
-            try:
-                reply = provider.complete(request)
-            except ProviderCallError as error:
-                if on_attempt is not None:
-                    on_attempt(number, error)
-                raise
-            if on_attempt is not None:
-                on_attempt(number, reply)
-            return reply
-    raise AssertionError("unreachable: tenacity either returns or re-raises")
+    return policy.run(attempt, log_retry)

@@ -13,6 +13,7 @@ import httpx
 from pydantic import SecretStr
 
 from arena.config import BaselineFamily, Settings, openrouter_api_key
+from arena.domain.states import FamilyKind
 from arena.errors import ConfigError
 from arena.sources.baselines import BaselineProvider
 from arena.sources.providers import ModelProvider
@@ -58,7 +59,7 @@ class ProviderRegistry:
         return self._openrouter
 
     def for_agent(self, agent: AgentLike) -> ModelProvider:
-        if agent.kind == "baseline":
+        if agent.kind == FamilyKind.BASELINE:
             seed = 0
             family = next((f for f in self.settings.families if f.id == agent.family_id), None)
             if isinstance(family, BaselineFamily):

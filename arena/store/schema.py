@@ -218,8 +218,8 @@ decisions = Table(
     Column("action", String(8)),  # BET | SELL | HOLD
     Column("system_hold", Boolean, default=False, nullable=False),
     Column("claim_token", String(64)),
-    Column("claimed_by", String(100)),  # HOST:PID:START
-    Column("lease_expires_at", UTCDateTime()),
+    Column("holder", String(100)),  # HOST:PID:START
+    Column("lease_until", UTCDateTime()),
     Column("claim_count", Integer, default=0, nullable=False),
     Column("cash_shown", Money()),
     Column("reasoning", Text),
@@ -248,7 +248,7 @@ decision_attempts = Table(
     Column("decision_id", ForeignKey("decisions.id"), index=True, nullable=False),
     Column("attempt_no", Integer, nullable=False),
     Column("claim_token", String(64), nullable=False),
-    Column("kind", String(16), nullable=False),  # initial | repair | transient-retry
+    Column("kind", String(16), nullable=False),  # initial | repair | retry (AttemptKind)
     # valid | malformed | transient_error | permanent_error | fatal_error | budget_skipped
     # | received
     Column("outcome", String(24), nullable=False),
@@ -448,7 +448,7 @@ job_runs = Table(
     Column("status", String(16), nullable=False),  # running | succeeded | failed
     Column("started_at", UTCDateTime(), nullable=False),
     Column("finished_at", UTCDateTime()),
-    Column("lease_expires_at", UTCDateTime(), nullable=False),
+    Column("lease_until", UTCDateTime(), nullable=False),
     Column("counts", JSON),
     Column("error", Text),
     UniqueConstraint("job", "slot"),

@@ -11,6 +11,7 @@ from arena.analytics.leaderboard_columns import (
     LEADERBOARD_COLUMNS,
     RELIABILITY_COLUMNS,
 )
+from arena.domain.states import Methodology
 from arena.web import records, standings
 from arena.web.api import methodology_text
 from arena.web.columns import RANKING_COLUMNS
@@ -34,7 +35,7 @@ def leaderboard(
 ) -> HTMLResponse:
     rows = standings.leaderboard(ctx, session, cohort)
     methodology = standings.methodology_in_use(ctx, session, cohort)
-    ranking = standings.v2_ranking(ctx, session) if methodology == "v2" else None
+    ranking = standings.v2_ranking(ctx, session) if methodology == Methodology.V2 else None
     return html(
         request,
         "leaderboard.html",

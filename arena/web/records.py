@@ -184,8 +184,8 @@ def decision(session: Session, decision_id: int) -> dict[str, Any]:
         "forecasts": forecasts,
         "claim_history": {
             "claim_count": found.claim_count,
-            "claimed_by": found.claimed_by,
-            "lease_expires_at": jsonable(found.lease_expires_at),
+            "holder": found.holder,
+            "lease_until": jsonable(found.lease_until),
             "claims": list(claims.values()),
         },
     }

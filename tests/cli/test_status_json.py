@@ -36,7 +36,7 @@ def _run(job: str, slot: datetime, status: str = "succeeded") -> JobRun:
         status=status,
         started_at=slot,
         finished_at=slot + timedelta(minutes=1),
-        lease_expires_at=slot + timedelta(minutes=2),
+        lease_until=slot + timedelta(minutes=2),
         counts=None,
         error=None,
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from arena.domain.states import AttemptKind
 from arena.fakes.openrouter import (
     answer,
     chatty,
@@ -149,6 +150,16 @@ def test_transient_errors_are_retried_honouring_retry_after(db: Database, tmp_pa
     outcomes = [a.outcome for a in world.attempts("gpt-5.1")]
     assert outcomes == ["transient_error"] * 3 + ["valid"]
     assert [a.http_status for a in world.attempts("gpt-5.1")][:2] == [429, 503]
+    kinds = [a.kind for a in world.attempts("gpt-5.1")][:3]
+    assert (
+        kinds
+        == [AttemptKind.INITIAL, AttemptKind.RETRY, AttemptKind.RETRY]
+        == [
+            "initial",
+            "retry",  # as stored since the first release and documented in the export schema
+            "retry",
+        ]
+    )
 
 
 def test_transient_exhausted_is_retryable_and_rerun_completes(db: Database, tmp_path: Path) -> None:

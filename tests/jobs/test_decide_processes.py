@@ -109,7 +109,7 @@ def test_killed_run_is_taken_over_at_once_without_duplicates(db: Database, tmp_p
         assert mid["gpt-5.1"].status == "completed"
         assert mid["claude-opus-4.5"].status == "claimed"
         assert "grok-4" not in mid
-        assert mid["claude-opus-4.5"].claimed_by.split(":")[1] == str(proc.pid)
+        assert mid["claude-opus-4.5"].holder.split(":")[1] == str(proc.pid)
         rerun = run_arena("--config", str(config), "decide", "--at", AT, env=env, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr + rerun.stdout
     assert "7 completed" not in rerun.stdout and "unfinished: " not in rerun.stdout

@@ -66,7 +66,9 @@ class Hostile:
     def __init__(self, world: World, clob: FakeClobWorld, base_url: str) -> None:
         self.world, self.clob = world, clob
         self.client = ClobClient(
-            world.settings.polymarket, base_url=base_url, max_attempts=1, sleep=lambda _s: None
+            world.settings.polymarket.model_copy(update={"max_attempts": 1}),
+            base_url=base_url,
+            sleep=lambda _s: None,
         )
         self.tokens: dict[str, tuple[str, str]] = {}  # market id -> (first token, second)
         for index, (market_id, (bids, asks)) in enumerate(BOOKS.items()):

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import event, insert, select, update
 
 from arena.clock import FixedClock
-from arena.config import Settings
+from arena.config import Polymarket, Settings
 from arena.domain.book import NO_FEE, FeeSchedule, exit_proceeds, mark
 from arena.domain.valuation import position_value
 from arena.fakes.clob import FakeClobMarket, FakeClobWorld
@@ -53,7 +53,7 @@ class BookArena:
     def __init__(self, db: Database, markets: int, agents: int = 3, seed: int = 11) -> None:
         self.db = db
         self.clob = FakeClobWorld(seed=seed)
-        self.client = ClobClient(transport=self.clob.mock_transport(), max_attempts=2)
+        self.client = ClobClient(Polymarket(max_attempts=2), transport=self.clob.mock_transport())
         world = World(db)
         cohort = world.cohort()
         with db.factory.begin() as session:

@@ -11,12 +11,13 @@ from decimal import Decimal
 import httpx
 import pytest
 
+from arena.config import Polymarket
 from arena.domain.book import NO_FEE, FeeSchedule
 from arena.errors import BookMissing, ClobError
 from arena.fakes.clob import FakeClobMarket, FakeClobWorld, serve_fake_clob
 from arena.sources import clob as clob_module
 from arena.sources.clob import MAX_BATCH, BookBatch, BookSource, ClobClient
-from arena.sources.http import BACKOFF_BASE_SECONDS, RETRY_AFTER_MAX_SECONDS
+from arena.sources.retry import POLYMARKET_BACKOFF, RETRY_AFTER_CAP_SECONDS
 
 UNKNOWN = "9" * 77
 FEE = FeeSchedule(rate=Decimal("0.04"), exponent=Decimal(1))
@@ -42,10 +43,9 @@ class Harness:
 
     def client(self, max_attempts: int = 4, timeout: float = 2.0) -> ClobClient:
         return ClobClient(
+            Polymarket(max_attempts=max_attempts, timeout_seconds=timeout),
             base_url=self.base_url,
             http=self.http,
-            max_attempts=max_attempts,
-            timeout_seconds=timeout,
         )
 
 
@@ -263,7 +263,7 @@ def test_500s_are_retried_with_backoff_and_logged(
     assert clob.world.count("/book") == 3
     assert len(no_retry_waits) == 2
     for attempt, wait in enumerate(no_retry_waits, start=1):
-        assert 0 <= wait <= BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)
+        assert 0 <= wait <= POLYMARKET_BACKOFF.first * 2 ** (attempt - 1)
     assert caplog.text.count("clob retry: attempt") == 2
     assert "error getting the orderbook" in caplog.text
 
@@ -279,7 +279,7 @@ def test_429_honours_retry_after(clob: Harness, no_retry_waits: list[float]) -> 
 def test_a_huge_retry_after_is_capped(mock: Harness, no_retry_waits: list[float]) -> None:
     mock.world.fail("429", retry_after=3600)
     mock.client().book(mock.markets[0].yes_token)
-    assert no_retry_waits == [RETRY_AFTER_MAX_SECONDS]
+    assert no_retry_waits == [RETRY_AFTER_CAP_SECONDS]
 
 
 @pytest.mark.parametrize(
@@ -310,7 +310,7 @@ def test_a_real_timeout_over_http_is_retried(no_retry_waits: list[float]) -> Non
     world, markets = populated(n=1)
     world.fail("timeout", delay=60.0)
     with serve_fake_clob(world) as base_url:
-        client = ClobClient(base_url=base_url, timeout_seconds=2.0, max_attempts=2)
+        client = ClobClient(Polymarket(timeout_seconds=2.0, max_attempts=2), base_url=base_url)
         with client:
             assert client.book(markets[0].yes_token).token_id == markets[0].yes_token
     assert len(no_retry_waits) == 1

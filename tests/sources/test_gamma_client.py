@@ -18,6 +18,7 @@ from arena.errors import GammaError, MarketParseError
 from arena.fakes.gamma import FakeGammaWorld, serve_fake_gamma
 from arena.sources import gamma as gamma_module
 from arena.sources.gamma import USER_AGENT, FetchStats, GammaClient
+from arena.sources.retry import POLYMARKET_BACKOFF
 
 FILTERS = {
     "order": ["volumeNum"],
@@ -182,7 +183,7 @@ def test_transient_faults_are_retried_with_backoff(
     assert stats.retries == 3
     assert len(no_retry_waits) == 3
     for attempt, wait in enumerate(no_retry_waits, start=1):
-        assert 0 <= wait <= gamma_module.BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)
+        assert 0 <= wait <= POLYMARKET_BACKOFF.first * 2 ** (attempt - 1)
     assert caplog.text.count("gamma retry: attempt") == 3
     expected = {
         "500": "cannot get the information",

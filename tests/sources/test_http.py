@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 import httpx
 import pytest
 
 from arena.errors import GammaError, SourceNotFound, TransientError
 from arena.sources.http import json_body, retry_after_seconds, with_retries
+from arena.sources.retry import polymarket_policy
 
 
 @pytest.mark.parametrize(
@@ -30,14 +32,15 @@ def test_retry_after(headers: dict[str, str], seconds: float | None) -> None:
 
 
 def _retrying(call: Callable[[], str], waits: list[float], retries: list[int]) -> str:
+    policy = replace(
+        polymarket_policy("test", 3, waits.append),
+        draw=lambda low, high: high,  # the ceiling: 0.5 s, then 1 s
+    )
     return with_retries(
         call,
+        policy,
         what="GET /thing",
         log=logging.getLogger("test"),
-        service="test",
-        max_attempts=3,
-        jitter=lambda low, high: high,  # the ceiling: 0.5 s, then 1 s
-        sleep=waits.append,
         failed=GammaError,
         on_retry=lambda: retries.append(1),
     )

@@ -20,7 +20,6 @@ from arena.errors import (
     FatalProviderError,
     PermanentProviderError,
     ProviderCallError,
-    ProviderFatal,
     TransientProviderError,
     UnknownModelPriceError,
 )
@@ -274,7 +273,7 @@ def test_http_errors_are_classified(rig: Rig, status: int, kind: type[ProviderCa
     assert error.raw["error"]["code"] == status
     assert error.message
     assert error.model == MODEL
-    assert isinstance(error, ProviderFatal) == (status in (401, 402))
+    assert isinstance(error, FatalProviderError) == (status in (401, 402))
 
 
 def test_http_error_details_are_kept(rig: Rig) -> None:
@@ -480,7 +479,7 @@ def test_no_retry_on_other_4xx(rig: Rig, status: int) -> None:
     with pytest.raises(ProviderCallError) as info:
         retry(rig, sleeps, seen)
     assert info.value.status == status
-    assert isinstance(info.value, ProviderFatal) == (status in (401, 402))
+    assert isinstance(info.value, FatalProviderError) == (status in (401, 402))
     assert sleeps == []
     assert len(seen) == 1
     assert len(rig.fake.chat_requests()) == 1
