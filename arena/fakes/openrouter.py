@@ -1,6 +1,6 @@
 """A faithful fake of the OpenRouter API, scriptable per model, for tests and the demo.
 
-Implements ``POST /chat/completions``, ``GET /models``, ``GET /generation?id=`` and ``GET /key``
+Implements ``POST /chat/completions``, ``GET /models`` and ``GET /generation?id=``
 (with or without the ``/api/v1`` prefix), shaped like ``openrouter-api.md``, including every
 failure mode listed there. Each model has a queue of :class:`Behaviour` (consumed one per
 completion) and a default; :func:`answer`, :func:`http_error`, :func:`error_in_200` and the other
@@ -202,8 +202,6 @@ class FakeOpenRouter:
             return self._chat(parsed)
         if method == "GET" and route == "/generation":
             return 0.0, self._generation(dict(parse_qsl(parts.query)).get("id", ""))
-        if method == "GET" and route == "/key":
-            return 0.0, self._key()
         return 0.0, _error(404, f"Not found: {method} {parts.path}")
 
     def _authorised(self, headers: dict[str, str]) -> bool:
@@ -359,22 +357,6 @@ class FakeOpenRouter:
             }
         )
         return _json(200, {"data": data})
-
-    def _key(self) -> Reply:
-        limit = self.credit_limit
-        remaining = None if limit is None else float(limit - self.usage)
-        return _json(
-            200,
-            {
-                "data": {
-                    "label": "fake key",
-                    "limit": None if limit is None else float(limit),
-                    "limit_remaining": remaining,
-                    "usage": float(self.usage),
-                    "is_free_tier": False,
-                }
-            },
-        )
 
     # -- the two transports ----------------------------------------------------------------
 

@@ -13,7 +13,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple, cast
 
@@ -23,7 +22,7 @@ from openai import OpenAI
 from pydantic import SecretStr
 
 from arena.config import OpenRouterFamily, Settings
-from arena.domain.storable import fits_digits, storable_json, storable_text
+from arena.domain.storable import fits_digits, storable_json
 from arena.errors import (
     ConfigError,
     PermanentProviderError,
@@ -42,7 +41,6 @@ from arena.sources.openrouter_replies import (
 from arena.sources.providers import ModelReply, ModelRequest, OnAttempt, call_with_retries
 
 logger = logging.getLogger(__name__)
-KEY_LABEL_CHARS = 200
 
 
 class ModelPrice(NamedTuple):
@@ -50,17 +48,6 @@ class ModelPrice(NamedTuple):
 
     prompt: Decimal
     completion: Decimal
-
-
-@dataclass(frozen=True)
-class KeyStatus:
-    """``GET /key``: the key's credit limit and what remains (``None`` = unlimited)."""
-
-    label: str | None
-    limit: Decimal | None
-    limit_remaining: Decimal | None
-    usage: Decimal | None
-    is_free_tier: bool | None
 
 
 class OpenRouterProvider(HttpClientOwner):
@@ -210,19 +197,6 @@ class OpenRouterProvider(HttpClientOwner):
         """
         price = self.model_price(model_id)
         return price.prompt * prompt_tokens_estimate + price.completion * max_tokens
-
-    def key_status(self) -> KeyStatus:
-        """``GET /key``: credit limit and remaining credit, for a pre-run check."""
-        data = self._get_json("/key").get("data")
-        data = data if isinstance(data, dict) else {}
-        label, free = data.get("label"), data.get("is_free_tier")
-        return KeyStatus(
-            label=storable_text(label, KEY_LABEL_CHARS) if isinstance(label, str) else None,
-            limit=optional_decimal(data.get("limit")),
-            limit_remaining=optional_decimal(data.get("limit_remaining")),
-            usage=optional_decimal(data.get("usage")),
-            is_free_tier=free if isinstance(free, bool) else None,
-        )
 
     def generation(self, generation_id: str) -> dict[str, Any] | None:
         """``GET /generation``: exact cost and latency, or ``None`` while not yet available."""

@@ -39,7 +39,7 @@ from arena.fakes.openrouter import (
     reasoning_only,
     slow,
 )
-from arena.sources.openrouter import KeyStatus, ModelPrice, OpenRouterProvider
+from arena.sources.openrouter import ModelPrice, OpenRouterProvider
 from arena.sources.openrouter_replies import classify_completion, has_json_object
 from arena.sources.providers import ModelReply, ModelRequest, call_with_retries
 from tests.helpers import free_port
@@ -525,7 +525,6 @@ def test_the_key_never_leaks(rig: Rig, caplog: pytest.LogCaptureFixture) -> None
         for _ in range(3):
             outcomes.append(fail(rig))
         rig.provider.fetch_model_pricing()
-        rig.provider.key_status()
     assert reply in outcomes
     dumped = [repr(o) + repr(getattr(o, "as_dict", lambda: None)()) for o in outcomes]
     assert KEY not in caplog.text
@@ -542,7 +541,7 @@ def test_empty_key_is_refused() -> None:
         OpenRouterProvider(make_settings("https://openrouter.test/api/v1"), SecretStr(""))
 
 
-# -- pricing, key status, generation ---------------------------------------------------------
+# -- pricing, generation ---------------------------------------------------------
 
 
 def test_pricing_and_worst_case_cost(rig: Rig) -> None:
@@ -572,27 +571,6 @@ def test_pricing_is_cached_until_the_ttl(rig: Rig) -> None:
     assert model_calls() == 2
     rig.provider.fetch_model_pricing(refresh=True)
     assert model_calls() == 3
-
-
-def test_key_status_tracks_usage(rig: Rig) -> None:
-    assert rig.provider.key_status() == KeyStatus(
-        label="fake key",
-        limit=Decimal(100),
-        limit_remaining=Decimal(100),
-        usage=Decimal(0),
-        is_free_tier=False,
-    )
-    reply = rig.provider.complete(req())
-    status = rig.provider.key_status()
-    assert status.usage == reply.cost_usd
-    assert status.limit_remaining is not None
-    assert status.limit_remaining < 100
-
-
-def test_key_status_with_a_bad_key_is_fatal(rig: Rig) -> None:
-    rig.fake.api_key = "sk-or-v1-revoked"
-    with pytest.raises(FatalProviderError):
-        rig.provider.key_status()
 
 
 def test_generation_is_404_then_available(rig: Rig) -> None:
@@ -626,7 +604,7 @@ def test_fake_handler_shapes() -> None:
     assert answer_body["choices"][0]["message"]["role"] == "assistant"
     assert set(answer_body["usage"]) >= {"prompt_tokens", "completion_tokens", "cost"}
     assert fake.handle("GET", "/models", {}, b"")[0] == 200  # public, like the real one
-    assert fake.handle("GET", "/api/v1/key", {}, b"")[0] == 401
+    assert fake.handle("GET", "/api/v1/generation?id=x", {}, b"")[0] == 401  # needs the key
     assert fake.handle("GET", "/api/v1/nothing", auth, b"")[0] == 404
     assert [r.path for r in fake.requests][:3] == [chat, chat, chat]
     assert fake.requests[2].json == request
