@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.templating import Jinja2Templates
 
+from arena.domain.states import FamilyKind, Methodology
 from arena.web import filters
 from arena.web.deps import web_context
 
@@ -38,6 +39,7 @@ def templates() -> Jinja2Templates:
         lstrip_blocks=True,
     )
     filters.register(env)
+    env.globals.update(FamilyKind=FamilyKind, Methodology=Methodology)  # kinds by name, not text
     return Jinja2Templates(env=env)
 
 
