@@ -231,23 +231,8 @@ class ProviderCallError(ProviderError):
 
     def as_dict(self) -> dict[str, Any]:
         """The attempt's metadata as plain data (for storage and structured logs)."""
-        return {
-            "kind": self.kind,
-            "reason": self.reason,
-            "message": self.message,
-            "status": self.status,
-            "error_code": self.error_code,
-            "error_type": self.error_type,
-            "provider": self.provider,
-            "model": self.model,
-            "generation_id": self.generation_id,
-            "latency_ms": self.latency_ms,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cost_usd": self.cost_usd,
-            "retry_after": self.retry_after,
-            "raw": self.raw,
-        }
+        fixed = {"kind": self.kind, "reason": self.reason, "message": self.message}
+        return fixed | {name: getattr(self, name) for name in CallDetails.__annotations__}
 
 
 class TransientProviderError(ProviderCallError, TransientError):
