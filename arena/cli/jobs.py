@@ -43,5 +43,5 @@ def settle(ctx: typer.Context, at: AtOption = None) -> None:
 def register(app: typer.Typer) -> None:
     app.command("snapshot")(snapshot)
     app.command("settle")(settle)
-    # The interface contract's name for `arena settle`: the same command, hidden from --help.
-    app.command("resolve", hidden=True, help="Alias of `arena settle`.")(settle)
+    # The interface contract's name for `arena settle`: the same command, listed as its alias.
+    app.command("resolve", help="Alias of `arena settle` (the interface contract's name).")(settle)
