@@ -1,7 +1,9 @@
 """Request parameters shared by pages and API routes, and the one rule every route's parameters
 pass before its endpoint runs (:class:`CheckedRoute`).
 
-A bad query parameter is a 400 page, or a 422 JSON response under ``/api/``; a path parameter
+A query parameter given blank (``?cohort=``, what a form sends for a field left at its default)
+is a parameter not given. A bad query parameter is a 400 page, or a 422 JSON response under
+``/api/``; a path parameter
 naming nothing that can exist is a 404 (page or JSON). Out of range and unstorable values are
 refused here, at the edge, so that no request reaches the database with a value it cannot
 compare: an integer beyond PostgreSQL's ``integer`` (or SQLite's 64 bits), or text holding NUL
@@ -14,12 +16,12 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, Query
+from fastapi import Depends, Query, Request, Response
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
@@ -102,6 +104,17 @@ class CheckedRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         super().__init__(path, self._checked(endpoint), **kwargs)
 
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """The route's handler, reading the query without its blank parameters: a form's
+        fields left at their defaults, and the pager's links that repeat them."""
+        handler = super().get_route_handler()
+
+        async def blank_is_absent(request: Request) -> Response:
+            request.scope["query_string"] = without_blanks(request.scope["query_string"])
+            return await handler(Request(request.scope, request.receive))
+
+        return blank_is_absent
+
     def _checked(self, endpoint: Callable[..., Any]) -> Callable[..., Any]:
         """``endpoint`` behind :meth:`check` (FastAPI reads the signature through ``wraps``)."""
         if inspect.iscoroutinefunction(endpoint):
@@ -132,6 +145,11 @@ class CheckedRoute(APIRoute):
         ]
         if problems:
             raise RequestValidationError(problems)
+
+
+def without_blanks(query: bytes) -> bytes:
+    """``query`` (a raw query string) without the parameters whose value is empty."""
+    return b"&".join(part for part in query.split(b"&") if part.partition(b"=")[2])
 
 
 def query_values(dependant: Dependant, values: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
