@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from arena.cli.common import AtOption, WideOption, clock_for, console, state
+from arena.cli.common import (
+    VIEW_FORMATS,
+    AtOption,
+    ViewFormatOption,
+    WideOption,
+    clock_for,
+    console,
+    one_of,
+    state,
+)
 from arena.cli.composed import with_options
 from arena.errors import UserError
 from arena.terminal import show
@@ -75,7 +84,6 @@ FromExport = Annotated[
         show_default=False,
     ),
 ]
-Format = Annotated[str, typer.Option("--format", "-f", help="Output format: table or json.")]
 MarketWeight = Annotated[
     float | None,
     typer.Option(
@@ -126,7 +134,7 @@ class AnalyzeFlags:
     the forecasts come from, how the result is printed, and how the statistics are taken."""
 
     from_export: FromExport = None
-    output_format: Format = "table"
+    output_format: ViewFormatOption = "table"
     at: AtOption = None
     market_weight: MarketWeight = None
     weights: Weights = True
@@ -140,8 +148,8 @@ class AnalyzeFlags:
 def _options(ctx: typer.Context, flags: AnalyzeFlags, **extra: Any) -> AnalysisOptions:
     """Options of one command; the resample count and seed default to the config's
     ``analysis`` section, so every entry point resamples alike."""
-    if flags.by not in ("family", "agent"):
-        raise UserError(f"--by must be family or agent, not {flags.by!r}")
+    one_of("--by", flags.by, ("family", "agent"))
+    one_of("--format", flags.output_format, VIEW_FORMATS)
     return _report().configured_options(
         state(ctx).settings,
         bootstrap_resamples=flags.bootstrap,
@@ -172,12 +180,10 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
 
 
 def _emit(report: dict[str, Any], flags: AnalyzeFlags, render: Any) -> None:
-    if flags.output_format == "json":
+    if one_of("--format", flags.output_format, VIEW_FORMATS) == "json":
         typer.echo(json.dumps(report, indent=2, sort_keys=False))
-    elif flags.output_format == "table":
-        show(console, render(report, wide=flags.wide), flags.wide)
     else:
-        raise UserError(f"--format must be table or json, not {flags.output_format!r}")
+        show(console, render(report, wide=flags.wide), flags.wide)
 
 
 @analyze_app.command("ranking")
@@ -247,8 +253,7 @@ def h2h_command(
     a market and members of an event group are one cluster), an exact sign test, and a verdict
     ("insufficient" below 10 common questions or 5 clusters).
     """
-    if score not in ("log", "brier"):
-        raise UserError(f"--score must be log or brier, not {score!r}")
+    one_of("--score", score, ("log", "brier"))
     options = _options(ctx, flags, h2h_score=score)
     forecasts = load_forecasts(ctx, flags.from_export)
     report = _report().head_to_head(forecasts, family_a, family_b, options)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
@@ -148,6 +148,21 @@ FormatOption = Annotated[
     str,
     typer.Option("--format", "-f", help="Output format: table, json or csv."),
 ]
+ViewFormatOption = Annotated[
+    str,
+    typer.Option("--format", "-f", help="Output format: table or json."),
+]
+VIEW_FORMATS = ("table", "json")
+"""The formats of a command that shows a view (``status``, ``families``, ``analyze ...``)."""
+
+
+def one_of(flag: str, value: str, choices: Sequence[str]) -> str:
+    """``value`` when it is one of ``choices``; else the one-line usage error (exit 2) that
+    every option with a fixed set of values gives: ``--format: 'csv' is not one of table,
+    json``."""
+    if value not in choices:
+        raise UserError(f"{flag}: {value!r} is not one of {', '.join(choices)}")
+    return value
 
 
 ID_MAX = 2**31 - 1

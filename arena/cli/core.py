@@ -7,16 +7,17 @@ import json
 import typer
 
 from arena.cli.common import (
+    VIEW_FORMATS,
     AtOption,
-    FormatOption,
+    ViewFormatOption,
     WideOption,
     clock_for,
     console,
+    one_of,
     runtime,
     state,
 )
 from arena.domain.states import FamilyKind
-from arena.errors import UserError
 from arena.jobs.report import raise_failure
 from arena.terminal import TerminalColumn, fitted_table, show
 
@@ -43,8 +44,6 @@ def cohort_start(ctx: typer.Context, at: AtOption = None) -> None:
     raise_failure(report)
 
 
-FAMILY_FORMATS = ("table", "json")
-
 FAMILY_COLUMNS = [
     TerminalColumn("id", lambda f: f["id"], numeric=False),
     TerminalColumn("kind", lambda f: f["kind"], numeric=False),
@@ -55,10 +54,9 @@ FAMILY_COLUMNS = [
 ]
 
 
-def families(ctx: typer.Context, fmt: FormatOption = "table", wide: WideOption = False) -> None:
+def families(ctx: typer.Context, fmt: ViewFormatOption = "table", wide: WideOption = False) -> None:
     """List the configured model families and whether they can run."""
-    if fmt not in FAMILY_FORMATS:
-        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FAMILY_FORMATS)}")
+    one_of("--format", fmt, VIEW_FORMATS)
     from arena.config import openrouter_api_key
 
     settings = state(ctx).settings

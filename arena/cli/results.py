@@ -22,11 +22,11 @@ from arena.cli.common import (
     WideOption,
     console,
     ids_in_range,
+    one_of,
     parse_at,
     state,
 )
 from arena.cli.composed import with_options
-from arena.errors import UserError
 from arena.export import FORMATS
 from arena.terminal import TerminalColumn, fitted_table, show, text_column
 
@@ -51,8 +51,7 @@ def leaderboard(
     wide: WideOption = False,
 ) -> None:
     """Standings per model family: value, P/L, Brier and skill, cost and reliability."""
-    if fmt not in LEADERBOARD_FORMATS:
-        raise UserError(f"--format: {fmt!r} is not one of {', '.join(LEADERBOARD_FORMATS)}")
+    one_of("--format", fmt, LEADERBOARD_FORMATS)
     from arena.analytics.leaderboard import compute_leaderboard, to_json, write_csv
 
     app_state = state(ctx)
@@ -171,9 +170,7 @@ class ExportOptions:
 @with_options(ExportOptions)
 def export_command(ctx: typer.Context, options: ExportOptions) -> None:
     """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md)."""
-    fmt = options.fmt
-    if fmt not in FORMATS:
-        raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    fmt = one_of("--format", options.fmt, FORMATS)
     from arena.export.spec import ExportFilters
     from arena.export.writer import ExportTarget, export  # pyarrow loads only for this command
 

@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from arena.cli.common import (
+    VIEW_FORMATS,
     AtOption,
-    FormatOption,
+    ViewFormatOption,
     WideOption,
     clock_for,
     console,
+    one_of,
     parse_at,
     runtime,
     state,
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
     from arena.config import Settings
 
 log = logging.getLogger(__name__)
-STATUS_FORMATS = ("table", "json")
 
 
 def run(
@@ -106,11 +107,13 @@ COHORT_COLUMNS = [
 
 
 def status(
-    ctx: typer.Context, at: AtOption = None, fmt: FormatOption = "table", wide: WideOption = False
+    ctx: typer.Context,
+    at: AtOption = None,
+    fmt: ViewFormatOption = "table",
+    wide: WideOption = False,
 ) -> None:
     """Show the latest run of every job, active cohorts, next run times and open warnings."""
-    if fmt not in STATUS_FORMATS:
-        raise UserError(f"--format: {fmt!r} is not one of {', '.join(STATUS_FORMATS)}")
+    one_of("--format", fmt, VIEW_FORMATS)
     from arena.jobs.status import read_status
 
     app_state = state(ctx)
