@@ -67,6 +67,17 @@ def escape_event(_logger: Any, _method: str, event: MutableMapping[str, Any]) ->
     return event
 
 
+TERMINAL_COPIES = ("color_message",)
+"""``extra=`` fields that only repeat the message in terminal colours (uvicorn's)."""
+
+
+def drop_terminal_copies(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> Any:
+    """structlog processor: the line without :data:`TERMINAL_COPIES` (its message is there)."""
+    for key in TERMINAL_COPIES:
+        event.pop(key, None)
+    return event
+
+
 class StderrHandler(logging.StreamHandler):
     """A handler writing to whatever ``sys.stderr`` is when a record is emitted, never to the
     stream that was ``sys.stderr`` when logging was set up (which a test harness or a daemon's
@@ -111,6 +122,7 @@ def _structlog_formatter(json_logs: bool) -> logging.Formatter:
             structlog.stdlib.add_log_level,
             structlog.stdlib.add_logger_name,
             structlog.stdlib.ExtraAdder(),  # fields passed as extra= (the request log's)
+            drop_terminal_copies,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
         ],
         processors=[

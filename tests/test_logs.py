@@ -92,3 +92,17 @@ def _record(name: str, msg: str, args: tuple[object, ...], **fields: object) -> 
         {"name": name, "msg": msg, "args": args, "levelno": logging.INFO, "levelname": "INFO"}
         | fields
     )
+
+
+@pytest.mark.parametrize("json_logs", [False, True], ids=["text", "json"])
+def test_uvicorns_coloured_copy_of_the_message_is_left_out(json_logs: bool) -> None:
+    """Uvicorn logs each line twice, plain and as ``extra={"color_message": ...}`` with
+    terminal colours; a log line keeps the plain one only."""
+    coloured = '%s - "%s %s HTTP/%s" \x1b[32m%d\x1b[0m'
+    args = ("127.0.0.1:5000", "GET", "/", "1.1", 200)
+    record = _record("uvicorn.access", '%s - "%s %s HTTP/%s" %d', args, color_message=coloured)
+    line = StructlogFormatter(json_logs).format(record)
+    assert "color_message" not in line and "x1b" not in line
+    assert '127.0.0.1:5000 - \\"GET / HTTP/1.1\\" 200' in line or (
+        '127.0.0.1:5000 - "GET / HTTP/1.1" 200' in line
+    )
