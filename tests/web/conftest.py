@@ -124,3 +124,6 @@ def site(request: pytest.FixtureRequest) -> Site:
 def client(site: Site) -> Iterator[TestClient]:
     with site.client() as test_client:
         yield test_client
+
+
+from tests.web.browsing import base_url, browser, shots  # noqa: E402, F401  (the browser fixtures)
