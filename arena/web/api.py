@@ -71,8 +71,9 @@ def curve(
     cohort: CohortParam = None,
     range: CurveRange = CurveRange.ALL,
 ) -> dict[str, Any]:
-    """Portfolio value and return per family over a range, at most 1,000 points per series
-    (each time bucket keeps its first, last, minimum and maximum)."""
+    """Each family's total value over its agents (the leaderboard's total_value), its
+    break-even and return over a range, at most 800 points per series (each time bucket keeps
+    its first, last, minimum and maximum), starting at the last point at or before the range."""
     return ctx.cache.get(
         ("curves", family, cohort, range.value),
         ctx.version(session),

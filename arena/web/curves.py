@@ -1,10 +1,16 @@
 """Portfolio-value curves for the charts, downsampled on the server.
 
-A family's curve is the mean total value of its agents at each snapshot time (with a cohort,
-that is the one agent's value), and its return is their summed P/L over their summed starting
-balances. Any range is cut into :data:`BUCKETS` equal time buckets; each bucket keeps its
-first, last, minimum and maximum point, so a series never has more than ``4 * BUCKETS``
-points (at most 1,000) and no peak or trough disappears.
+A family's curve is the *total* value of its agents at each snapshot time (the sum over the
+agents that have a snapshot then; with a cohort, that is the one agent's value), the meaning of
+``total_value`` in the leaderboard table, so the curve's latest point equals the table's value
+at that time. Its break-even (``base``) is the agents' summed starting balances, so it steps
+up when a new cohort's agent joins; its return is their summed P/L over that base.
+
+A range ends at the newest snapshot in scope and starts ``span`` earlier; each series also
+carries its last point at or before the start, so even a 10-minute range (one snapshot, or none, in
+it) draws a line entering from the left edge. Any range is cut into :data:`BUCKETS` equal time
+buckets; each bucket keeps its first, last, minimum and maximum point, so a series never has
+more than ``4 * BUCKETS`` points and no peak or trough disappears.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
@@ -23,6 +29,19 @@ from arena.store.models import Agent, Family, JobRun, PortfolioSnapshot
 
 BUCKETS = 200
 MAX_POINTS = 4 * BUCKETS
+BASELINE_TAG = "(baseline)"
+
+
+class Point(NamedTuple):
+    """One point of a family's curve: the sum over its agents at one snapshot time."""
+
+    t: int  # Unix seconds
+    value: float  # dollars
+    pct: float  # return in percent
+    base: float  # break-even: the agents' summed starting balances, in dollars
+
+
+P = TypeVar("P", bound=tuple[Any, ...])
 
 
 class CurveRange(enum.StrEnum):
@@ -55,17 +74,28 @@ class Series:
     t: list[int] = field(default_factory=list)  # Unix seconds
     value: list[float] = field(default_factory=list)  # dollars
     pct: list[float] = field(default_factory=list)  # return in percent
+    base: list[float] = field(default_factory=list)  # break-even in dollars
 
     def to_json(self) -> dict[str, Any]:
         return {
             "family_id": self.family_id,
             "display_name": self.display_name,
+            "label": series_label(self.display_name, self.kind),
             "kind": self.kind,
             "points": len(self.t),
             "t": self.t,
             "value": self.value,
             "pct": self.pct,
+            "base": self.base,
         }
+
+
+def series_label(display_name: str, kind: str) -> str:
+    """A chart legend's name of a family: a baseline is tagged "(baseline)" exactly once,
+    whether or not its configured display name already says so."""
+    if kind != "baseline" or BASELINE_TAG in display_name.casefold():
+        return display_name
+    return f"{display_name} {BASELINE_TAG}"
 
 
 def curves(
@@ -86,37 +116,34 @@ def curves(
     if end is not None:
         span = curve_range.span
         start = end - span if span is not None else None
-        rows = _points(session, start, cohort_id, family_id)
+        lead_in = _lead_in(session, start, cohort_id, family_id)
+        rows = _points(session, lead_in, cohort_id, family_id)
         names = _names(session)
-        grouped: dict[str, list[tuple[int, float, float, float]]] = {}
-        for fid, taken_at, total, pnl, agents in rows:
+        grouped: dict[str, list[Point]] = {}
+        for fid, taken_at, total, pnl in rows:
             total_f, pnl_f = float(total), float(pnl)
             base = total_f - pnl_f
             grouped.setdefault(fid, []).append(
-                (
-                    _epoch(taken_at),
-                    total_f / agents,
-                    pnl_f / base * 100 if base else 0.0,
-                    base / agents,
-                )
+                Point(_epoch(taken_at), total_f, pnl_f / base * 100 if base else 0.0, base)
             )
-        bases = []
         for fid, points in sorted(grouped.items()):
             display_name, kind = names.get(fid, (fid, ""))
             s = Series(fid, display_name, kind)
-            for t, value, pct in downsample([(p[0], p[1], p[2]) for p in points], BUCKETS):
-                s.t.append(t)
-                s.value.append(round(value, 2))
-                s.pct.append(round(pct, 3))
+            for point in downsample(points, BUCKETS):
+                s.t.append(point.t)
+                s.value.append(round(point.value, 2))
+                s.pct.append(round(point.pct, 3))
+                s.base.append(round(point.base, 2))
             series[fid] = s
-            bases.append(points[-1][3])
-        break_even = round(sum(bases) / len(bases), 2) if bases else None
+        latest = sorted({s.base[-1] for s in series.values()})
+        break_even = latest[-1] if latest else None
         markers = _markers(session, start, end)
+    first = min((s.t[0] for s in series.values()), default=None)
     return {
         "range": curve_range.value,
         "cohort": cohort_id,
         "family": family_id,
-        "start": _epoch(start) if start else (min((s.t[0] for s in series.values()), default=None)),
+        "start": _epoch(start) if start else first,
         "end": _epoch(end) if end else None,
         "break_even": break_even,
         "decision_markers": markers,
@@ -125,17 +152,30 @@ def curves(
     }
 
 
-def downsample(
-    points: list[tuple[int, float, float]], buckets: int
-) -> Iterable[tuple[int, float, float]]:
+def _lead_in(
+    session: Session, start: datetime | None, cohort_id: int | None, family_id: str | None
+) -> datetime | None:
+    """Where the points of a range begin: the last snapshot time at or before ``start`` (so a
+    short range still has a point to draw a line from), else ``start``."""
+    if start is None:
+        return None
+    before = _scoped(
+        select(func.max(PortfolioSnapshot.taken_at)).where(PortfolioSnapshot.taken_at <= start),
+        cohort_id,
+        family_id,
+    )
+    return session.scalar(before) or start
+
+
+def downsample(points: list[P], buckets: int) -> Iterable[P]:
     """Per equal-time bucket: first, last, min and max of the value (time order, no duplicate);
-    points must be sorted by time."""
+    points are ``(t, value, ...)`` sorted by time."""
     if len(points) <= 4 * buckets:
         return points
     t0, t1 = points[0][0], points[-1][0]
     width = (t1 - t0) / buckets or 1
-    kept: list[tuple[int, float, float]] = []
-    bucket: list[tuple[int, float, float]] = []
+    kept: list[P] = []
+    bucket: list[P] = []
     current = 0
     for point in points:
         index = min(int((point[0] - t0) / width), buckets - 1)
@@ -149,7 +189,7 @@ def downsample(
     return kept
 
 
-def _extremes(bucket: list[tuple[int, float, float]]) -> list[tuple[int, float, float]]:
+def _extremes(bucket: list[P]) -> list[P]:
     low = min(bucket, key=lambda p: p[1])
     high = max(bucket, key=lambda p: p[1])
     chosen = {id(p): p for p in (bucket[0], low, high, bucket[-1])}
@@ -176,7 +216,6 @@ def _points(
             PortfolioSnapshot.taken_at,
             func.sum(PortfolioSnapshot.total_value),
             func.sum(PortfolioSnapshot.pnl),
-            func.count(),
         )
         .join(Agent, Agent.id == PortfolioSnapshot.agent_id)
         .group_by(Agent.family_id, PortfolioSnapshot.taken_at)

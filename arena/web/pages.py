@@ -11,7 +11,8 @@ from arena.analytics.leaderboard_columns import (
     LEADERBOARD_COLUMNS,
     RELIABILITY_COLUMNS,
 )
-from arena.domain.states import Methodology
+from arena.domain.states import Job, Methodology
+from arena.slots import next_slot
 from arena.web import records, standings
 from arena.web.api import methodology_text
 from arena.web.columns import RANKING_COLUMNS
@@ -50,6 +51,7 @@ def leaderboard(
             "reliability_columns": RELIABILITY_COLUMNS,
             "execution_columns": EXECUTION_COLUMNS,
             "min_scored_bets": ctx.settings.benchmark.min_scored_bets,
+            "next_decision_run": next_slot(ctx.settings, Job.DECISION_RUN, ctx.now()).isoformat(),
         },
     )
 

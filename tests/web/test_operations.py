@@ -123,7 +123,7 @@ def test_curves_are_downsampled(client: TestClient) -> None:
         seen[name] = sum(s["points"] for s in body["series"])
     assert seen["ALL"] > seen["1D"] > 0
     one = client.get("/api/v1/curves?range=ALL").json()
-    assert one["break_even"] == pytest.approx(10000.0)
+    assert one["break_even"] == pytest.approx(20000.0)  # two cohorts: the sum of two agents
     assert one["decision_markers"]
     family = one["series"][0]["family_id"]
     only = client.get(f"/api/v1/curves?range=ALL&family={family}&cohort=1").json()
