@@ -114,29 +114,47 @@ def calibrate(
     )
 
 
-def plot_calibration(results: Sequence[Calibration], path: Path, title: str = "") -> Path:
-    """Write a reliability diagram as PNG (one line per forecaster, dot area ~ bin count)."""
+# Matplotlib's tab20 without its two greys, the strong shade of each hue first: grey and black
+# belong to the "perfect" diagonal, so no forecaster's line can be taken for it.
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
+    "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
+    "#dbdb8d", "#9edae5",
+)  # fmt: skip
+PERFECT_COLOR = "black"
+
+
+def calibration_figure(results: Sequence[Calibration], title: str = "") -> Any:
+    """A reliability diagram (one line per forecaster, dot area ~ bin count; the diagonal
+    "perfect" black and dashed) with its legend below the axes, never over the data."""
     from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
 
-    figure = Figure(figsize=(7.0, 6.0), dpi=120)
+    shown = [result for result in results if result.bins]
+    rows = -(-(len(shown) + 1) // 2)  # the legend's rows, two entries to a row
+    figure = Figure(figsize=(7.0, 6.0 + 0.25 * rows), dpi=120, layout="constrained")
     axes = figure.add_subplot(1, 1, 1)
-    axes.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfect")
-    for result in results:
-        if not result.bins:
-            continue
+    axes.plot([0, 1], [0, 1], linestyle="--", color=PERFECT_COLOR, linewidth=1.2, label="perfect")
+    for index, result in enumerate(shown):
+        color = PALETTE[index % len(PALETTE)]
         x = [b["mean_forecast"] for b in result.bins]
         y = [b["observed_frequency"] for b in result.bins]
         sizes = [12.0 + 200.0 * b["count"] / result.n for b in result.bins]
-        (line,) = axes.plot(
-            x, y, marker="", linewidth=1.2, label=f"{result.forecaster} (ECE {result.ece:.3f})"
+        axes.plot(
+            x, y, color=color, linewidth=1.2, label=f"{result.forecaster} (ECE {result.ece:.3f})"
         )
-        axes.scatter(x, y, s=sizes, color=line.get_color(), alpha=0.7)
+        axes.scatter(x, y, s=sizes, color=color, alpha=0.7)
     axes.set_xlim(-0.02, 1.02)
     axes.set_ylim(-0.02, 1.02)
     axes.set_xlabel("forecast probability (bin mean)")
     axes.set_ylabel("observed frequency")
     axes.set_title(title or "Reliability diagram")
-    axes.legend(loc="upper left", fontsize="small")
+    figure.legend(loc="outside lower center", ncols=2, fontsize="small", frameon=False)
+    return figure
+
+
+def plot_calibration(results: Sequence[Calibration], path: Path, title: str = "") -> Path:
+    """Write the reliability diagram of :func:`calibration_figure` as PNG."""
+    figure = calibration_figure(results, title)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, format="png")
     return path

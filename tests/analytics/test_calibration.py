@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arena.analytics.calibration import bin_index, calibrate, plot_calibration
+from arena.analytics.calibration import bin_index, calibrate, calibration_figure, plot_calibration
 
 
 def test_calibration_by_hand() -> None:
@@ -94,3 +94,34 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     ]
     path = plot_calibration(results, tmp_path / "plots" / "calibration.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_plots_legend_is_below_the_data_and_perfect_stands_apart() -> None:
+    """The legend sits outside the axes (it covered the data), and no forecaster's line has
+    the diagonal's colour or any grey (one family's grey line matched the grey "perfect")."""
+    from matplotlib.colors import to_rgb
+
+    rng = np.random.default_rng(1)
+    p = rng.random(200)
+    results = [
+        calibrate(p, (rng.random(200) < p).astype(float), forecaster=f"family-{i}")
+        for i in range(12)
+    ]
+    figure = calibration_figure(results)
+    figure.draw_without_rendering()
+    (axes,) = figure.axes
+    legends = [*figure.legends, *([axes.get_legend()] if axes.get_legend() else [])]
+    assert len(legends) == 1
+    legend_box = legends[0].get_window_extent()
+    assert not legend_box.overlaps(axes.get_window_extent())
+    assert legend_box.y1 <= axes.get_window_extent().y0  # below the axes
+    assert legend_box.y0 >= 0 and legend_box.x0 >= 0  # and inside the picture
+    lines = {line.get_label(): line for line in axes.get_lines()}
+    perfect = lines.pop("perfect")
+    assert to_rgb(perfect.get_color()) == (0.0, 0.0, 0.0)
+    assert perfect.get_linestyle() == "--"
+    colors = [to_rgb(line.get_color()) for line in lines.values()]
+    assert len(colors) == 12 == len(set(colors))
+    for r, g, b in colors:
+        assert max(r, g, b) - min(r, g, b) > 0.1, (r, g, b)  # not a grey, nor black
+        assert all(line.get_linestyle() == "-" for line in lines.values())
