@@ -6,11 +6,12 @@ agents that have a snapshot then; with a cohort, that is the one agent's value),
 at that time. Its break-even (``base``) is the agents' summed starting balances, so it steps
 up when a new cohort's agent joins; its return is their summed P/L over that base.
 
-A range ends at the newest snapshot in scope and starts ``span`` earlier; each series also
-carries its last point at or before the start, so even a 10-minute range (one snapshot, or none, in
-it) draws a line entering from the left edge. Any range is cut into :data:`BUCKETS` equal time
-buckets; each bucket keeps its first, last, minimum and maximum point, so a series never has
-more than ``4 * BUCKETS`` points and no peak or trough disappears.
+A range ends at the newest snapshot in scope and starts ``span`` earlier (or at the first
+snapshot, when that is later); each series also carries its last point at or before the start,
+so even a 10-minute range (one snapshot, or none, in it) draws a line entering from the left
+edge. Any range is cut into :data:`BUCKETS` equal time buckets; each bucket keeps its first,
+last, minimum and maximum point, so a series never has more than ``4 * BUCKETS`` points and no
+peak or trough disappears.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, NamedTuple, TypeVar
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
+from arena.analytics.leaderboard import RETURN_PLACES
 from arena.domain.states import Job, JobRunStatus
 from arena.store.models import Agent, Family, JobRun, PortfolioSnapshot
 
@@ -117,6 +119,8 @@ def curves(
         span = curve_range.span
         start = end - span if span is not None else None
         lead_in = _lead_in(session, start, cohort_id, family_id)
+        if lead_in is None:  # the range reaches back before the first snapshot
+            start = None
         rows = _points(session, lead_in, cohort_id, family_id)
         names = _names(session)
         grouped: dict[str, list[Point]] = {}
@@ -132,7 +136,7 @@ def curves(
             for point in downsample(points, BUCKETS):
                 s.t.append(point.t)
                 s.value.append(round(point.value, 2))
-                s.pct.append(round(point.pct, 3))
+                s.pct.append(round(point.pct, RETURN_PLACES))
                 s.base.append(round(point.base, 2))
             series[fid] = s
         latest = sorted({s.base[-1] for s in series.values()})
@@ -156,7 +160,8 @@ def _lead_in(
     session: Session, start: datetime | None, cohort_id: int | None, family_id: str | None
 ) -> datetime | None:
     """Where the points of a range begin: the last snapshot time at or before ``start`` (so a
-    short range still has a point to draw a line from), else ``start``."""
+    short range still has a point to draw a line from); None when there is none (the range
+    then starts at the first snapshot)."""
     if start is None:
         return None
     before = _scoped(
@@ -164,7 +169,7 @@ def _lead_in(
         cohort_id,
         family_id,
     )
-    return session.scalar(before) or start
+    return session.scalar(before)
 
 
 def downsample(points: list[P], buckets: int) -> Iterable[P]:

@@ -27,8 +27,15 @@
     return (v < 0 ? "-$" : "$") + Math.abs(Math.round(v)).toLocaleString("en-US");
   }
 
+  /* A return as the tables write it: signed, 2 decimals, rounded half to even from the API's
+     4 places (as Python's Decimal formatting does). */
   function pct(v) {
-    return v == null ? "-" : (v > 0 ? "+" : "") + v.toFixed(2) + "%";
+    if (v == null) { return "-"; }
+    var n = Math.round(Math.abs(v) * 10000);
+    var q = Math.floor(n / 100);
+    var r = n % 100;
+    if (r > 50 || (r === 50 && q % 2 === 1)) { q += 1; }
+    return (v < 0 || Object.is(v, -0) ? "-" : "+") + (q / 100).toFixed(2) + "%";
   }
 
   /* An instant as the pages write it: ISO 8601 UTC to the minute. */
