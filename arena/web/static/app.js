@@ -181,10 +181,16 @@
         tip.appendChild(row);
       });
       tip.hidden = rows.length === 0;
-      var left = u.cursor.left + 14;
-      if (left + tip.offsetWidth > u.over.clientWidth) { left = u.cursor.left - 14 - tip.offsetWidth; }
-      var top = Math.min(u.cursor.top + 14, Math.max(0, u.over.clientHeight - tip.offsetHeight));
-      tip.style.left = Math.max(0, left) + "px";
+      /* beside the cursor, flipped to its left near the right edge, never outside the chart */
+      var over = u.over.getBoundingClientRect();
+      var frame = box.getBoundingClientRect();
+      var x = over.left - frame.left + u.cursor.left;
+      var y = over.top - frame.top + u.cursor.top;
+      var width = tip.offsetWidth;
+      var left = x + 14 + width <= box.clientWidth ? x + 14 : x - 14 - width;
+      if (left < 0) { left = Math.max(0, box.clientWidth - width); }
+      var top = Math.min(y + 14, Math.max(0, box.clientHeight - tip.offsetHeight));
+      tip.style.left = left + "px";
       tip.style.top = Math.max(0, top) + "px";
     };
   }
@@ -305,7 +311,7 @@
     box._tip.hidden = true;
     box._tip.setAttribute("role", "status");
     box._plot.over.appendChild(box._marks);
-    box._plot.over.appendChild(box._tip);
+    box.appendChild(box._tip);
     box._plot.over.addEventListener("mouseleave", function () { box._tip.hidden = true; });
     legend(box, payload, aligned.held);
     applyIsolation(box);
