@@ -31,6 +31,8 @@ CHROMEDRIVER = os.environ.get("ARENA_CHROMEDRIVER", "/usr/bin/chromedriver")
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 WAIT_S = 30
 DESKTOP = (1440, 900)
+TABLET = (800, 1024)
+PHONE = (390, 844)
 
 
 def no_browser(reason: str) -> None:
@@ -68,6 +70,52 @@ def base_url(demo_site: Site, tmp_path_factory: pytest.TempPathFactory) -> Itera
     insert_hostile_market(session_factory(engine))
     engine.dispose()
     yield from serve(write_config(tmp / "config.yaml", url, methodology="v2"))
+
+
+@pytest.fixture(scope="session")
+def postgres_base_url(
+    postgres_site: Site, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The dashboard over the simulated arena on PostgreSQL (``postgres_site``)."""
+    tmp = tmp_path_factory.mktemp("browser-pg")
+    yield from serve(write_config(tmp / "config.yaml", postgres_site.url, methodology="v2"))
+
+
+@pytest.fixture(
+    scope="session", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def served(request: pytest.FixtureRequest) -> str:
+    """The dashboard's base URL, once over the demo copy (SQLite) and once over PostgreSQL."""
+    name = "base_url" if request.param == "sqlite" else "postgres_base_url"
+    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+
+
+def pages(base: str) -> dict[str, str]:
+    """One path of each kind of page, by name: the ids come from the JSON API at ``base``.
+
+    The decision is a BET (with its attempts and trades); the market one that is held.
+    """
+    import httpx
+
+    board = httpx.get(base + "/api/v1/leaderboard", timeout=WAIT_S).json()
+    family = board[0]["family_id"]
+    recent = httpx.get(base + f"/api/v1/families/{family}", timeout=WAIT_S).json()
+    decision = next(d for d in recent["recent_decisions"]["items"] if d["action"] == "BET")
+    held = httpx.get(base + "/api/v1/markets?held=true", timeout=WAIT_S).json()
+    return {
+        "leaderboard": "/",
+        "family": f"/families/{family}",
+        "cohorts": "/cohorts",
+        "cohort": "/cohorts/1",
+        "agent": f"/cohorts/1/families/{family}",
+        "markets": "/markets",
+        "market": f"/markets/{held['items'][0]['id']}",
+        "decision": f"/decisions/{decision['id']}",
+        "status": "/status",
+        "methodology": "/methodology",
+        "api-docs": "/api/docs",
+        "not-found": "/markets/no-such-market",
+    }
 
 
 @pytest.fixture(scope="session")
