@@ -91,6 +91,7 @@ def survey(
         }
     finally:
         driver.set_window_size(*DESKTOP)
+        driver.get_log("browser")  # the 404 page's console error stays here
 
 
 def test_no_page_scrolls_sideways(survey: dict[str, Visit]) -> None:
