@@ -21,7 +21,7 @@ from arena.config import load_settings
 from arena.store.db import make_engine, session_factory
 from arena.web.server import BackgroundServer, serve_in_background
 from tests.helpers import free_port, write_config
-from tests.web.hostile import insert_hostile_market
+from tests.web.hostile import UNBROKEN, UNBROKEN_ID, insert_hostile_market
 
 if TYPE_CHECKING:
     from tests.web.conftest import Site
@@ -58,7 +58,8 @@ def serve(settings_path: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def base_url(demo_site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The dashboard over a copy of the demo database holding one hostile market."""
+    """The dashboard over a copy of the demo database holding two hostile markets: one whose
+    text is HTML (``HOSTILE``), one whose question and id have no place to break a line."""
     tmp = tmp_path_factory.mktemp("browser")
     source = make_url(demo_site.url).database
     assert source is not None
@@ -68,6 +69,7 @@ def base_url(demo_site: Site, tmp_path_factory: pytest.TempPathFactory) -> Itera
     url = f"sqlite:///{copy}"
     engine = make_engine(url)
     insert_hostile_market(session_factory(engine))
+    insert_hostile_market(session_factory(engine), UNBROKEN_ID, UNBROKEN)
     engine.dispose()
     yield from serve(write_config(tmp / "config.yaml", url, methodology="v2"))
 

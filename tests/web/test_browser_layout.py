@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.web.browsing import DESKTOP, PHONE, TABLET, WAIT_S, pages, wait
+from tests.web.hostile import UNBROKEN_ID
 
 webdriver = pytest.importorskip("selenium.webdriver")
 axe_selenium_python = pytest.importorskip("axe_selenium_python")
@@ -86,9 +87,11 @@ def survey(
     driver.set_window_size(*request.param)
     try:
         assert driver.execute_script("return window.innerWidth") == request.param[0]
-        yield {
-            name: _visit(driver, base_url + path, path) for name, path in pages(base_url).items()
+        paths = pages(base_url) | {
+            "unbroken-market": f"/markets/{UNBROKEN_ID}",  # a question with no line break
+            "unbroken-search": "/markets?q=xxxxxxxxxx",
         }
+        yield {name: _visit(driver, base_url + path, path) for name, path in paths.items()}
     finally:
         driver.set_window_size(*DESKTOP)
         driver.get_log("browser")  # the 404 page's console error stays here
