@@ -9,6 +9,7 @@ static files only where a page links them).
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from html.parser import HTMLParser
 from urllib.parse import urldefrag, urlsplit
@@ -98,3 +99,18 @@ def test_every_link_answers_200_and_reaches_every_market(client: TestClient, sit
     assert len(markets) > 50
     assert markets - reached == set(), "markets no link leads to"
     assert {"/", "/cohorts", "/markets", "/status", "/methodology", "/api/docs"} <= set(statuses)
+
+
+def test_the_navigation_marks_the_current_section(client: TestClient) -> None:
+    """Each page's navigation tells where the visitor is (``aria-current``), and only there."""
+    current = re.compile(r'<a href="([^"]+)" aria-current="page">')
+    sections = {
+        "/": "/",
+        "/cohorts/1": "/cohorts",
+        "/markets?status=open": "/markets",
+        "/status": "/status",
+        "/methodology": "/methodology",
+        "/api/docs": "/api/docs",
+    }
+    found = {path: current.findall(client.get(path).text) for path in sections}
+    assert found == {path: [link] for path, link in sections.items()}
