@@ -65,6 +65,8 @@ _.TestLedger  # pytest: collects the hypothesis state machine's TestCase by its 
 _.secret_env  # pytest: a fixture requested by name for its side effect
 _.binary_location  # selenium ChromeOptions: the browser binary
 _.restore_logging  # pytest: a fixture requested by name for its side effect
+_.handle_starttag  # html.parser.HTMLParser calls it: tests/web/test_crawl.py
+_.handle_endtag  # html.parser.HTMLParser calls it: tests/web/test_crawl.py
 
 # dataclasses.asdict: fields that reach the reports' JSON only through it
 _.base_rate  # CalibrationReport.to_json (arena/analytics/calibration.py)

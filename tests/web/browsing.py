@@ -21,7 +21,7 @@ from arena.config import load_settings
 from arena.store.db import make_engine, session_factory
 from arena.web.server import BackgroundServer, serve_in_background
 from tests.helpers import free_port, write_config
-from tests.web.hostile import insert_hostile_market
+from tests.web.hostile import UNBROKEN, UNBROKEN_ID, insert_hostile_market
 
 if TYPE_CHECKING:
     from tests.web.conftest import Site
@@ -31,6 +31,8 @@ CHROMEDRIVER = os.environ.get("ARENA_CHROMEDRIVER", "/usr/bin/chromedriver")
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 WAIT_S = 30
 DESKTOP = (1440, 900)
+TABLET = (800, 1024)
+PHONE = (390, 844)
 
 
 def no_browser(reason: str) -> None:
@@ -56,7 +58,8 @@ def serve(settings_path: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def base_url(demo_site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The dashboard over a copy of the demo database holding one hostile market."""
+    """The dashboard over a copy of the demo database holding two hostile markets: one whose
+    text is HTML (``HOSTILE``), one whose question and id have no place to break a line."""
     tmp = tmp_path_factory.mktemp("browser")
     source = make_url(demo_site.url).database
     assert source is not None
@@ -66,8 +69,55 @@ def base_url(demo_site: Site, tmp_path_factory: pytest.TempPathFactory) -> Itera
     url = f"sqlite:///{copy}"
     engine = make_engine(url)
     insert_hostile_market(session_factory(engine))
+    insert_hostile_market(session_factory(engine), UNBROKEN_ID, UNBROKEN)
     engine.dispose()
     yield from serve(write_config(tmp / "config.yaml", url, methodology="v2"))
+
+
+@pytest.fixture(scope="session")
+def postgres_base_url(
+    postgres_site: Site, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The dashboard over the simulated arena on PostgreSQL (``postgres_site``)."""
+    tmp = tmp_path_factory.mktemp("browser-pg")
+    yield from serve(write_config(tmp / "config.yaml", postgres_site.url, methodology="v2"))
+
+
+@pytest.fixture(
+    scope="session", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def served(request: pytest.FixtureRequest) -> str:
+    """The dashboard's base URL, once over the demo copy (SQLite) and once over PostgreSQL."""
+    name = "base_url" if request.param == "sqlite" else "postgres_base_url"
+    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+
+
+def pages(base: str) -> dict[str, str]:
+    """One path of each kind of page, by name: the ids come from the JSON API at ``base``.
+
+    The decision is a BET (with its attempts and trades); the market one that is held.
+    """
+    import httpx
+
+    board = httpx.get(base + "/api/v1/leaderboard", timeout=WAIT_S).json()
+    family = board[0]["family_id"]
+    recent = httpx.get(base + f"/api/v1/families/{family}", timeout=WAIT_S).json()
+    decision = next(d for d in recent["recent_decisions"]["items"] if d["action"] == "BET")
+    held = httpx.get(base + "/api/v1/markets?held=true", timeout=WAIT_S).json()
+    return {
+        "leaderboard": "/",
+        "family": f"/families/{family}",
+        "cohorts": "/cohorts",
+        "cohort": "/cohorts/1",
+        "agent": f"/cohorts/1/families/{family}",
+        "markets": "/markets",
+        "market": f"/markets/{held['items'][0]['id']}",
+        "decision": f"/decisions/{decision['id']}",
+        "status": "/status",
+        "methodology": "/methodology",
+        "api-docs": "/api/docs",
+        "not-found": "/markets/no-such-market",
+    }
 
 
 @pytest.fixture(scope="session")

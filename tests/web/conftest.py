@@ -126,4 +126,10 @@ def client(site: Site) -> Iterator[TestClient]:
         yield test_client
 
 
-from tests.web.browsing import base_url, browser, shots  # noqa: E402, F401  (the browser fixtures)
+from tests.web.browsing import (  # noqa: E402, F401  (the browser fixtures)
+    base_url,
+    browser,
+    postgres_base_url,
+    served,
+    shots,
+)
