@@ -4,7 +4,7 @@ A family's curve is the mean total value of its agents at each snapshot time (wi
 that is the one agent's value), and its return is their summed P/L over their summed starting
 balances. Any range is cut into :data:`BUCKETS` equal time buckets; each bucket keeps its
 first, last, minimum and maximum point, so a series never has more than ``4 * BUCKETS``
-points (at most 1,000) and no peak or trough disappears.
+points (800) and no peak or trough disappears.
 """
 
 from __future__ import annotations
