@@ -18,9 +18,13 @@ from arena.web.curves import MAX_POINTS, CurveRange, curves
 from arena.web.deps import ContextDep, SessionDep
 from arena.web.params import (
     CheckedRoute,
+    CohortId,
     CohortParam,
+    DecisionId,
+    FamilyId,
     FamilyParam,
     MarketFilterDep,
+    MarketId,
     PageDep,
     now,
 )
@@ -79,7 +83,7 @@ def curve(
 
 
 @router.get("/families/{family_id}", response_model=schemas.Family, responses=BY_ID)
-def family(ctx: ContextDep, session: SessionDep, family_id: str) -> dict[str, Any]:
+def family(ctx: ContextDep, session: SessionDep, family_id: FamilyId) -> dict[str, Any]:
     """One family across cohorts: standing, cohorts with the frozen lineage, recent decisions,
     calibration, cost and reliability."""
     return standings.family(ctx, session, family_id)
@@ -92,7 +96,9 @@ def cohorts(session: SessionDep, page: PageDep) -> dict[str, Any]:
 
 
 @router.get("/cohorts/{cohort_id}", response_model=schemas.Cohort, responses=BY_ID)
-def cohort(ctx: ContextDep, session: SessionDep, cohort_id: int, page: PageDep) -> dict[str, Any]:
+def cohort(
+    ctx: ContextDep, session: SessionDep, cohort_id: CohortId, page: PageDep
+) -> dict[str, Any]:
     """One cohort: standings (cash, invested, value, P/L, return, resolved bets, trades) and
     its decisions (paginated)."""
     return standings.cohort(ctx, session, cohort_id, page)
@@ -101,7 +107,9 @@ def cohort(ctx: ContextDep, session: SessionDep, cohort_id: int, page: PageDep) 
 @router.get(
     "/cohorts/{cohort_id}/families/{family_id}", response_model=schemas.Agent, responses=BY_ID
 )
-def agent(session: SessionDep, cohort_id: int, family_id: str, page: PageDep) -> dict[str, Any]:
+def agent(
+    session: SessionDep, cohort_id: CohortId, family_id: FamilyId, page: PageDep
+) -> dict[str, Any]:
     """One agent: open and closed positions, trades (paginated) and decisions."""
     return standings.agent(session, cohort_id, family_id, page)
 
@@ -113,13 +121,13 @@ def markets(session: SessionDep, chosen: MarketFilterDep, page: PageDep) -> dict
 
 
 @router.get("/markets/{market_id}", response_model=schemas.Market, responses=BY_ID)
-def market(session: SessionDep, market_id: str) -> dict[str, Any]:
+def market(session: SessionDep, market_id: MarketId) -> dict[str, Any]:
     """One market with every agent's positions and trades, Brier rows and forecasts."""
     return records.market(session, market_id)
 
 
 @router.get("/decisions/{decision_id}", response_model=schemas.Decision, responses=BY_ID)
-def decision(session: SessionDep, decision_id: int) -> dict[str, Any]:
+def decision(session: SessionDep, decision_id: DecisionId) -> dict[str, Any]:
     """One decision with every attempt (prompt, raw response, error), its trades and claims."""
     return records.decision(session, decision_id)
 
