@@ -73,3 +73,21 @@ _.base_rate  # CalibrationReport.to_json (arena/analytics/calibration.py)
 _.n_zero  # SignTest, in the head-to-head report's "sign_test" (arena/analytics/report.py)
 
 _.loud  # typer reads it as --loud through with_options: tests/cli/test_composed.py
+
+# the JSON API's response models (arena/web/schemas.py): fields FastAPI serialises by name
+_.fees_usd
+_.invested
+_.mean_confidence
+_.interval_status
+_.interval_reason
+_.adjusted_brier
+_.ci_low
+_.ci_high
+_.bootstrap_low
+_.bootstrap_high
+_.peer_score
+_.n_scored_questions
+_.differences
+_.decision_markers
+_.max_points
+_.markdown

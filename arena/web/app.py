@@ -137,7 +137,9 @@ def _error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         title = "not found" if exc.status_code == 404 else "error"
         detail = exc.detail if exc.status_code != 404 else f"no page at {request.url.path}"
-        return error_response(request, exc.status_code, title, detail)
+        response = error_response(request, exc.status_code, title, detail)
+        response.headers.update(exc.headers or {})  # a 405's Allow, above all
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> Response:

@@ -10,7 +10,7 @@ A range ends at the newest snapshot in scope and starts ``span`` earlier (or at 
 snapshot, when that is later); each series also carries its last point at or before the start,
 so even a 10-minute range (one snapshot, or none, in it) draws a line entering from the left
 edge. Any range is cut into :data:`BUCKETS` equal time buckets; each bucket keeps its first,
-last, minimum and maximum point, so a series never has more than ``4 * BUCKETS`` points and no
+last, minimum and maximum point, so a series never has more than ``4 * BUCKETS`` points (800) and no
 peak or trough disappears.
 """
 

@@ -26,6 +26,7 @@ from arena.web.params import (
     now,
 )
 from arena.web.render import html
+from arena.web.schemas import allowed_values
 
 router = APIRouter(include_in_schema=False, route_class=CheckedRoute)
 
@@ -121,5 +122,20 @@ def methodology(request: Request) -> HTMLResponse:
 
 @router.get("/api/docs", response_class=HTMLResponse)
 def api_docs(request: Request) -> HTMLResponse:
-    """``/api/docs``: the OpenAPI description rendered on the server (no script, no CDN)."""
-    return html(request, "api_docs.html", {"schema": request.app.openapi()})
+    """``/api/docs``: the OpenAPI description rendered on the server (no script, no CDN); the
+    descriptions are Markdown, and each enumerated parameter lists the values it allows."""
+    document = request.app.openapi()
+    operations = [
+        {
+            "method": method.upper(),
+            "path": path,
+            "description": render_markdown(op.get("description", "")),
+            "responses": list(op.get("responses", {})),
+            "parameters": [
+                {**p, "values": allowed_values(p, document)} for p in op.get("parameters", [])
+            ],
+        }
+        for path, methods in document["paths"].items()
+        for method, op in methods.items()
+    ]
+    return html(request, "api_docs.html", {"schema": document, "operations": operations})

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, Query, Request, Response
+from fastapi import Depends, Path, Query, Request, Response
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
@@ -48,6 +48,12 @@ HeldParam = Annotated[bool, Query(description="Only markets some agent holds a p
 FamilyParam = Annotated[
     str | None, Query(max_length=64, description="Only this family (default: every family).")
 ]
+
+# the ids of the paths (an id that names nothing is a 404)
+FamilyId = Annotated[str, Path(description="A family's id (config.yaml's `families`).")]
+CohortId = Annotated[int, Path(description="A cohort's id.")]
+MarketId = Annotated[str, Path(description="A Polymarket market id (digits).")]
+DecisionId = Annotated[int, Path(description="A decision's id.")]
 
 
 def page_of(page: PageParam = 1, per_page: PerPageParam = PER_PAGE) -> Page:

@@ -1,0 +1,592 @@
+"""The response models of the JSON API (``/api/v1``): what ``/api/openapi.json`` says each route
+answers, and what FastAPI checks each answer against.
+
+The JSON is built by the same query functions as the pages (plain dicts); these models describe
+it, never reshape it. Every model keeps fields it does not declare (``extra="allow"``), so a
+field added to a route's JSON passes through untouched until its model names it. Exact decimals
+(money, prices, shares) are strings, instants are ISO 8601 UTC strings. A stored row is described
+by its table (:func:`row_model`), so a new column appears in the document with the migration that
+adds it.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from sqlalchemy import Column, Table
+
+from arena.store import schema
+
+DecimalText = Annotated[str, Field(description="An exact decimal number, as text.")]
+Instant = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+Day = Annotated[str, Field(json_schema_extra={"format": "date"})]
+
+
+class Open(BaseModel):
+    """A JSON object whose undeclared fields pass through (FastAPI never drops one)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+class Error(Open):
+    """An error answer: a short title and what went wrong."""
+
+    error: str
+    detail: Any
+
+
+class Problem(Open):
+    """One invalid parameter: where it is, what is wrong, the kind of error."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class InvalidRequest(Open):
+    """A bad parameter (422): each problem with its location."""
+
+    error: str
+    detail: list[Problem]
+
+
+Responses = dict[int | str, dict[str, Any]]  # the extra answers of a route, as FastAPI takes them
+NOT_FOUND: Responses = {404: {"model": Error, "description": "Nothing has this id (JSON)."}}
+INVALID: Responses = {422: {"model": InvalidRequest, "description": "A bad parameter (JSON)."}}
+UNAVAILABLE: Responses = {
+    503: {"model": Error, "description": "The database is unreachable (JSON)."}
+}
+
+
+# -- stored rows, described by their tables -----------------------------------------------------
+
+
+def column_type(column: Column[Any]) -> Any:
+    """The JSON type of a stored column as :func:`arena.jsonable.jsonable` writes it."""
+    try:
+        python = column.type.python_type
+    except NotImplementedError:  # pragma: no cover - every column type of arena has one
+        python = object
+    kind: Any = Any  # JSON columns: lists and objects as stored
+    if issubclass(python, bool):
+        kind = bool
+    elif issubclass(python, int):
+        kind = int
+    elif issubclass(python, Decimal):
+        kind = DecimalText
+    elif issubclass(python, datetime):
+        kind = Instant
+    elif issubclass(python, date):
+        kind = Day
+    elif issubclass(python, str):
+        kind = str
+    return kind | None if column.nullable and kind is not Any else kind
+
+
+def row_model(name: str, table: Table, *exclude: str, doc: str, **extra: Any) -> type[BaseModel]:
+    """A model of ``table``'s rows (without ``exclude``), plus ``extra`` fields given as
+    ``(type, default)`` pairs the way :func:`pydantic.create_model` takes them."""
+    kept = [c.key for c in table.columns if c.key not in exclude]
+    return picked(name, table, tuple(kept), doc, **extra)
+
+
+def picked(
+    name: str, table: Table, keep: tuple[str, ...], doc: str, **extra: Any
+) -> type[BaseModel]:
+    """A model of the columns ``keep`` of ``table``, in that order (and ``extra``)."""
+    fields: dict[str, Any] = {key: (column_type(table.c[key]), ...) for key in keep}
+    fields.update(extra)
+    return create_model(name, __base__=Open, __doc__=doc, **fields)
+
+
+def many(item: Any) -> Any:
+    """A list of ``item`` models (a model made at run time is no type to mypy)."""
+    return list[item]
+
+
+def page_of(name: str, item: Any, doc: str, **extra: Any) -> type[BaseModel]:
+    """A page of a list: its items and where the page is in the whole list."""
+    return create_model(
+        name,
+        __base__=Open,
+        __doc__=doc,
+        items=(many(item), ...),
+        page=(int, ...),
+        per_page=(int, ...),
+        total=(int, ...),
+        pages=(int, ...),
+        **extra,
+    )
+
+
+WITH_AGENT = {"family_id": (str, ...), "display_name": (str, ...)}
+WITH_QUESTION = {"question": (str, ...)}
+
+FamilyRow = row_model("FamilyRow", schema.families, doc="A model family as stored.")
+CohortRow = row_model(
+    "CohortRow", schema.cohorts, doc="A cohort and its number of agents.", agents=(int, ...)
+)
+AgentRow = row_model("AgentRow", schema.agents, doc="An agent (a family in one cohort).")
+MarketRow = row_model(
+    "MarketRow",
+    schema.markets,
+    doc="A market as stored, with its page on Polymarket.",
+    polymarket_url=(str, ...),
+)
+PositionRow = row_model(
+    "PositionRow", schema.positions, doc="A position and its market's question.", **WITH_QUESTION
+)
+AgentPositionRow = row_model(
+    "AgentPositionRow", schema.positions, doc="A position and its agent.", **WITH_AGENT
+)
+TradeRow = row_model(
+    "TradeRow", schema.trades, doc="A trade and its market's question.", **WITH_QUESTION
+)
+AgentTradeRow = row_model(
+    "AgentTradeRow", schema.trades, doc="A trade and its agent.", **WITH_AGENT
+)
+BrierRow = row_model(
+    "BrierRow", schema.brier_scores, "family_id", doc="A scored bet and its agent.", **WITH_AGENT
+)
+ForecastRow = row_model(
+    "ForecastRow", schema.forecasts, doc="A forecast and its market's question.", **WITH_QUESTION
+)
+AgentForecastRow = row_model(
+    "AgentForecastRow",
+    schema.forecasts,
+    "family_id",
+    doc="A forecast and its agent.",
+    **WITH_AGENT,
+)
+AttemptRow = row_model(
+    "AttemptRow",
+    schema.decision_attempts,
+    "raw_body",
+    doc="One attempt of a decision: the prompt, the raw response, the error.",
+)
+DecisionRecord = row_model(
+    "DecisionRecord", schema.decisions, "claim_token", doc="A decision as stored."
+)
+DecisionLine = picked(
+    "DecisionLine",
+    schema.decisions,
+    (
+        "id",
+        "cohort_id",
+        "decision_week",
+        "status",
+        "action",
+        "system_hold",
+        "claim_count",
+        "error",
+        "prompt_version",
+        "methodology_version",
+        "created_at",
+        "completed_at",
+    ),
+    doc="A decision in a list, with its agent's family.",
+    **WITH_AGENT,
+)
+DecisionPage = page_of("DecisionPage", DecisionLine, doc="A page of decisions, newest first.")
+MarketLine = picked(
+    "MarketLine",
+    schema.markets,
+    (
+        "id",
+        "question",
+        "category",
+        "status",
+        "yes_price",
+        "volume",
+        "end_date",
+        "closed",
+        "winning_outcome",
+    ),
+    doc="A market in the market list.",
+)
+PriceRow = picked(
+    "PriceRow",
+    schema.market_prices,
+    ("observed_at", "prices", "yes_price", "volume"),
+    doc="An observed price of a market.",
+)
+
+
+# -- the leaderboard and the standings ----------------------------------------------------------
+
+
+class Standing(Open):
+    """One family's standing: the fields of `arena leaderboard --format json`. Money as
+    decimal strings, scores and rates as numbers, null when there is nothing to score."""
+
+    family_id: str
+    display_name: str
+    kind: str
+    cohort_id: int | None
+    cohorts: int
+    agents: int
+    starting_balance: DecimalText
+    total_value: DecimalText
+    pnl: DecimalText
+    return_pct: float | None
+    realized_pnl: DecimalText
+    unrealized_pnl: DecimalText
+    brier: float | None
+    market_brier: float | None
+    bss_uniform: float | None
+    bss_market: float | None
+    p_vs_uniform: float | None
+    p_vs_market: float | None
+    scored_bets: int
+    wins: int
+    losses: int
+    win_rate: float | None
+    cost_usd: DecimalText
+    prompt_tokens: int
+    completion_tokens: int
+    decisions: int
+    attempts: int
+    malformed_attempts: int
+    malformed_share: float | None
+    system_holds: int
+    failures: int
+    failed_decisions: int
+    retries: int
+    exit_pnl: DecimalText | None
+    slippage_mid_bps: float | None
+    fees_usd: DecimalText
+    fill_ratio: float | None
+    liquidity_refusals: int
+    provisional: bool
+    brier_band: str | None
+    return_band: str | None
+
+
+class CohortStanding(Standing):
+    """A family's standing in one cohort, with its cash, invested cost and trade count."""
+
+    cash: DecimalText
+    invested: DecimalText
+    positions_value: DecimalText
+    trades: int
+
+
+Cohort = create_model(
+    "Cohort",
+    __base__=Open,
+    __doc__="One cohort: its row, the standings in it and its decisions (paginated).",
+    cohort=(CohortRow, ...),
+    standings=(list[CohortStanding], ...),
+    decisions=(DecisionPage, ...),
+)
+CohortPage = page_of("CohortPage", CohortRow, doc="A page of cohorts, newest first.")
+
+
+class Snapshot(Open):
+    """An agent's newest portfolio snapshot."""
+
+    taken_at: Instant
+    total_value: DecimalText
+    pnl: DecimalText
+    pnl_pct: DecimalText | None
+    brier: DecimalText | None
+    resolved_bets: int
+
+
+class Lineage(Open):
+    """The family's agent in one cohort: the frozen lineage and its newest snapshot."""
+
+    id: int
+    cohort_id: int
+    display_name: str
+    openrouter_id: str | None
+    strategy: str | None
+    prompt_version: str
+    methodology_version: str
+    starting_balance: DecimalText
+    cash: DecimalText
+    realized_pnl: DecimalText
+    week_start: Instant
+    snapshot: Snapshot | None
+
+
+class CalibrationBin(Open):
+    """Scored bets whose stated confidence is in [low, high): mean confidence, share won."""
+
+    low: float
+    high: float
+    n: int
+    mean_confidence: float | None
+    observed: float | None
+
+
+Family = create_model(
+    "Family",
+    __base__=Open,
+    __doc__="One family across cohorts.",
+    family=(FamilyRow, ...),
+    standing=(Standing | None, ...),
+    cohorts=(list[Lineage], ...),
+    recent_decisions=(DecisionPage, ...),
+    calibration=(list[CalibrationBin], ...),
+)
+Agent = create_model(
+    "Agent",
+    __base__=Open,
+    __doc__="One agent: its positions, trades (paginated) and decisions.",
+    agent=(AgentRow, ...),
+    open_positions=(many(PositionRow), ...),
+    closed_positions=(page_of("PositionPage", PositionRow, doc="A page of closed positions."), ...),
+    trades=(page_of("TradePage", TradeRow, doc="A page of trades, newest first."), ...),
+    decisions=(DecisionPage, ...),
+)
+
+
+# -- markets and decisions ----------------------------------------------------------------------
+
+Markets = page_of(
+    "Markets",
+    MarketLine,
+    doc="A page of the market list, and every category there is.",
+    categories=(list[str], ...),
+)
+Market = create_model(
+    "Market",
+    __base__=Open,
+    __doc__="One market: its price history (newest first) and every agent's record on it.",
+    market=(MarketRow, ...),
+    price_history=(many(PriceRow), ...),
+    positions=(many(AgentPositionRow), ...),
+    trades=(many(AgentTradeRow), ...),
+    brier_scores=(many(BrierRow), ...),
+    forecasts=(many(AgentForecastRow), ...),
+)
+
+
+class DecisionAgent(Open):
+    """The agent that made a decision."""
+
+    id: int
+    family_id: str
+    display_name: str
+    kind: str
+    openrouter_id: str | None
+
+
+class DecisionCohort(Open):
+    """The cohort of a decision."""
+
+    id: int
+    week_start: Instant
+    methodology_version: str
+
+
+class Claim(Open):
+    """One claim of a decision: the attempts it made, from the first start to the last end."""
+
+    claim_token: str
+    attempts: list[int]
+    first: Instant | None
+    last: Instant | None
+
+
+class ClaimHistory(Open):
+    """Who claimed a decision, how often, and until when."""
+
+    claim_count: int
+    holder: str | None
+    lease_until: Instant | None
+    claims: list[Claim]
+
+
+Decision = create_model(
+    "Decision",
+    __base__=Open,
+    __doc__="The whole record of one decision.",
+    decision=(DecisionRecord, ...),
+    agent=(DecisionAgent, ...),
+    cohort=(DecisionCohort, ...),
+    attempts=(many(AttemptRow), ...),
+    trades=(many(TradeRow), ...),
+    forecasts=(many(ForecastRow), ...),
+    claim_history=(ClaimHistory, ...),
+)
+
+
+# -- status, ranking, curves, methodology -------------------------------------------------------
+
+
+class JobLine(Open):
+    """A job's latest run and its next run time."""
+
+    job: str
+    last_slot: Instant | None
+    status: str
+    finished_at: Instant | None
+    next_run: Instant | None
+    error: str | None
+
+
+class CohortLine(Open):
+    """An unfinished cohort: its phase, agents and open positions."""
+
+    cohort_id: int
+    week_start: Instant
+    phase: str
+    agents: int
+    open_positions: int
+
+
+class GapSlot(Open):
+    """A snapshot slot that lacks `missing` agent snapshots, and what its run did."""
+
+    slot: Instant
+    missing: int
+    run: str
+
+
+class SnapshotGaps(Open):
+    """The gap slots of the last `window_hours`, oldest first."""
+
+    window_hours: int
+    slots: list[GapSlot]
+    missing_snapshots: int
+
+
+class AbandonedRun(Open):
+    """A job run whose holder died mid-run and that nobody finished."""
+
+    job: str
+    slot: Instant
+    holder: str
+    started_at: Instant
+
+
+class Status(Open):
+    """What `arena status` shows."""
+
+    now: Instant
+    jobs: list[JobLine]
+    cohorts: list[CohortLine]
+    warnings: list[Any]
+    snapshot_gaps: SnapshotGaps
+    abandoned_runs: list[AbandonedRun]
+
+
+class RankingRow(Open):
+    """One forecaster in the ranking: its (adjusted) Brier score, intervals and rank."""
+
+    forecaster: str
+    status: str
+    reason: str | None
+    interval_status: str | None
+    interval_reason: str | None
+    n_questions: int
+    n_clusters: int
+    weight_sum: float
+    brier: float | None
+    adjusted_brier: float | None
+    ci_low: float | None
+    ci_high: float | None
+    bootstrap_low: float | None
+    bootstrap_high: float | None
+    peer_score: float | None
+    provisional: bool
+    first_forecast_at: Instant | None
+    component: int | None
+    reference: bool
+    rank: int | None
+
+
+class Difference(Open):
+    """The score difference of two adjacent forecasters, with its intervals."""
+
+    upper: str
+    lower: str
+    n_questions: int
+    status: str
+    reason: str | None
+    n_clusters: int
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    bootstrap_low: float | None
+    bootstrap_high: float | None
+
+
+class RankingReport(Open):
+    """The difficulty-adjusted Brier ranking, as `arena analyze ranking --format json`."""
+
+    kind: str
+    as_of: Instant
+    options: dict[str, Any]
+    resampling: dict[str, Any]
+    n_scored_questions: int
+    n_clusters: int
+    n_components: int
+    shift: float
+    rows: list[RankingRow]
+    differences: list[Difference]
+
+
+class Ranking(Open):
+    """The methodology in use and the v2 ranking (null until a forecast resolves)."""
+
+    methodology: str
+    ranking: RankingReport | None
+
+
+class Series(Open):
+    """One family's curve: times (Unix seconds), its total value over its agents in dollars,
+    its break-even (their summed starting balances) and its return in percent."""
+
+    family_id: str
+    display_name: str
+    label: str
+    kind: str
+    points: int
+    t: list[int]
+    value: list[float]
+    pct: list[float]
+    base: list[float]
+
+
+class Curves(Open):
+    """Portfolio curves of every family in scope, decision-run markers and break-even."""
+
+    range: str
+    cohort: int | None
+    family: str | None
+    start: int | None
+    end: int | None
+    break_even: float | None
+    decision_markers: list[int]
+    max_points: int
+    series: list[Series]
+
+
+class Methodology(Open):
+    """METHODOLOGY.md as Markdown text."""
+
+    markdown: str
+
+
+def allowed_values(parameter: dict[str, Any], document: dict[str, Any]) -> list[Any]:
+    """The values an enumerated parameter of ``document`` (an OpenAPI document) allows, its
+    ``$ref`` and ``anyOf`` (``X | None``) followed; [] when it is not enumerated."""
+    found: list[Any] = []
+    pending = [parameter.get("schema", {})]
+    while pending:
+        node = pending.pop()
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            node = document["components"]["schemas"][ref.rsplit("/", 1)[1]]
+        found.extend(node.get("enum", []))
+        pending.extend(node.get("anyOf", []))
+    return found
