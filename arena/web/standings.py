@@ -95,6 +95,15 @@ def v2_ranking(ctx: WebContext, session: Session) -> dict[str, Any] | None:
     )
 
 
+def family_names(session: Session) -> dict[str, str]:
+    """Each family's display name by id (its id when it has none): how pages name a forecaster
+    that analyses report by id."""
+    return {
+        family_id: name or family_id
+        for family_id, name in session.execute(select(Family.id, Family.display_name))
+    }
+
+
 def _compute_v2(ctx: WebContext, session: Session, as_of: datetime) -> dict[str, Any] | None:
     from arena.analytics.records import Forecasts, ForecastsError
     from arena.analytics.report import configured_options, ranking
