@@ -217,7 +217,8 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
         f"{len(manifest.files)} files, manifest.json)"
     )
     if version == Methodology.V2:
-        _analytics(export_dir, end)
+        names = {family.id: family.display_name for family in settings.families}
+        _analytics(export_dir, end, names)
     console.print(
         f"ledger invariant holds for every agent; done in {time.perf_counter() - started:.1f}s"
     )
@@ -285,17 +286,24 @@ def _summary(factory: sessionmaker[Session], seconds: float) -> None:
     )
 
 
-def _analytics(export_dir: Path, now: datetime) -> None:
+def _analytics(export_dir: Path, now: datetime, names: dict[str, str]) -> None:
     from arena.analytics.loading import read_export
     from arena.analytics.render import proxy_table, ranking_table
-    from arena.analytics.report import AnalysisOptions, proxy_ranking, ranking
+    from arena.analytics.report import (
+        AnalysisOptions,
+        forecaster_labels,
+        label_rows,
+        proxy_ranking,
+        ranking,
+    )
 
     forecasts = read_export(export_dir)
     options = AnalysisOptions(
         as_of=now, min_days=7, min_questions=10, bootstrap_resamples=DEMO_RESAMPLES
     )
-    console.print(ranking_table(ranking(forecasts, options)))
-    console.print(proxy_table(proxy_ranking(forecasts, options)))
+    labels = forecaster_labels(forecasts, options.by, names)
+    console.print(ranking_table(label_rows(ranking(forecasts, options), labels)))
+    console.print(proxy_table(label_rows(proxy_ranking(forecasts, options), labels)))
 
 
 def register(app: typer.Typer) -> None:
