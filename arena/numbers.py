@@ -21,7 +21,7 @@ or its decimal text and writes ``-`` for none.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
 NONE = "-"
@@ -61,12 +61,12 @@ def money(value: Any, signed: bool = False) -> str:
 
 
 def cost(value: Any) -> str:
-    """Model spend or fees to the cent: ``$1,234.57``; a positive fraction of a cent is
-    ``<$0.01`` (never ``$0.00`` for money that was spent)."""
+    """Model spend or fees to the cent (half-even, as the ledger rounds): ``$1,234.57``; a
+    positive amount that rounds to no cent is ``<$0.01`` (never ``$0.00`` for money spent)."""
     amount = number(value)
     if amount is None:
         return NONE
-    if 0 < amount < CENT / 2:
+    if amount > 0 and amount.quantize(CENT, ROUND_HALF_EVEN) == 0:
         return "<$0.01"
     return money(amount)
 

@@ -179,6 +179,24 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
         return _read_export(Path(tmp))
 
 
+def family_names(ctx: typer.Context, from_export: Path | None) -> dict[str, str]:
+    """Display names by family id: the configured ones, over them the stored ones (of the
+    export directory, or of the configured database)."""
+    from arena.analytics.loading import family_names as stored_names
+    from arena.analytics.loading import find_forecasts_file
+
+    names = {f.id: f.display_name for f in state(ctx).settings.families if f.display_name}
+    if from_export is not None:
+        return names | stored_names(find_forecasts_file(from_export).parent)
+    import tempfile
+
+    from arena.export.writer import export_table
+
+    with tempfile.TemporaryDirectory(prefix="arena-analyze-") as tmp:
+        export_table(state(ctx).reader(), "families", Path(tmp) / "families.parquet")
+        return names | stored_names(Path(tmp))
+
+
 def _emit(
     ctx: typer.Context,
     report: dict[str, Any],
@@ -192,7 +210,7 @@ def _emit(
         typer.echo(json.dumps(report, indent=2, sort_keys=False))
         return
     if forecasts is not None:
-        names = {family.id: family.display_name for family in state(ctx).settings.families}
+        names = family_names(ctx, flags.from_export)
         labels = _report().forecaster_labels(forecasts, flags.by, names)
         report = _report().label_rows(report, labels)
     show(console, render(report, wide=flags.wide), flags.wide)

@@ -217,8 +217,7 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
         f"{len(manifest.files)} files, manifest.json)"
     )
     if version == Methodology.V2:
-        names = {family.id: family.display_name for family in settings.families}
-        _analytics(export_dir, end, names)
+        _analytics(export_dir, end)
     console.print(
         f"ledger invariant holds for every agent; done in {time.perf_counter() - started:.1f}s"
     )
@@ -286,8 +285,8 @@ def _summary(factory: sessionmaker[Session], seconds: float) -> None:
     )
 
 
-def _analytics(export_dir: Path, now: datetime, names: dict[str, str]) -> None:
-    from arena.analytics.loading import read_export
+def _analytics(export_dir: Path, now: datetime) -> None:
+    from arena.analytics.loading import family_names, read_export
     from arena.analytics.render import proxy_table, ranking_table
     from arena.analytics.report import (
         AnalysisOptions,
@@ -301,7 +300,7 @@ def _analytics(export_dir: Path, now: datetime, names: dict[str, str]) -> None:
     options = AnalysisOptions(
         as_of=now, min_days=7, min_questions=10, bootstrap_resamples=DEMO_RESAMPLES
     )
-    labels = forecaster_labels(forecasts, options.by, names)
+    labels = forecaster_labels(forecasts, options.by, family_names(export_dir))
     console.print(ranking_table(label_rows(ranking(forecasts, options), labels)))
     console.print(proxy_table(label_rows(proxy_ranking(forecasts, options), labels)))
 
