@@ -56,8 +56,9 @@ def money(value: Any, signed: bool = False) -> str:
     amount = number(value)
     if amount is None:
         return NONE
-    sign = "-" if amount < 0 else ("+" if signed and amount > 0 else "")
-    return f"{sign}${abs(amount):,.2f}"
+    cents = amount.quantize(CENT, ROUND_HALF_EVEN)
+    sign = "-" if cents < 0 else ("+" if signed and cents > 0 else "")
+    return f"{sign}${abs(cents):,.2f}"
 
 
 def cost(value: Any) -> str:
@@ -83,7 +84,7 @@ def price(value: Any) -> str:
 def shares(value: Any) -> str:
     """Shares to 2 places with thousands separators: ``4,088.49``."""
     amount = number(value)
-    return NONE if amount is None else f"{amount:,.2f}"
+    return NONE if amount is None else f"{amount.quantize(CENT, ROUND_HALF_EVEN):,.2f}"
 
 
 def bps(value: Any) -> str:

@@ -3,6 +3,7 @@ agent page values open positions as the snapshots do; on both databases."""
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal
 from html import escape, unescape
@@ -15,6 +16,7 @@ from sqlalchemy import select
 from arena import numbers
 from arena.store.db import make_engine, session_factory
 from arena.store.models import Agent, DecisionAttempt, Position, Trade
+from tests.helpers import cli_env, run_arena
 from tests.web.conftest import Site
 from tests.web.test_pages import pages
 
@@ -224,3 +226,45 @@ def test_ranking_names_families_by_display_name_and_clips_brier_intervals(
     assert "None" not in table
     assert "clipped to [0, 1]" in client.get("/").text
     assert "questions" in ranking["sample"] and "counts once" in ranking["sample"]
+
+
+def arena_cli(site: Site, *args: str) -> str:
+    result = run_arena(
+        "--config", str(site.config), *args, env=cli_env(ARENA_DATABASE_URL=site.url, COLUMNS="200")
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_cli_leaderboard_writes_cost_and_fees_in_dollars(site: Site) -> None:
+    board = json.loads(arena_cli(site, "leaderboard", "--format", "json"))
+    table = arena_cli(site, "leaderboard", "--wide")
+    for row in board:
+        assert numbers.cost(row["cost_usd"]) in table
+        assert numbers.count(row["prompt_tokens"]) in table
+    assert any("," in numbers.count(row["prompt_tokens"]) for row in board)
+    assert not re.search(r"\b0\.00[0-9]{2}\b", table)  # no 4-place cost such as 0.0058
+
+
+def test_cli_ranking_names_forecasters_and_says_what_n_counts(site: Site) -> None:
+    """`analyze ranking` names families by display name (`--by agent`: name and cohort), its
+    intervals stay in [0, 1], and the ranking and calibration say what their n counts."""
+    board = {
+        r["family_id"]: r["display_name"]
+        for r in json.loads(arena_cli(site, "leaderboard", "-f", "json"))
+    }
+    report = json.loads(arena_cli(site, "analyze", "ranking", "-f", "json", "--bootstrap", "50"))
+    assert [r["forecaster"] for r in report["rows"] if not r["reference"]]  # JSON keeps ids
+    assert "counts once" in report["sample"]
+    for row in report["rows"]:
+        if row["ci_low"] is not None:
+            assert 0.0 <= row["ci_low"] <= row["ci_high"] <= 1.0
+    table = arena_cli(site, "analyze", "ranking", "--bootstrap", "50")
+    renamed = {board[r["forecaster"]] for r in report["rows"] if not r["reference"]}
+    assert renamed - set(board) and all(name in table for name in renamed)
+    assert "counts once" in table and "# -: not ranked" in table
+    by_agent = arena_cli(site, "analyze", "ranking", "--by", "agent", "--bootstrap", "50")
+    assert re.search(r"· cohort \d+", by_agent)
+    calibration = json.loads(arena_cli(site, "analyze", "calibration", "-f", "json"))
+    assert "forecast rows" in calibration["sample"]
+    assert "forecast rows" in arena_cli(site, "analyze", "calibration")
