@@ -250,8 +250,8 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
 
 
 def calibration(session: Session, family_id: str) -> list[dict[str, Any]]:
-    """Scored bets binned by stated confidence (tenths): mean confidence vs. share won, per
-    bin, aggregated in SQL (one row per bin, whatever the number of bets)."""
+    """Scored bets binned by implied confidence (stake / max bet, tenths): mean confidence vs.
+    share won, per bin, aggregated in SQL (one row per bin, whatever the number of bets)."""
     confidence = cast(BrierScore.implied_confidence, Float)
     edges = [(confidence < (i + 1) / CALIBRATION_BINS, i) for i in range(CALIBRATION_BINS - 1)]
     bin_of = case(*edges, else_=CALIBRATION_BINS - 1).label("bin")
