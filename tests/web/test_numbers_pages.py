@@ -202,6 +202,11 @@ def test_leaderboard_writes_cost_in_dollars_and_counts_with_separators(
     spent = [row for row in board if Decimal(row["cost_usd"]) > 0]
     assert spent and all(numbers.cost(r["cost_usd"]).startswith(("$", "<$")) for r in spent)
     assert any("," in numbers.count(row["prompt_tokens"]) for row in board)
+    # the Brier column says what v1 scores: the stake's size, not a stated probability
+    brier = re.search(r'<th class="num" title="([^"]*)">Brier</th>', standings)
+    assert brier is not None
+    tooltip = unescape(brier.group(1))
+    assert "max_bet_fraction" in tooltip and "not a stated probability" in tooltip
 
 
 def test_ranking_names_families_by_display_name_and_clips_brier_intervals(
