@@ -79,29 +79,3 @@ def text_column(header: str, key: str, essential: bool = True) -> TerminalColumn
     return TerminalColumn(
         header, lambda row: "-" if row[key] is None else str(row[key]), essential, False
     )
-
-
-def fixed(value: float | None, digits: int = 4, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-
-
-def dollars(text: str | float, signed: bool = False) -> str:
-    value = float(text)
-    sign = "+" if signed and value > 0 else ("-" if value < 0 else "")
-    return f"{sign}${abs(value):,.2f}"
-
-
-def percent(value: float | None, signed: bool = True, digits: int = 2) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.{digits}f}%" if signed else f"{value:.{digits}f}%"
-
-
-def instant(value: Any) -> str:
-    """A timestamp as ``2026-11-22 00:05`` (UTC); "-" when missing."""
-    if value is None:
-        return "-"
-    text = value if isinstance(value, str) else value.isoformat()
-    return text.replace("T", " ")[:16]

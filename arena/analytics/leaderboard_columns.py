@@ -4,16 +4,18 @@ both render: for each statistic, the field of the leaderboard row it shows (a fi
 of the 80-column terminal table, its tooltip, how its value is written, and whether the
 terminal shows it without ``--wide``.
 
-Values are written here too (:meth:`LeaderboardColumn.text`), from the exact JSON values (money
-as decimal text): the terminal and the web pages show the same text for the same value.
+Values are written by :mod:`arena.numbers` (:meth:`LeaderboardColumn.text`), from the exact JSON
+values (money as decimal text): the terminal and the web pages show the same text for the same
+value.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from arena import numbers
 
 
 class ValueFormat(enum.StrEnum):
@@ -29,77 +31,26 @@ class ValueFormat(enum.StrEnum):
     """A score to four places: ``0.2140``."""
     SIGNED_FIXED = "signed_fixed"
     """A skill score, signed, three places: ``+0.142``."""
-    FIXED2 = "fixed2"
-    """Two places: ``12.50`` (basis points)."""
+    BPS = "bps"
+    """Basis points to one place: ``12.5``."""
     SHARE = "share"
     """A rate in [0, 1] as a percentage to one place: ``55.0%``."""
     COST = "cost"
-    """Dollars of spend to four places, without the sign: ``1,234.5678``."""
+    """Dollars of spend or fees to the cent, a fraction of a cent as ``<$0.01``."""
     INT = "int"
     """A count with thousands separators: ``12,345``."""
 
 
-def number(value: Any) -> Decimal | None:
-    """``value`` (a number or its decimal text) as a Decimal; None for none or not a number."""
-    if value is None or value == "":
-        return None
-    try:
-        return Decimal(str(value))
-    except InvalidOperation:
-        return None
-
-
-def money(value: Any, signed: bool = False) -> str:
-    """``$10,234.50`` (``+$234.50`` when signed); ``-`` for none."""
-    amount = number(value)
-    if amount is None:
-        return "-"
-    sign = "-" if amount < 0 else ("+" if signed and amount > 0 else "")
-    return f"{sign}${abs(amount):,.2f}"
-
-
-def percent(value: Any, places: int = 2, signed: bool = True) -> str:
-    """A percentage (the value is already in percent); ``-`` for none."""
-    amount = number(value)
-    if amount is None:
-        return "-"
-    return f"{amount:+.{places}f}%" if signed else f"{amount:.{places}f}%"
-
-
-def fixed(value: Any, places: int = 4, signed: bool = False) -> str:
-    """A number to ``places`` decimals; ``-`` for none."""
-    amount = number(value)
-    if amount is None:
-        return "-"
-    return f"{amount:+.{places}f}" if signed else f"{amount:.{places}f}"
-
-
-def share(value: Any) -> str:
-    """A rate in [0, 1] as a percentage to one place; ``-`` for none."""
-    amount = number(value)
-    return "-" if amount is None else f"{amount * 100:.1f}%"
-
-
-def _cost(value: Any) -> str:
-    amount = number(value)
-    return "-" if amount is None else f"{amount:,.4f}"
-
-
-def _count(value: Any) -> str:
-    amount = number(value)
-    return "-" if amount is None else f"{int(amount):,}"
-
-
 WRITERS = {
-    ValueFormat.MONEY: money,
-    ValueFormat.SIGNED_MONEY: lambda v: money(v, signed=True),
-    ValueFormat.PERCENT: percent,
-    ValueFormat.FIXED: fixed,
-    ValueFormat.SIGNED_FIXED: lambda v: fixed(v, 3, signed=True),
-    ValueFormat.FIXED2: lambda v: fixed(v, 2),
-    ValueFormat.SHARE: share,
-    ValueFormat.COST: _cost,
-    ValueFormat.INT: _count,
+    ValueFormat.MONEY: numbers.money,
+    ValueFormat.SIGNED_MONEY: lambda v: numbers.money(v, signed=True),
+    ValueFormat.PERCENT: numbers.percent,
+    ValueFormat.FIXED: numbers.fixed,
+    ValueFormat.SIGNED_FIXED: lambda v: numbers.fixed(v, 3, signed=True),
+    ValueFormat.BPS: numbers.bps,
+    ValueFormat.SHARE: numbers.share,
+    ValueFormat.COST: numbers.cost,
+    ValueFormat.INT: numbers.count,
 }
 
 
@@ -150,8 +101,10 @@ LEADERBOARD_COLUMNS = (
     _C(
         "brier",
         "Brier",
-        "Mean Brier score of the scored bets: (confidence - outcome)^2; "
-        "lower is better, 0.25 is a coin flip.",
+        'Mean Brier score of the scored bets (the v1 score, METHODOLOGY.md "Scores"): '
+        "(implied confidence - won)^2, where a BUY's implied confidence is its amount over the "
+        "maximum bet (max_bet_fraction x cash shown), clipped to [0, 1]: the stake's size, not a "
+        "stated probability. Lower is better, 0.25 is a coin flip.",
         _F.FIXED,
     ),
     _C(
@@ -241,7 +194,7 @@ EXECUTION_COLUMNS = (
         "Slippage (bps)",
         "Mode book: mean distance of the price paid from the mid, in basis points; "
         "a worse price is positive.",
-        _F.FIXED2,
+        _F.BPS,
         "slip bps",
     ),
     _C("fees_usd", "Fees (USD)", "Mode book: Polymarket taker fees paid.", _F.COST, "fees USD"),

@@ -22,6 +22,7 @@ from arena.analytics.records import COLUMNS, FLOAT_COLUMNS, STRING_COLUMNS, Fore
 from arena.errors import ForecastsError
 
 FORECAST_FILES = ("forecasts.parquet", "forecasts.csv", "forecasts.jsonl")
+FAMILY_FILES = ("families.parquet", "families.csv", "families.jsonl")
 
 
 def find_forecasts_file(directory: Path) -> Path:
@@ -50,6 +51,22 @@ def read_export(directory: Path) -> Forecasts:
     if table.num_rows == 0:
         columns = {name: [] for name in COLUMNS}
     return Forecasts.from_columns(columns)
+
+
+def family_names(directory: Path) -> dict[str, str]:
+    """Each family's display name by id, from the ``families`` file of an export directory
+    (empty when it has none): the names tables show for the forecasters of an analysis."""
+    for name in FAMILY_FILES:
+        path = directory / name
+        if not path.is_file():
+            continue
+        if path.suffix == ".jsonl":
+            rows = list(_json_lines(path))
+        else:
+            table = pa_parquet.read_table(path) if path.suffix == ".parquet" else _read_csv(path)
+            rows = table.select(["family_id", "display_name"]).to_pylist()
+        return {str(r["family_id"]): str(r.get("display_name") or r["family_id"]) for r in rows}
+    return {}
 
 
 def _read_table(path: Path) -> pa.Table | Forecasts:

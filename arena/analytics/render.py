@@ -12,21 +12,18 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from arena import numbers
 from arena.terminal import TerminalColumn, fitted_table
 
 
 def _num(value: Any, digits: int = 4) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+    return numbers.fixed(value, digits)
 
 
 def _interval(low: Any, high: Any, digits: int = 4) -> str:
     if low is None or high is None:
         return "-"
-    return f"{low:.{digits}f}..{high:.{digits}f}"
+    return f"{numbers.fixed(low, digits)}..{numbers.fixed(high, digits)}"
 
 
 def _rank(rank: Any) -> str:
@@ -34,7 +31,9 @@ def _rank(rank: Any) -> str:
 
 
 def _name(row: dict[str, Any]) -> str:
-    return str(row["forecaster"]) + (" *" if row.get("provisional") else "")
+    """The forecaster's display name (its id when it has none), ``*`` when provisional."""
+    name = row.get("display_name") or row["forecaster"]
+    return str(name) + (" *" if row.get("provisional") else "")
 
 
 RANKING_COLUMNS = [
@@ -44,7 +43,10 @@ RANKING_COLUMNS = [
     TerminalColumn("95% CI", lambda r: _interval(r["ci_low"], r["ci_high"], 3)),
     TerminalColumn("Brier", lambda r: _num(r["brier"])),
     TerminalColumn("peer", lambda r: _num(r["peer_score"], 1), essential=False),
-    TerminalColumn("n (weight)", lambda r: f"{r['n_questions']} ({_num(r['weight_sum'], 1)})"),
+    TerminalColumn(
+        "n (weight)",
+        lambda r: f"{numbers.count(r['n_questions'])} ({_num(r['weight_sum'], 1)})",
+    ),
 ]
 
 
@@ -60,9 +62,11 @@ def ranking_table(report: dict[str, Any], wide: bool = False) -> Group:
             f"as of {report['as_of']}; market weight {options['market_weight']}; "
             f"{report['n_scored_questions']} scored questions; always-0.5 scores 0.25; "
             f"* provisional (< {options['min_days']:g} days or < {options['min_questions']} "
-            "questions); - not ranked: too few independent clusters; 95% CI: cluster-robust t; "
-            f"cluster bootstrap in --format json ({report['resampling']['resamples']} resamples, "
-            f"seed {report['resampling']['seed']})"
+            "questions); # -: not ranked (fewer than "
+            f"{options['min_clusters']} independent clusters); CI -: no interval (too few "
+            "clusters, no spread, or the reference row); 95% CI: cluster-robust t, clipped to "
+            f"[0, 1]; cluster bootstrap in --format json ({report['resampling']['resamples']} "
+            f"resamples, seed {report['resampling']['seed']}); {report['sample']}"
         ),
         row_style=lambda r: "dim" if r["reference"] else None,
     )
@@ -110,8 +114,8 @@ PROXY_COLUMNS = [
     TerminalColumn("#", lambda r: _rank(r["rank"])),
     TerminalColumn("forecaster", _name, numeric=False),
     TerminalColumn("mean z", lambda r: _num(r["mean_z"], 3)),
-    TerminalColumn("weeks", lambda r: str(r["n_weeks"])),
-    TerminalColumn("questions", lambda r: str(r["n_questions"])),
+    TerminalColumn("weeks", lambda r: numbers.count(r["n_weeks"])),
+    TerminalColumn("questions", lambda r: numbers.count(r["n_questions"])),
 ]
 
 
@@ -123,8 +127,8 @@ def proxy_table(report: dict[str, Any], wide: bool = False) -> Group:
 
 
 CALIBRATION_COLUMNS = [
-    TerminalColumn("forecaster", lambda r: str(r["forecaster"]), numeric=False),
-    TerminalColumn("n", lambda r: str(r["n"])),
+    TerminalColumn("forecaster", _name, numeric=False),
+    TerminalColumn("n", lambda r: numbers.count(r["n"])),
     TerminalColumn("Brier", lambda r: _num(r["brier"])),
     TerminalColumn("binned", lambda r: _num(r["binned_brier"]), essential=False),
     TerminalColumn("REL", lambda r: _num(r["reliability"])),
@@ -137,4 +141,7 @@ CALIBRATION_COLUMNS = [
 def calibration_table(report: dict[str, Any], wide: bool = False) -> Table:
     """Calibration and Murphy decomposition per forecaster."""
     title = "Calibration (REL - RES + UNC = binned Brier)"
-    return fitted_table(CALIBRATION_COLUMNS, report["rows"], wide=wide, title=title)
+    caption = report["sample"]
+    return fitted_table(
+        CALIBRATION_COLUMNS, report["rows"], wide=wide, title=title, caption=caption
+    )

@@ -57,14 +57,54 @@ __all__ = [
     "calibration_results",
     "configured_options",
     "difference",
+    "forecaster_labels",
     "full_analysis",
     "head_to_head",
+    "label_rows",
     "prepare",
     "proxy_ranking",
     "ranking",
 ]
 
 MARKET_REFERENCE = "(market)"
+RANKING_SAMPLE = (
+    "n counts scored questions (one market outcome in one week): a question a family answered "
+    "from several cohorts counts once, at the mean of its agents' forecasts"
+)
+CALIBRATION_SAMPLE = (
+    "n counts scored forecast rows: every agent's forecast of a question counts, so a family "
+    "with agents in several cohorts has more rows than the ranking has questions"
+)
+
+
+def brier_bound(bound: float, score: float) -> float:
+    """An interval bound of a Brier score kept in the score's range [0, 1] (widened to the
+    score itself when a difficulty-adjusted score falls outside it): a symmetric t or bootstrap
+    interval near 0 would otherwise reach below 0, where no Brier score lies."""
+    return min(max(bound, min(0.0, score)), max(1.0, score))
+
+
+def forecaster_labels(forecasts: Any, by: str, display_names: dict[str, str]) -> dict[str, str]:
+    """The name people read for each forecaster: a family's display name (``display_names``,
+    by family id; the id when it has none), or for an agent its family's name and cohort
+    (``GPT-5 · cohort 3``). Reports keep the ids; this labels them for tables."""
+    labels: dict[str, str] = {}
+    columns = (forecasts.family_id, forecasts.agent_id, forecasts.cohort_id)
+    for family_id, agent_id, cohort_id in zip(*columns, strict=True):
+        name = display_names.get(str(family_id)) or str(family_id)
+        if by == "family":
+            labels[str(family_id)] = name
+        else:
+            labels[str(agent_id)] = f"{name} · cohort {cohort_id}"
+    return labels
+
+
+def label_rows(report: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    """``report`` with a ``display_name`` on each row whose forecaster ``labels`` names."""
+    for row in report.get("rows", []):
+        if row["forecaster"] in labels:
+            row["display_name"] = labels[row["forecaster"]]
+    return report
 
 
 def _intervals(
@@ -127,6 +167,7 @@ def ranking(
             result.cell_adjusted[mine], cell_w[mine], cell_c[mine], options
         )
         ok = interval == OK
+        score = result.adjusted[i]
         enough = len(mine) > 0 and t.n_clusters >= options.min_clusters
         rows.append(
             {
@@ -142,10 +183,10 @@ def ranking(
                 "weight_sum": result.weight_sum[i],
                 "brier": result.standard[i],
                 "adjusted_brier": result.adjusted[i],
-                "ci_low": t.low if ok else None,
-                "ci_high": t.high if ok else None,
-                "bootstrap_low": boot.low if ok else None,
-                "bootstrap_high": boot.high if ok else None,
+                "ci_low": brier_bound(t.low, score) if ok else None,
+                "ci_high": brier_bound(t.high, score) if ok else None,
+                "bootstrap_low": brier_bound(boot.low, score) if ok else None,
+                "bootstrap_high": brier_bound(boot.high, score) if ok else None,
                 "peer_score": _masked_mean(peers[mine], cell_w[mine]),
                 "provisional": bool(is_provisional[i]),
                 "first_forecast_at": to_datetime(panel.forecaster_first_at[i]),
@@ -171,6 +212,7 @@ def ranking(
             "n_clusters": int(np.unique(cell_c).size),
             "n_components": result.fit.n_components,
             "shift": result.shift,
+            "sample": RANKING_SAMPLE,
             "rows": ranked + unranked,
             "differences": _neighbour_differences(ranked, prep, options),
         }
@@ -335,6 +377,7 @@ def calibration_report(
             "kind": "calibration",
             "as_of": to_datetime(prep.as_of),
             "options": options.to_dict(),
+            "sample": CALIBRATION_SAMPLE,
             "rows": [r.to_dict() for r in results if r.n > 0],
         }
     )

@@ -179,11 +179,41 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
         return _read_export(Path(tmp))
 
 
-def _emit(report: dict[str, Any], flags: AnalyzeFlags, render: Any) -> None:
+def family_names(ctx: typer.Context, from_export: Path | None) -> dict[str, str]:
+    """Display names by family id: the configured ones, over them the stored ones (of the
+    export directory, or of the configured database)."""
+    from arena.analytics.loading import family_names as stored_names
+    from arena.analytics.loading import find_forecasts_file
+
+    names = {f.id: f.display_name for f in state(ctx).settings.families if f.display_name}
+    if from_export is not None:
+        return names | stored_names(find_forecasts_file(from_export).parent)
+    import tempfile
+
+    from arena.export.writer import export_table
+
+    with tempfile.TemporaryDirectory(prefix="arena-analyze-") as tmp:
+        export_table(state(ctx).reader(), "families", Path(tmp) / "families.parquet")
+        return names | stored_names(Path(tmp))
+
+
+def _emit(
+    ctx: typer.Context,
+    report: dict[str, Any],
+    flags: AnalyzeFlags,
+    render: Any,
+    forecasts: Forecasts | None = None,
+) -> None:
+    """Print ``report``: its JSON (forecasters by id), or its table, where each forecaster of
+    ``forecasts`` is named by its family's display name (and cohort, ``--by agent``)."""
     if one_of("--format", flags.output_format, VIEW_FORMATS) == "json":
         typer.echo(json.dumps(report, indent=2, sort_keys=False))
-    else:
-        show(console, render(report, wide=flags.wide), flags.wide)
+        return
+    if forecasts is not None:
+        names = family_names(ctx, flags.from_export)
+        labels = _report().forecaster_labels(forecasts, flags.by, names)
+        report = _report().label_rows(report, labels)
+    show(console, render(report, wide=flags.wide), flags.wide)
 
 
 @analyze_app.command("ranking")
@@ -218,8 +248,9 @@ def ranking_command(
     Only resolved questions past their scheduled close count (early closers wait).
     """
     options = _options(ctx, flags, min_days=min_days, min_questions=min_questions)
-    report = _report().ranking(load_forecasts(ctx, flags.from_export), options)
-    _emit(report, flags, _render().ranking_table)
+    forecasts = load_forecasts(ctx, flags.from_export)
+    report = _report().ranking(forecasts, options)
+    _emit(ctx, report, flags, _render().ranking_table, forecasts)
 
 
 @analyze_app.command("h2h")
@@ -257,7 +288,7 @@ def h2h_command(
     options = _options(ctx, flags, h2h_score=score)
     forecasts = load_forecasts(ctx, flags.from_export)
     report = _report().head_to_head(forecasts, family_a, family_b, options)
-    _emit(report, flags, _render().head_to_head_table)
+    _emit(ctx, report, flags, _render().head_to_head_table)
 
 
 @analyze_app.command("proxy")
@@ -294,8 +325,9 @@ def proxy_command(
         proxy_include_baselines=include_baselines,
         proxy_include_resolved=include_resolved,
     )
-    report = _report().proxy_ranking(load_forecasts(ctx, flags.from_export), options)
-    _emit(report, flags, _render().proxy_table)
+    forecasts = load_forecasts(ctx, flags.from_export)
+    report = _report().proxy_ranking(forecasts, options)
+    _emit(ctx, report, flags, _render().proxy_table, forecasts)
 
 
 @analyze_app.command("calibration")
@@ -330,7 +362,7 @@ def calibration_command(
         results = [r for r in _report().calibration_results(forecasts, options, prep) if r.n > 0]
         _plot_calibration(results, plot, title=f"Reliability diagram (as of {report['as_of']})")
         report["plot"] = str(plot)
-    _emit(report, flags, _render().calibration_table)
+    _emit(ctx, report, flags, _render().calibration_table, forecasts)
     if plot is not None and flags.output_format == "table":
         console.print(f"reliability diagram written to {plot}")
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from arena import numbers
 from arena.cli.common import AtOption, WideOption, clock_for, console, runtime
 from arena.jobs.report import raise_failure
 from arena.terminal import TerminalColumn, fitted_table, show
@@ -44,7 +45,7 @@ RESULT_COLUMNS = [
         "action", lambda r: (r.action or "-") + (" (system)" if r.system_hold else ""), True, False
     ),
     TerminalColumn("trades", lambda r: str(r.trades)),
-    TerminalColumn("cost USD", lambda r: f"{r.cost_usd:.6f}", essential=False),
+    TerminalColumn("cost", lambda r: numbers.cost(r.cost_usd), essential=False),
     TerminalColumn("attempts", lambda r: str(r.attempts), essential=False),
     TerminalColumn("status", lambda r: r.describe(), numeric=False),
 ]

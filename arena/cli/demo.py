@@ -286,16 +286,23 @@ def _summary(factory: sessionmaker[Session], seconds: float) -> None:
 
 
 def _analytics(export_dir: Path, now: datetime) -> None:
-    from arena.analytics.loading import read_export
+    from arena.analytics.loading import family_names, read_export
     from arena.analytics.render import proxy_table, ranking_table
-    from arena.analytics.report import AnalysisOptions, proxy_ranking, ranking
+    from arena.analytics.report import (
+        AnalysisOptions,
+        forecaster_labels,
+        label_rows,
+        proxy_ranking,
+        ranking,
+    )
 
     forecasts = read_export(export_dir)
     options = AnalysisOptions(
         as_of=now, min_days=7, min_questions=10, bootstrap_resamples=DEMO_RESAMPLES
     )
-    console.print(ranking_table(ranking(forecasts, options)))
-    console.print(proxy_table(proxy_ranking(forecasts, options)))
+    labels = forecaster_labels(forecasts, options.by, family_names(export_dir))
+    console.print(ranking_table(label_rows(ranking(forecasts, options), labels)))
+    console.print(proxy_table(label_rows(proxy_ranking(forecasts, options), labels)))
 
 
 def register(app: typer.Typer) -> None:

@@ -22,7 +22,8 @@ from arena.cli.common import (
 )
 from arena.clock import SystemClock, iso_utc
 from arena.errors import JobFailed, UserError
-from arena.terminal import TerminalColumn, fitted_table, instant, show
+from arena.numbers import when
+from arena.terminal import TerminalColumn, fitted_table, show
 from arena.web.bind import parse_bind
 
 if TYPE_CHECKING:
@@ -90,10 +91,10 @@ def _start_dashboard(settings: Settings, host: str, port: int) -> Any:
 
 JOB_COLUMNS = [
     TerminalColumn("job", lambda j: j.job, numeric=False),
-    TerminalColumn("last slot", lambda j: instant(j.last_slot), numeric=False),
+    TerminalColumn("last slot", lambda j: when(j.last_slot), numeric=False),
     TerminalColumn("status", lambda j: j.status, numeric=False),
-    TerminalColumn("finished", lambda j: instant(j.finished_at), essential=False, numeric=False),
-    TerminalColumn("next run", lambda j: instant(j.next_run), numeric=False),
+    TerminalColumn("finished", lambda j: when(j.finished_at), essential=False, numeric=False),
+    TerminalColumn("next run", lambda j: when(j.next_run), numeric=False),
     TerminalColumn("error", lambda j: j.error or "", essential=False, numeric=False),
 ]
 

@@ -48,10 +48,10 @@ from arena.clock import Clock, iso_utc
 from arena.config import Settings
 from arena.domain.book import Pricing
 from arena.domain.ledger import HUNDRED, ZERO
-from arena.domain.markets import side_index, stored_prices
+from arena.domain.markets import stored_prices
 from arena.domain.states import CohortStatus, Job, PositionStatus
-from arena.domain.valuation import position_value, side_mark
-from arena.errors import ArenaError, ExecutionError
+from arena.domain.valuation import position_mark, position_value
+from arena.errors import ArenaError
 from arena.jobs.held_books import HeldBooks, fetch_held_books, seal
 from arena.jobs.prices import refresh_held_markets
 from arena.jsonable import jsonable
@@ -345,14 +345,7 @@ class _Book:
         """Mode book: the token's last valid mark; else (or when it never had one) the side's
         price at the market's last valid Gamma mark."""
         outcomes, prices, tokens = self.markets.get(market_id, (None, None, None))
-        if book and outcomes and tokens and len(tokens) == len(outcomes):
-            try:
-                token_mark = self.token_marks.get(str(tokens[side_index(outcomes, side)]))
-            except ExecutionError:
-                token_mark = None
-            if token_mark is not None:
-                return token_mark
-        return side_mark(outcomes, stored_prices(prices), side)
+        return position_mark(outcomes, stored_prices(prices), tokens, self.token_marks, side, book)
 
 
 def _percent(agent_id: int, pnl: Decimal, starting: Decimal) -> Decimal:

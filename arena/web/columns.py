@@ -16,20 +16,24 @@ RANKING_COLUMNS = (
     LeaderboardColumn(
         "ci_low",
         "95% low",
-        "Lower end of the 95% t-interval of the adjusted score.",
+        "Lower end of the 95% t-interval of the adjusted score, clipped to [0, 1].",
         ValueFormat.FIXED,
     ),
     LeaderboardColumn(
         "ci_high",
         "95% high",
-        "Upper end of the 95% t-interval of the adjusted score.",
+        "Upper end of the 95% t-interval of the adjusted score, clipped to [0, 1].",
         ValueFormat.FIXED,
     ),
     LeaderboardColumn(
         "brier", "Brier", "Plain mean Brier score over the same forecasts.", ValueFormat.FIXED
     ),
     LeaderboardColumn(
-        "n_questions", "Questions", "Resolved panel questions forecast.", ValueFormat.INT
+        "n_questions",
+        "Questions",
+        "Scored panel questions forecast (one market outcome in one week; a question the "
+        "family answered from several cohorts counts once).",
+        ValueFormat.INT,
     ),
     LeaderboardColumn(
         "peer_score",

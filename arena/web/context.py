@@ -1,6 +1,6 @@
 """What every route shares: settings, the read-only database, the result cache, pages of a list,
-and stored rows made JSON-ready by :func:`arena.jsonable.jsonable` (money as exact decimal
-strings)."""
+and stored rows made JSON-ready by :func:`arena.jsonable.jsonable` (Decimals as exact decimal
+strings, trailing zeros past the cents trimmed: ``0.155``, ``550.00``)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def count(session: Session, statement: Select) -> int:
 
 def row_dict(obj: Any, *names: str) -> dict[str, Any]:
     """Selected attributes of an ORM row, JSON-ready."""
-    return {name: jsonable(getattr(obj, name)) for name in names}
+    return {name: jsonable(getattr(obj, name), trim=True) for name in names}
 
 
 def columns(model: Any, *exclude: str) -> tuple[str, ...]:
@@ -106,6 +106,6 @@ def fields(model: Any, *exclude: str) -> list[Any]:
 def rows_of(session: Session, statement: Select) -> list[dict[str, Any]]:
     """Every row of ``statement`` as a JSON-ready dict keyed by column name."""
     return [
-        {key: jsonable(value) for key, value in row.items()}
+        {key: jsonable(value, trim=True) for key, value in row.items()}
         for row in session.execute(statement).mappings()
     ]

@@ -1,4 +1,5 @@
-"""Jinja2 filters that format stored values for people (the JSON API keeps them exact)."""
+"""Jinja2 filters: the writers of :mod:`arena.numbers` (the one number format) under their own
+names, and ``pretty_json``. The JSON API keeps the values exact."""
 
 from __future__ import annotations
 
@@ -7,15 +8,7 @@ from typing import Any
 
 from jinja2 import Environment
 
-from arena.analytics.leaderboard_columns import fixed, money, percent, share
-
-
-def when(value: Any) -> str:
-    """An ISO instant, shortened to minutes (``2026-11-02 00:05Z``)."""
-    if not value:
-        return "-"
-    text = str(value).replace("T", " ")
-    return text[:16] + "Z" if len(text) >= 16 else text
+from arena import numbers
 
 
 def pretty_json(value: Any) -> str:
@@ -24,5 +17,15 @@ def pretty_json(value: Any) -> str:
 
 def register(env: Environment) -> None:
     env.filters.update(
-        money=money, percent=percent, fixed=fixed, share=share, when=when, pretty_json=pretty_json
+        money=numbers.money,
+        cost=numbers.cost,
+        price=numbers.price,
+        shares=numbers.shares,
+        bps=numbers.bps,
+        count=numbers.count,
+        percent=numbers.percent,
+        fixed=numbers.fixed,
+        share=numbers.share,
+        when=numbers.when,
+        pretty_json=pretty_json,
     )

@@ -47,6 +47,7 @@ def leaderboard(
             "cohorts": standings.cohort_rows(session),
             "methodology": methodology,
             "ranking": ranking,
+            "family_names": standings.family_names(session) if ranking else {},
             "columns": LEADERBOARD_COLUMNS,
             "ranking_columns": RANKING_COLUMNS,
             "reliability_columns": RELIABILITY_COLUMNS,

@@ -73,7 +73,9 @@ def markets(session: Session, page: Page, chosen: MarketFilter | None = None) ->
     rows = session.execute(
         page.apply(statement.add_columns(func.count().over().label("total")).order_by(*order))
     ).all()
-    items = [{k: jsonable(v) for k, v in row._mapping.items() if k != "total"} for row in rows]
+    items = [
+        {k: jsonable(v, trim=True) for k, v in row._mapping.items() if k != "total"} for row in rows
+    ]
     # past the last page (or when nothing matches) the count is read separately
     total = int(rows[0].total) if rows else count(session, statement.with_only_columns(Market.id))
     result = page.wrap(items, total)

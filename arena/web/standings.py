@@ -8,19 +8,26 @@ Each page calls a fixed number of queries whatever the data size; the expensive 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Float, case, cast, func, select
 from sqlalchemy.orm import Session
 
 from arena.analytics.leaderboard import FamilyStanding, compute_leaderboard, money_text, to_json
+from arena.domain.book import Pricing
+from arena.domain.ledger import Holding
+from arena.domain.markets import stored_prices
 from arena.domain.states import PositionStatus
+from arena.domain.valuation import position_mark, position_value
 from arena.errors import NotFound
 from arena.jsonable import jsonable
 from arena.store import schema
 from arena.store.models import (
     Agent,
+    BookMark,
     BrierScore,
     Cohort,
     Decision,
@@ -86,6 +93,15 @@ def v2_ranking(ctx: WebContext, session: Session) -> dict[str, Any] | None:
     return ctx.cache.get(
         ("v2", None), ctx.version(session), lambda: _compute_v2(ctx, session, ctx.now())
     )
+
+
+def family_names(session: Session) -> dict[str, str]:
+    """Each family's display name by id (its id when it has none): how pages name a forecaster
+    that analyses report by id."""
+    return {
+        family_id: name or family_id
+        for family_id, name in session.execute(select(Family.id, Family.display_name))
+    }
 
 
 def _compute_v2(ctx: WebContext, session: Session, as_of: datetime) -> dict[str, Any] | None:
@@ -234,8 +250,8 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
 
 
 def calibration(session: Session, family_id: str) -> list[dict[str, Any]]:
-    """Scored bets binned by stated confidence (tenths): mean confidence vs. share won, per
-    bin, aggregated in SQL (one row per bin, whatever the number of bets)."""
+    """Scored bets binned by implied confidence (stake / max bet, tenths): mean confidence vs.
+    share won, per bin, aggregated in SQL (one row per bin, whatever the number of bets)."""
     confidence = cast(BrierScore.implied_confidence, Float)
     edges = [(confidence < (i + 1) / CALIBRATION_BINS, i) for i in range(CALIBRATION_BINS - 1)]
     bin_of = case(*edges, else_=CALIBRATION_BINS - 1).label("bin")
@@ -264,7 +280,9 @@ def calibration(session: Session, family_id: str) -> list[dict[str, Any]]:
 
 
 def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[str, Any]:
-    """One agent: open and closed positions with their markets, trades, decisions."""
+    """One agent: its valuation (cash, open positions at their marks, total value, P/L, return;
+    the latest snapshot beside it), open positions with entry price, mark, value and unrealised
+    P/L, closed positions with their markets, trades, decisions."""
     found = session.scalar(
         select(Agent).where(Agent.cohort_id == cohort_id, Agent.family_id == family_id)
     )
@@ -278,7 +296,8 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
     )
     closed = mine.where(Position.status != PositionStatus.OPEN)
     # every open position (bounded by the universe), then the requested page of closed ones
-    open_positions = rows_of(session, mine.where(Position.status == PositionStatus.OPEN))
+    held = session.execute(mine.where(Position.status == PositionStatus.OPEN)).mappings().all()
+    open_positions, positions_value = _valued(session, held, found.cohort_id)
     closed_count = count(session, closed.with_only_columns(Position.id))
     closed_page = rows_of(session, page.apply(closed))
     trades = rows_of(
@@ -294,10 +313,82 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
         session.scalar(select(func.count()).select_from(Trade).where(Trade.agent_id == found.id))
         or 0
     )
+    snapshot = session.scalar(
+        select(PortfolioSnapshot)
+        .where(PortfolioSnapshot.agent_id == found.id)
+        .order_by(PortfolioSnapshot.taken_at.desc())
+        .limit(1)
+    )
     return {
         "agent": row_dict(found, *columns(Agent)),
+        "valuation": _valuation(found, positions_value),
+        "latest_snapshot": row_dict(snapshot, *columns(PortfolioSnapshot)) if snapshot else None,
         "open_positions": open_positions,
         "closed_positions": page.wrap(closed_page, closed_count),
         "trades": page.wrap(trades, trade_total),
         "decisions": decisions(session, Page(1, 100), cohort_id=cohort_id, family_id=family_id),
     }
+
+
+OPEN_POSITION_DROPS = ("settlement_outcome", "payout", "realized_pnl", "closed_at")
+"""Fields of a position that stay empty while it is open (the closed positions keep them)."""
+
+
+def _valued(
+    session: Session, held: Sequence[Any], cohort_id: int
+) -> tuple[list[dict[str, Any]], Decimal]:
+    """The open positions with the snapshots' valuation rule
+    (:func:`arena.domain.valuation.position_mark`): entry price (cost per share), mark, value
+    and unrealised P/L; and their total value."""
+    book = session.scalar(select(Cohort.pricing).where(Cohort.id == cohort_id)) == Pricing.BOOK
+    market_ids = {row["market_id"] for row in held}
+    markets = {
+        market_id: (outcomes, stored_prices(prices), tokens)
+        for market_id, outcomes, prices, tokens in session.execute(
+            select(Market.id, Market.outcomes, Market.prices, Market.clob_token_ids).where(
+                Market.id.in_(market_ids)
+            )
+        )
+    }
+    token_marks: dict[str, Decimal] = {}
+    if book:
+        token_marks = dict(
+            session.execute(
+                select(BookMark.token_id, BookMark.mark).where(BookMark.market_id.in_(market_ids))
+            ).all()
+        )
+    rows, total = [], Decimal(0)
+    for position in held:
+        outcomes, prices, tokens = markets.get(position["market_id"], (None, None, None))
+        shares, basis = position["shares"], position["cost_basis"]
+        mark = position_mark(outcomes, prices, tokens, token_marks, position["side"], book)
+        value = position_value(shares, basis, mark)
+        total += value
+        row = {k: v for k, v in position.items() if k not in OPEN_POSITION_DROPS}
+        row.update(
+            avg_entry_price=Holding(shares, basis).avg_entry_price,
+            mark=mark,
+            value=value,
+            unrealized_pnl=value - basis,
+        )
+        rows.append(jsonable(row, trim=True))
+    return rows, total
+
+
+def _valuation(found: Agent, positions_value: Decimal) -> dict[str, Any]:
+    """Cash, open positions' value, total value, P/L and return of ``found`` now (the
+    snapshots' rule: what the next snapshot at the same marks would store)."""
+    total = found.cash + positions_value
+    pnl = total - found.starting_balance
+    pct = pnl / found.starting_balance * 100 if found.starting_balance else None
+    return jsonable(
+        {
+            "cash": found.cash,
+            "positions_value": positions_value,
+            "total_value": total,
+            "pnl": pnl,
+            "return_pct": pct.quantize(Decimal("0.0001")) if pct is not None else None,
+            "realized_pnl": found.realized_pnl,
+        },
+        trim=True,
+    )

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
+from html import unescape
+
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from arena.store.models import Agent, Decision
+from arena import numbers
+from arena.store.models import Agent, Decision, Trade
 from arena.web.app import create_app
 from tests.jobs.test_book_pricing import FED, BookWorld, book_world, clob  # noqa: F401
 
@@ -34,3 +39,32 @@ def test_leaderboard_and_decision_pages_show_the_fills(book_world: BookWorld) ->
         api = client.get(f"/api/v1/decisions/{decision_id}").json()
         (trade,) = api["trades"]
         assert [lv["price"] for lv in trade["levels"]] == ["0.41", "0.42", "0.43"]
+
+
+def test_fills_show_fees_in_dollars_slippage_in_bps_and_the_book_time_as_a_time(
+    book_world: BookWorld,  # noqa: F811
+) -> None:
+    """Mode book: the fee to the cent with a $ (a fraction of a cent as <$0.01), slippage to
+    one decimal of a basis point, prices to the tick, and the CLOB's book time (epoch
+    milliseconds) as an ISO UTC minute."""
+    book_world.answer_bets(("1004", "YES", 500))
+    book_world.run()
+    with book_world.world.db.factory() as session:
+        trade = session.scalars(select(Trade).join(Agent).where(Agent.family_id == FED)).one()
+    assert trade.fee is not None and trade.fee > 0 and trade.book_timestamp is not None
+    with TestClient(create_app(book_world.world.settings)) as client:
+        page = client.get(f"/decisions/{trade.decision_id}").text
+        api = client.get(f"/api/v1/decisions/{trade.decision_id}").json()
+    assert f'<dt title="Polymarket taker fee paid">fee</dt><dd>{numbers.cost(trade.fee)}</dd>' in (
+        unescape(page)  # a fee under a cent reads <$0.01
+    )
+    assert re.search(r"<dd>\$\d+\.\d\d</dd>", page)
+    touch, mid = numbers.bps(trade.slippage_touch_bps), numbers.bps(trade.slippage_mid_bps)
+    assert f"<dd>{touch} / {mid}</dd>" in page and re.fullmatch(r"-?[\d,]+\.\d", mid)
+    booked = datetime.fromtimestamp(trade.book_timestamp / 1000, tz=UTC)
+    assert f" at {booked:%Y-%m-%d %H:%M}Z</dd>" in page
+    assert str(trade.book_timestamp) not in page
+    assert f"<dd>{numbers.price(trade.mid_price)}</dd>" in page
+    (row,) = api["trades"]
+    assert row["fee"] == numbers.exact(trade.fee) and not row["fee"].endswith("000")
+    assert row["book_timestamp"] == trade.book_timestamp  # the API keeps the stored value
