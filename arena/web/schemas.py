@@ -105,6 +105,11 @@ def picked(
     return create_model(name, __base__=Open, __doc__=doc, **fields)
 
 
+def optional(item: Any) -> Any:
+    """``item`` or null (a model made at run time is no type to mypy)."""
+    return item | None
+
+
 def many(item: Any) -> Any:
     """A list of ``item`` models (a model made at run time is no type to mypy)."""
     return list[item]
@@ -142,6 +147,22 @@ MarketRow = row_model(
 PositionRow = row_model(
     "PositionRow", schema.positions, doc="A position and its market's question.", **WITH_QUESTION
 )
+OpenPositionRow = row_model(
+    "OpenPositionRow",
+    schema.positions,
+    "settlement_outcome",
+    "payout",
+    "realized_pnl",
+    "closed_at",
+    doc="An open position valued by the snapshots' rule: its entry price (cost per share, fees "
+    "included), mark (null when the market has no price), value and unrealised P/L.",
+    **WITH_QUESTION,
+    avg_entry_price=(DecimalText, ...),
+    mark=(DecimalText | None, ...),
+    value=(DecimalText, ...),
+    unrealized_pnl=(DecimalText, ...),
+)
+SnapshotRow = row_model("SnapshotRow", schema.portfolio_snapshots, doc="A portfolio snapshot.")
 AgentPositionRow = row_model(
     "AgentPositionRow", schema.positions, doc="A position and its agent.", **WITH_AGENT
 )
@@ -336,12 +357,28 @@ Family = create_model(
     recent_decisions=(DecisionPage, ...),
     calibration=(list[CalibrationBin], ...),
 )
+
+
+class Valuation(Open):
+    """An agent's cash, open positions' value, total value, P/L and return now, by the
+    snapshots' rule (what the next snapshot at the same marks would store)."""
+
+    cash: DecimalText
+    positions_value: DecimalText
+    total_value: DecimalText
+    pnl: DecimalText
+    return_pct: DecimalText | None
+    realized_pnl: DecimalText
+
+
 Agent = create_model(
     "Agent",
     __base__=Open,
     __doc__="One agent: its positions, trades (paginated) and decisions.",
     agent=(AgentRow, ...),
-    open_positions=(many(PositionRow), ...),
+    valuation=(Valuation, ...),
+    latest_snapshot=(optional(SnapshotRow), ...),
+    open_positions=(many(OpenPositionRow), ...),
     closed_positions=(page_of("PositionPage", PositionRow, doc="A page of closed positions."), ...),
     trades=(page_of("TradePage", TradeRow, doc="A page of trades, newest first."), ...),
     decisions=(DecisionPage, ...),
@@ -531,6 +568,7 @@ class RankingReport(Open):
     n_clusters: int
     n_components: int
     shift: float
+    sample: str = Field(description="What n counts (questions, each family's agents averaged).")
     rows: list[RankingRow]
     differences: list[Difference]
 

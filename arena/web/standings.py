@@ -330,6 +330,10 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
     }
 
 
+ENTRY_PRICE_PLACES = Decimal("0.000001")
+"""An entry price (cost basis over shares, fees included) is a quotient, not a quoted price: it
+is written to the millionth, the precision of the ledger's shares."""
+
 OPEN_POSITION_DROPS = ("settlement_outcome", "payout", "realized_pnl", "closed_at")
 """Fields of a position that stay empty while it is open (the closed positions keep them)."""
 
@@ -366,7 +370,7 @@ def _valued(
         total += value
         row = {k: v for k, v in position.items() if k not in OPEN_POSITION_DROPS}
         row.update(
-            avg_entry_price=Holding(shares, basis).avg_entry_price,
+            avg_entry_price=Holding(shares, basis).avg_entry_price.quantize(ENTRY_PRICE_PLACES),
             mark=mark,
             value=value,
             unrealized_pnl=value - basis,

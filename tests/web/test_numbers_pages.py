@@ -16,6 +16,7 @@ from sqlalchemy import select
 from arena import numbers
 from arena.store.db import make_engine, session_factory
 from arena.store.models import Agent, DecisionAttempt, Position, Trade
+from arena.web.standings import ENTRY_PRICE_PLACES
 from tests.helpers import cli_env, run_arena
 from tests.web.conftest import Site
 from tests.web.test_pages import pages
@@ -166,7 +167,7 @@ def test_agent_page_values_open_positions_as_the_latest_snapshot(
             held += 1
             assert "payout" not in p and "closed_at" not in p and "settlement_outcome" not in p
             basis, shares = Decimal(p["cost_basis"]), Decimal(p["shares"])
-            assert Decimal(p["avg_entry_price"]) == basis / shares
+            assert Decimal(p["avg_entry_price"]) == (basis / shares).quantize(ENTRY_PRICE_PLACES)
             assert Decimal(p["unrealized_pnl"]) == Decimal(p["value"]) - basis
             assert Decimal(p["value"]) == (shares * Decimal(p["mark"])).quantize(Decimal("0.01"))
         if body["open_positions"]:
