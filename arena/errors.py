@@ -57,9 +57,14 @@ class ArenaError(Exception):
 
 
 class UserError(ArenaError):
-    """An error the operator can fix; reported as one line, exit code 2."""
+    """An error the operator can fix; reported as one line, exit code 2, and optionally a
+    ``hint`` saying how to fix it (the CLI prints it on a second line)."""
 
     exit_code = 2
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 class ConfigError(UserError):

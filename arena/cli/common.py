@@ -131,6 +131,7 @@ AtOption = Annotated[
     str | None,
     typer.Option(
         "--at",
+        metavar="TIMESTAMP",
         help="Act as if the current time were this instant (ISO 8601, UTC; e.g. "
         "2026-11-22T00:05:00Z). Default: the real clock.",
         show_default=False,
@@ -146,11 +147,11 @@ WideOption = Annotated[
 
 FormatOption = Annotated[
     str,
-    typer.Option("--format", "-f", help="Output format: table, json or csv."),
+    typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json or csv."),
 ]
 ViewFormatOption = Annotated[
     str,
-    typer.Option("--format", "-f", help="Output format: table or json."),
+    typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table or json."),
 ]
 VIEW_FORMATS = ("table", "json")
 """The formats of a command that shows a view (``status``, ``families``, ``analyze ...``)."""

@@ -17,12 +17,13 @@ from arena.cli.common import (
     runtime,
     state,
 )
+from arena.cli.style import command_group
 from arena.domain.states import FamilyKind
 from arena.jobs.report import raise_failure
 from arena.terminal import TerminalColumn, fitted_table, show
 
-db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
-cohort_app = typer.Typer(help="Weekly cohorts.", no_args_is_help=True)
+db_app = command_group(help="Database maintenance.")
+cohort_app = command_group(help="Weekly cohorts.")
 
 
 @db_app.command("upgrade")
