@@ -2,6 +2,7 @@
 
 ArenaError                      base of everything arena raises on purpose
 ├── UserError                   something the operator can fix; CLI prints one line, exit 2
+│   ├── OptionError             a command-line option's value is refused (names the option)
 │   ├── ConfigError             invalid config file or environment (names the key)
 │   ├── DatabaseUnavailable     missing database directory, unreachable PostgreSQL, a file
 │   │                           that is not a SQLite database
@@ -65,6 +66,11 @@ class UserError(ArenaError):
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+class OptionError(UserError):
+    """A command-line option's value is refused; the message names the option (the CLI adds
+    where its usage is shown)."""
 
 
 class ConfigError(UserError):

@@ -16,8 +16,8 @@ import typer
 
 from arena import __version__
 from arena.cli.common import AppState
-from arena.cli.style import command_group, fail, fail_usage
-from arena.errors import ArenaError, UserError
+from arena.cli.style import command_group, command_path, fail, fail_usage, usage_hint
+from arena.errors import ArenaError, OptionError, UserError
 
 COMMAND_MODULES = [
     "arena.cli.core",
@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> None:
             print(exc.format_message(), file=sys.stderr)  # (typer tells it by name, too)
             sys.exit(exc.exit_code)
         fail_usage(exc)
+    except OptionError as exc:
+        path = command_path(typer.main.get_command(app), sys.argv[1:] if argv is None else argv)
+        fail(str(exc), exit_code=2, hint=exc.hint or usage_hint(path))
     except UserError as exc:
         fail(str(exc), exit_code=2, hint=exc.hint)
     except ArenaError as exc:  # JobFailed, StorageFailed and the rest: the job ran and failed

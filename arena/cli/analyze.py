@@ -26,7 +26,7 @@ from arena.cli.common import (
 )
 from arena.cli.composed import with_options
 from arena.cli.style import command_group
-from arena.errors import UserError
+from arena.errors import OptionError, UserError
 from arena.terminal import show
 
 if TYPE_CHECKING:
@@ -390,7 +390,7 @@ def parse_pair(value: str | None) -> tuple[str, str] | None:
         return None
     names = [name.strip() for name in value.split(",")]
     if len(names) != 2 or not all(names):
-        raise UserError(f"--pair: {value!r} is not two forecasters written A,B")
+        raise OptionError(f"--pair: {value!r} is not two forecasters written A,B")
     return names[0], names[1]
 
 

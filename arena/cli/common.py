@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from arena.clock import Clock, FixedClock, SystemClock, parse_timestamp
-from arena.errors import UserError
+from arena.errors import OptionError, UserError
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -162,7 +162,7 @@ def one_of(flag: str, value: str, choices: Sequence[str]) -> str:
     every option with a fixed set of values gives: ``--format: 'csv' is not one of table,
     json``."""
     if value not in choices:
-        raise UserError(f"{flag}: {value!r} is not one of {', '.join(choices)}")
+        raise OptionError(f"{flag}: {value!r} is not one of {', '.join(choices)}")
     return value
 
 
@@ -177,7 +177,7 @@ def ids_in_range(option: str) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         for number in value if isinstance(value, list | tuple) else [value]:
             if number is not None and not 1 <= number <= ID_MAX:
-                raise UserError(f"{option}: {number} is not an id (ids run from 1 to {ID_MAX})")
+                raise OptionError(f"{option}: {number} is not an id (ids run from 1 to {ID_MAX})")
         return value
 
     return check
@@ -198,7 +198,7 @@ def parse_at(text: str, option: str = "--at") -> datetime:
     try:
         at = parse_timestamp(text)
     except (ValueError, OverflowError):
-        raise UserError(f"{option}: {text!r} is not an ISO 8601 timestamp") from None
+        raise OptionError(f"{option}: {text!r} is not an ISO 8601 timestamp") from None
     if not EARLIEST <= at <= LATEST:
-        raise UserError(f"{option}: {text!r} is outside 2000-01-01..2100-01-01 (UTC)")
+        raise OptionError(f"{option}: {text!r} is outside 2000-01-01..2100-01-01 (UTC)")
     return at

@@ -33,7 +33,7 @@ from arena.cli.common import clock_for, console, state
 from arena.cli.composed import with_options
 from arena.clock import week_start
 from arena.domain.states import FamilyKind, JobRunStatus, Methodology
-from arena.errors import JobFailed, UserError
+from arena.errors import JobFailed, OptionError, UserError
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -151,9 +151,9 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     try:
         version = Methodology(setup.methodology or base.methodology)
     except ValueError:
-        raise UserError(f"--methodology: {setup.methodology!r} is not v1 or v2") from None
+        raise OptionError(f"--methodology: {setup.methodology!r} is not v1 or v2") from None
     if pricing not in ("book", "gamma"):
-        raise UserError(f"--pricing: {pricing!r} is not book or gamma")
+        raise OptionError(f"--pricing: {pricing!r} is not book or gamma")
     prepare_out(out)
     settings = base.model_copy(
         update={

@@ -21,7 +21,7 @@ from arena.cli.common import (
     state,
 )
 from arena.clock import SystemClock, iso_utc
-from arena.errors import JobFailed, UserError
+from arena.errors import JobFailed, OptionError
 from arena.terminal import TerminalColumn, fitted_table, instant, show
 from arena.web.bind import parse_bind
 
@@ -55,7 +55,7 @@ def run(
     from arena.scheduler import run_forever
 
     if http is not None and (once or at is not None):
-        raise UserError("--http serves the dashboard beside the daemon; not with --once or --at")
+        raise OptionError("--http serves the dashboard beside the daemon; not with --once or --at")
     bind = parse_bind(http) if http is not None else None
     with runtime(ctx) as jobs:  # migrates the database first
         log.info("configuration: %s", json.dumps(state(ctx).settings.masked(), default=str))

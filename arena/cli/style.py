@@ -15,6 +15,7 @@ option, a missing value) take the same shape as arena's own.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import typer
@@ -65,9 +66,25 @@ def fail(message: str, *, exit_code: int, hint: str | None = None) -> NoReturn:
     sys.exit(exit_code)
 
 
+def usage_hint(command_path: str) -> str:
+    """The hint of every usage error: where the command's usage is shown."""
+    return f"`{command_path} --help` shows the usage"
+
+
 def fail_usage(exc: typer.TyperException) -> NoReturn:
     """A usage error click found (an unknown option, a missing or invalid value)."""
     ctx = getattr(exc, "ctx", None)
-    command = ctx.command_path if ctx is not None else PROGRAM
     message = " ".join(exc.format_message().split())
-    fail(message, exit_code=exc.exit_code, hint=f"`{command} --help` shows the usage")
+    fail(message, exit_code=exc.exit_code, hint=usage_hint(ctx.command_path if ctx else PROGRAM))
+
+
+def command_path(root: Any, args: Sequence[str]) -> str:
+    """``arena analyze ranking``: the (sub)command that ``args`` run, found by walking the
+    command tree from ``root`` through the words of ``args`` that name a command."""
+    words, command = [PROGRAM], root
+    for word in args:
+        subcommand = getattr(command, "commands", {}).get(word)
+        if subcommand is not None:
+            words.append(word)
+            command = subcommand
+    return " ".join(words)
