@@ -55,6 +55,11 @@ FAMILY_COLUMNS = [
 ]
 
 
+NO_KEY = "no key"
+"""A model family's readiness without ``OPENROUTER_API_KEY`` (named below the table: a cell
+that short leaves the model ids room to stay whole at 80 columns)."""
+
+
 def families(ctx: typer.Context, fmt: ViewFormatOption = "table", wide: WideOption = False) -> None:
     """List the configured model families and whether they can run."""
     one_of("--format", fmt, VIEW_FORMATS)
@@ -68,7 +73,7 @@ def families(ctx: typer.Context, fmt: ViewFormatOption = "table", wide: WideOpti
             target, ready = f"strategy {family.strategy}", "yes"
         else:
             target = family.openrouter_id or ""
-            ready = "yes" if has_key else "needs OPENROUTER_API_KEY"
+            ready = "yes" if has_key else NO_KEY
         rows.append(
             {
                 "id": family.id,
@@ -85,6 +90,8 @@ def families(ctx: typer.Context, fmt: ViewFormatOption = "table", wide: WideOpti
     show(console, fitted_table(FAMILY_COLUMNS, rows, wide=wide), wide)
     active = len(settings.active_families)
     console.print(f"{len(settings.families)} families configured, {active} active")
+    if any(row["ready"] == NO_KEY for row in rows):
+        console.print(f"{NO_KEY}: set OPENROUTER_API_KEY in the environment to run them")
 
 
 def register(app: typer.Typer) -> None:
