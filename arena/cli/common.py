@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 console = Console()
 err_console = Console(stderr=True)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,11 +51,36 @@ class AppState:
 
     @property
     def engine(self) -> Engine:
+        """The database, read and written (a missing SQLite file is created, and said so)."""
         if self._engine is None:
-            from arena.store.db import make_engine
+            from arena.store.db import make_engine, sqlite_file
 
-            self._engine = make_engine(self.settings.database_url)
+            url = self.settings.database_url
+            self._engine = make_engine(url)
+            path = sqlite_file(url)
+            if path is not None and not path.exists():
+                log.info("creating the database %s (database_url %s)", path, self.url_source())
         return self._engine
+
+    def url_source(self) -> str:
+        """Where the database URL came from, in words."""
+        from arena.config import database_url_source
+
+        return database_url_source(self.config_path)
+
+    def _refuse_missing_database(self) -> None:
+        """A command that only reads never creates the database: a missing SQLite file is a
+        usage error naming the file, where its URL came from and how to choose another."""
+        from arena.config import DATABASE_URL_HOW
+        from arena.errors import DatabaseUnavailable
+        from arena.store.db import sqlite_file
+
+        path = sqlite_file(self.settings.database_url)
+        if path is not None and not path.exists():
+            raise DatabaseUnavailable(
+                f"no database at {path} (database_url {self.url_source()})",
+                hint=f"{DATABASE_URL_HOW}; `arena db upgrade` or `arena run` creates one",
+            )
 
     def factory(self, migrate: bool = True) -> sessionmaker[Session]:
         """A session factory on a migrated database (migrating an empty one on first use)."""
@@ -70,6 +97,7 @@ class AppState:
         never writes, so it works on a read-only database. A database already at the latest
         schema is not migrated; one behind is migrated first if it can be."""
         if self._read_engine is None:
+            self._refuse_missing_database()
             from sqlalchemy.exc import DBAPIError
 
             from arena.store.db import (
