@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import TYPE_CHECKING, Annotated, Any
@@ -97,6 +98,12 @@ JOB_COLUMNS = [
     TerminalColumn("error", lambda j: j.error or "", essential=False, numeric=False),
 ]
 
+UNSERVED_JOB_COLUMNS = [
+    dataclasses.replace(c, header="next if run") if c.header == "next run" else c
+    for c in JOB_COLUMNS
+]
+"""The jobs of a database no daemon serves: the next run times are when one would run them."""
+
 COHORT_COLUMNS = [
     TerminalColumn("cohort", lambda c: str(c.cohort_id)),
     TerminalColumn("week start", lambda c: c.week_start.date().isoformat(), numeric=False),
@@ -124,7 +131,10 @@ def status(
     if fmt == "json":
         typer.echo(json.dumps(report.to_json(), indent=2))
         return
-    show(console, fitted_table(JOB_COLUMNS, report.jobs, wide=wide, title="Jobs (UTC)"), wide)
+    if report.headline:
+        console.print(report.headline, markup=False, style="bold yellow")
+    columns = JOB_COLUMNS if report.daemon.serving else UNSERVED_JOB_COLUMNS
+    show(console, fitted_table(columns, report.jobs, wide=wide, title="Jobs (UTC)"), wide)
     errors = [j for j in report.jobs if j.error and not wide]
     for job in errors:
         console.print(f"  {job.job} error: {job.error}", markup=False)
@@ -135,6 +145,10 @@ def status(
             console.print(f"  - {warning}", markup=False)
     else:
         console.print("no warnings")
+    if report.pending:
+        console.print("due, for a daemon to do (information):")
+        for line in report.pending:
+            console.print(f"  - {line}", markup=False)
 
 
 def register(app: typer.Typer) -> None:
