@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, Group
 from rich.measure import Measurement
 from rich.table import Column, Table
 
@@ -59,15 +59,21 @@ def fitted_table(
     return table
 
 
-def show(console: Console, table: Table, wide: bool = False) -> None:
-    """Print ``table``; a ``--wide`` table is printed at its natural width, however wide, so
-    its rows never fold (use a wide terminal, or ``less -S``).
+def show(console: Console, table: Table | Group, wide: bool = False) -> None:
+    """Print ``table`` (or a group of tables); a ``--wide`` table is printed at its natural
+    width, however wide, so its rows never fold (use a wide terminal, or ``less -S``).
 
     A cell folds at word boundaries only: when the terminal is too narrow even for each
-    column's longest word, the rightmost columns are left out (and named below the table)
+    column's longest word, the widest columns are left out (and named below the table)
     rather than an identifier split in the middle."""
     if not wide:
-        left_out = _fit_words(console, table)
+        tables = table.renderables if isinstance(table, Group) else [table]
+        left_out = [
+            header
+            for each in tables
+            if isinstance(each, Table)
+            for header in _fit_words(console, each)
+        ]
         console.print(table)
         if left_out:
             console.print(
@@ -87,8 +93,8 @@ def show(console: Console, table: Table, wide: bool = False) -> None:
 
 
 def _fit_words(console: Console, table: Table) -> list[str]:
-    """Leave out the widest columns (by their longest word; never the first) until every
-    column has room for its longest word; the headers of those left out, in table order."""
+    """Leave out ``table``'s widest columns (by their longest word; never the first) until
+    every column has room for its longest word; the headers of those left out, in order."""
     unbounded = console.options.update_width(10_000)  # (a bounded one clamps the answer)
 
     def longest_word(column: Column) -> int:

@@ -274,6 +274,11 @@ def h2h_command(
     Prints the weighted mean with cluster-robust t and cluster bootstrap intervals (repeats of
     a market and members of an event group are one cluster), an exact sign test, and a verdict
     ("insufficient" below 10 common questions or 5 clusters).
+
+    \b
+    Example (a database's forecasts, or an export's):
+      arena analyze h2h gpt-5.1 grok-4 --score brier
+      arena analyze h2h gpt-5.1 grok-4 --from-export exports/2026-11 -f json
     """
     one_of("--score", score, ("log", "brier"))
     options = _options(ctx, flags, h2h_score=score)

@@ -187,7 +187,12 @@ class ExportOptions:
 
 @with_options(ExportOptions)
 def export_command(ctx: typer.Context, options: ExportOptions) -> None:
-    """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md)."""
+    """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md).
+
+    \b
+    Example (one cohort as Parquet, into a new directory):
+      arena export --out exports/cohort-12 --format parquet --cohort 12
+    """
     fmt = one_of("--format", options.fmt, FORMATS)
     from arena.export.spec import ExportFilters
     from arena.export.writer import ExportTarget, export  # pyarrow loads only for this command

@@ -72,8 +72,15 @@ def continuations(output: str) -> list[tuple[str, str]]:
 
 def paragraphs(text: str | None) -> list[str]:
     """A help text's paragraphs, each without whitespace (so wrapping does not matter)."""
-    cleaned = inspect.cleandoc(text or "").partition("\f")[0]
+    cleaned = inspect.cleandoc(text or "").partition("\f")[0].replace("\b", "")
     return ["".join(p.split()) for p in cleaned.split("\n\n") if p.strip()]
+
+
+def examples(text: str | None) -> list[str]:
+    """The lines of a help text's verbatim blocks (a paragraph that starts with ``\\b``)."""
+    cleaned = inspect.cleandoc(text or "")
+    blocks = [p for p in cleaned.split("\n\n") if p.startswith("\b")]
+    return [line for block in blocks for line in block.splitlines()[1:]]
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -82,9 +89,12 @@ def test_help_paragraphs_wrap_to_the_terminal(width: int) -> None:
     the docstrings' own line breaks are gone, and the width is the terminal's."""
     limit = min(width, HELP_MAX_WIDTH) - 2  # click leaves a margin of 2
     early = []
-    for path in ["", *(name for name, _ in all_commands())]:
+    for path, command in [("", None), *all_commands()]:
         output = help_of(path, width)
+        verbatim = {line.strip() for line in examples(command.help if command else None)}
         for above, below in continuations(output):
+            if below.strip() in verbatim:
+                continue
             if len(above.rstrip()) + 1 + len(first_chunk(below)) <= limit:
                 early.append(f"arena {path} --help:\n{above}\n{below}")
         assert all(len(line) <= width for line in output.splitlines()), output
@@ -142,3 +152,16 @@ def test_flags_show_no_type() -> None:
     assert re.search(r"^  --wide  ", ranking, re.MULTILINE), ranking
     assert "  --pair A,B  " in help_of("analyze report", 80)
     assert "  --at TIMESTAMP  " in ranking
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_examples_are_printed_as_written(width: int) -> None:
+    """An example (a ``\\b`` block) is printed line for line, indented as written, never
+    rewrapped or cut; a few commands have one."""
+    shown = 0
+    for path, command in all_commands():
+        lines = help_of(path, width).splitlines()
+        for line in examples(command.help):
+            assert f"  {line}" in lines, f"arena {path} --help:\n{line}"
+            shown += 1
+    assert shown >= 3
