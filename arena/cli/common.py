@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
 
 console = Console()
 err_console = Console(stderr=True)
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -58,8 +56,12 @@ class AppState:
             url = self.settings.database_url
             self._engine = make_engine(url)
             path = sqlite_file(url)
-            if path is not None and not path.exists():
-                log.info("creating the database %s (database_url %s)", path, self.url_source())
+            if path is not None and not path.exists():  # said on stdout: stderr is for errors
+                console.print(
+                    f"new database {path} (database_url {self.url_source()})",
+                    markup=False,
+                    soft_wrap=True,
+                )
         return self._engine
 
     def url_source(self) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from arena.store.db import make_engine, upgrade
 from tests.helpers import free_port, run_arena, write_config
 
 SHAPE = re.compile(r"arena: (?P<kind>error|failed): \S.*(\narena: hint: \S.*)?")
@@ -34,9 +35,14 @@ CASES: list[tuple[list[str], int, str, str | None]] = [
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    """A config whose database is fine and whose Polymarket refuses every connection."""
+    """A config whose database is fine (and there) and whose Polymarket refuses every
+    connection."""
     gamma = {"gamma_url": f"http://127.0.0.1:{free_port()}", "max_attempts": 1}
-    return write_config(tmp_path / "c.yaml", f"sqlite:///{tmp_path / 'a.db'}", polymarket=gamma)
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    return write_config(tmp_path / "c.yaml", url, polymarket=gamma)
 
 
 @pytest.mark.parametrize(("args", "code", "message", "hint"), CASES)

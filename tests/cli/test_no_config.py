@@ -57,6 +57,7 @@ def test_families_without_a_config_says_so(tmp_path: Path) -> None:
 def test_a_command_that_creates_the_database_says_where(tmp_path: Path) -> None:
     result = run_arena("db", "upgrade", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert f"creating the database {tmp_path.resolve() / 'arena.db'}" in result.stderr
+    assert result.stdout.startswith(f"new database {tmp_path.resolve() / 'arena.db'} ")
+    assert result.stderr == ""
     assert (tmp_path / "arena.db").is_file()
     assert run_arena("status", cwd=tmp_path).returncode == 0  # and now it is there to read
