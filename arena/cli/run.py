@@ -119,7 +119,11 @@ def status(
     fmt: ViewFormatOption = "table",
     wide: WideOption = False,
 ) -> None:
-    """Show the latest run of every job, active cohorts, next run times and open warnings."""
+    """Show the latest run of every job, active cohorts, next run times and open warnings.
+
+    When no daemon has run against the database lately (the demo's, or a stopped daemon's),
+    it says so first, and what the schedule owes is information, not warnings.
+    """
     one_of("--format", fmt, VIEW_FORMATS)
     from arena.jobs.status import read_status
 
