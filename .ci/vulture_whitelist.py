@@ -18,6 +18,7 @@ _._missing_  # enum: looks up a value that is no member (Job's aliases): arena/d
 _.__signature__  # inspect.signature: the options typer reads: arena/cli/composed.py (with_options)
 _.__annotations__  # typing.get_type_hints: the option types typer reads: arena/cli/composed.py
 _.handle_starttag  # html.parser.HTMLParser calls it: tests/web/test_numbers_pages.py
+_.format_commands  # click calls it to list a group's commands: arena/cli/style.py (ArenaGroup)
 
 # pydantic and pydantic-settings
 _.model_config  # pydantic: a model's configuration

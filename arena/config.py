@@ -516,6 +516,28 @@ def resolve_config_path(explicit: str | Path | None = None) -> Path | None:
     return DEFAULT_CONFIG_PATH if DEFAULT_CONFIG_PATH.exists() else None
 
 
+NO_CONFIG_FILE = "no --config, ARENA_CONFIG or ./config.yaml"
+"""Why no config file was read (said when that matters: an empty family list, a database)."""
+
+DATABASE_URL_HOW = (
+    "set database_url in a config file (--config FILE, ARENA_CONFIG, or ./config.yaml) or "
+    "the environment variable ARENA_DATABASE_URL"
+)
+"""How an operator chooses the database: said wherever arena names a database it could not
+use (the CLI's hint, the dashboard's "database unavailable" page, ``/readyz``, its log)."""
+
+
+def database_url_source(explicit: str | Path | None = None) -> str:
+    """Where the database URL came from, in words: the environment variable, the config file
+    found as :func:`resolve_config_path` finds it, or the default when there is neither."""
+    if os.environ.get("ARENA_DATABASE_URL"):
+        return "from ARENA_DATABASE_URL"
+    path = resolve_config_path(explicit)
+    if path is None:
+        return f"by default: {NO_CONFIG_FILE}"
+    return f"from {path}"
+
+
 def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
     """Load and validate settings; any problem raises :class:`ConfigError` naming the key."""
     Settings._yaml_path = resolve_config_path(path)

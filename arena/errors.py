@@ -2,6 +2,7 @@
 
 ArenaError                      base of everything arena raises on purpose
 ├── UserError                   something the operator can fix; CLI prints one line, exit 2
+│   ├── OptionError             a command-line option's value is refused (names the option)
 │   ├── ConfigError             invalid config file or environment (names the key)
 │   ├── DatabaseUnavailable     missing database directory, unreachable PostgreSQL, a file
 │   │                           that is not a SQLite database
@@ -57,9 +58,19 @@ class ArenaError(Exception):
 
 
 class UserError(ArenaError):
-    """An error the operator can fix; reported as one line, exit code 2."""
+    """An error the operator can fix; reported as one line, exit code 2, and optionally a
+    ``hint`` saying how to fix it (the CLI prints it on a second line)."""
 
     exit_code = 2
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class OptionError(UserError):
+    """A command-line option's value is refused; the message names the option (the CLI adds
+    where its usage is shown)."""
 
 
 class ConfigError(UserError):

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, Group
 from rich.measure import Measurement
-from rich.table import Table
+from rich.table import Column, Table
 
 
 @dataclass(frozen=True)
@@ -59,11 +59,29 @@ def fitted_table(
     return table
 
 
-def show(console: Console, table: Table, wide: bool = False) -> None:
-    """Print ``table``; a ``--wide`` table is printed at its natural width, however wide, so
-    its rows never fold (use a wide terminal, or ``less -S``)."""
+def show(console: Console, table: Table | Group, wide: bool = False) -> None:
+    """Print ``table`` (or a group of tables); a ``--wide`` table is printed at its natural
+    width, however wide, so its rows never fold (use a wide terminal, or ``less -S``).
+
+    A cell folds at word boundaries only: when the terminal is too narrow even for each
+    column's longest word, the widest columns are left out (and named below the table)
+    rather than an identifier split in the middle."""
     if not wide:
+        tables = table.renderables if isinstance(table, Group) else [table]
+        left_out = [
+            header
+            for each in tables
+            if isinstance(each, Table)
+            for header in _fit_words(console, each)
+        ]
         console.print(table)
+        if left_out:
+            console.print(
+                f"(left out to fit {console.width} columns: {', '.join(left_out)}; "
+                "--wide shows every column)",
+                markup=False,
+                highlight=False,
+            )
         return
     natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
     saved = console.width
@@ -72,6 +90,25 @@ def show(console: Console, table: Table, wide: bool = False) -> None:
         console.print(table)
     finally:
         console.width = saved
+
+
+def _fit_words(console: Console, table: Table) -> list[str]:
+    """Leave out ``table``'s widest columns (by their longest word; never the first) until
+    every column has room for its longest word; the headers of those left out, in order."""
+    unbounded = console.options.update_width(10_000)  # (a bounded one clamps the answer)
+
+    def longest_word(column: Column) -> int:
+        cells = [column.header, *column.cells]
+        return max(Measurement.get(console, unbounded, cell).minimum for cell in cells)
+
+    order, left_out = list(table.columns), []
+    while len(table.columns) > 1:
+        if Measurement.get(console, unbounded, table).minimum <= console.width:
+            break
+        widest = max(table.columns[1:], key=longest_word)
+        table.columns.remove(widest)
+        left_out.append(widest)
+    return [str(c.header) for c in sorted(left_out, key=order.index)]
 
 
 def text_column(header: str, key: str, essential: bool = True) -> TerminalColumn:

@@ -102,8 +102,22 @@ def test_the_installed_demo_runs_from_an_empty_directory(installed: Path, tmp_pa
     assert "Leaderboard" in done.stdout
     assert "ledger invariant holds" in done.stdout
     assert (empty / "demo-output" / "demo.db").is_file()
-    status = run(installed / "arena", "status", cwd=empty)
-    assert "Jobs" in status.stdout
+    # with no config there, status names the database it looked for instead of creating one
+    missing = subprocess.run(
+        [str(installed / "arena"), "status"], cwd=empty, env=cli_env(), capture_output=True,
+        text=True, timeout=600,
+    )  # fmt: skip
+    assert missing.returncode == 2 and f"no database at {empty.resolve() / 'arena.db'}" in (
+        missing.stderr
+    )
+    assert not (empty / "arena.db").exists()
+    demo_db = f"sqlite:///{empty / 'demo-output' / 'demo.db'}"
+    status = subprocess.run(
+        [str(installed / "arena"), "status"], cwd=empty, env=cli_env(ARENA_DATABASE_URL=demo_db),
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    assert "Jobs" in status.stdout and "no daemon has run against this database" in status.stdout
 
 
 # -- the Docker image, without a Docker engine ---------------------------------------------

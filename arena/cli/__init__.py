@@ -1,9 +1,9 @@
 """The ``arena`` command line (typer). Thin: one command = one call into jobs/ or analytics/.
 
 Each command group lives in its own module exposing ``register(app)``; :data:`COMMAND_MODULES`
-lists them. User errors end as one line on stderr and exit code 2; a failed job exits 1, and
-so does a full disk or a read-only database under a command that writes, or a database lost
-in the middle of a command (one line too).
+lists them. Every error takes the one shape of :mod:`arena.cli.style`: usage and user errors
+exit 2; a failed job exits 1, and so does a full disk or a read-only database under a command
+that writes, or a database lost in the middle of a command.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import typer
 
 from arena import __version__
 from arena.cli.common import AppState
-from arena.errors import ArenaError, JobFailed, UserError
+from arena.cli.style import command_group, command_path, fail, fail_usage, usage_hint
+from arena.errors import ArenaError, OptionError, UserError
 
 COMMAND_MODULES = [
     "arena.cli.core",
@@ -30,12 +31,8 @@ COMMAND_MODULES = [
     "arena.cli.serve",
 ]
 
-app = typer.Typer(
-    name="arena",
-    help="Benchmark LLMs as forecasters by paper-trading Polymarket markets.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
+app = command_group(
+    name="arena", help="Benchmark LLMs as forecasters by paper-trading Polymarket markets."
 )
 
 
@@ -53,6 +50,7 @@ def root(
         typer.Option(
             "--config",
             "-c",
+            metavar="FILE",
             help="Path to config.yaml (default: $ARENA_CONFIG, else ./config.yaml).",
             show_default=False,
         ),
@@ -83,18 +81,21 @@ for _module in COMMAND_MODULES:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point with clean one-line errors and the documented exit codes."""
+    """Console entry point with one error style and the documented exit codes."""
     try:
-        app(args=argv, prog_name="arena")
+        result = app(args=argv, prog_name="arena", standalone_mode=False)
+    except typer.TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `arena` or `arena db` alone: the help
+            print(exc.format_message(), file=sys.stderr)  # (typer tells it by name, too)
+            sys.exit(exc.exit_code)
+        fail_usage(exc)
+    except OptionError as exc:
+        path = command_path(typer.main.get_command(app), sys.argv[1:] if argv is None else argv)
+        fail(str(exc), exit_code=2, hint=exc.hint or usage_hint(path))
     except UserError as exc:
-        print(f"arena: error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except JobFailed as exc:
-        print(f"arena: failed: {exc}", file=sys.stderr)
-        sys.exit(1)
-    except ArenaError as exc:
-        print(f"arena: failed: {exc}", file=sys.stderr)
-        sys.exit(1)
+        fail(str(exc), exit_code=2, hint=exc.hint)
+    except ArenaError as exc:  # JobFailed, StorageFailed and the rest: the job ran and failed
+        fail(str(exc), exit_code=1)
     except Exception as exc:
         # A full disk, a read-only database, or the database lost under a running command:
         # nothing was half-written (each job commits in transactions), so one line and exit 1;
@@ -107,5 +108,5 @@ def main(argv: list[str] | None = None) -> None:
             failure = f"{lost} (each job commits whole: run the command again when it is back)"
         if failure is None:
             raise
-        print(f"arena: failed: {failure}", file=sys.stderr)
-        sys.exit(1)
+        fail(failure, exit_code=1)
+    sys.exit(result if isinstance(result, int) else 0)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from arena.cli.common import (
     VIEW_FORMATS,
@@ -24,7 +25,8 @@ from arena.cli.common import (
     state,
 )
 from arena.cli.composed import with_options
-from arena.errors import UserError
+from arena.cli.style import command_group
+from arena.errors import OptionError, UserError
 from arena.terminal import show
 
 if TYPE_CHECKING:
@@ -69,16 +71,16 @@ def _read_verified_export(path: Path) -> Forecasts:
     return _read_export(forecasts)
 
 
-analyze_app = typer.Typer(
+analyze_app = command_group(
     help="Research statistics over forecasts: difficulty-adjusted ranking, head-to-head, "
-    "proxy ranking, calibration.",
-    no_args_is_help=True,
+    "proxy ranking, calibration."
 )
 
 FromExport = Annotated[
     Path | None,
     typer.Option(
         "--from-export",
+        metavar="DIR",
         help="Export directory holding forecasts.parquet, forecasts.csv or forecasts.jsonl "
         "(or the forecasts file itself); its manifest.json checksums are verified first.",
         show_default=False,
@@ -88,6 +90,7 @@ MarketWeight = Annotated[
     float | None,
     typer.Option(
         "--market-weight",
+        metavar="W",
         min=0.0,
         max=1.0,
         help="Weight w of the market's own Brier in question difficulty "
@@ -106,6 +109,7 @@ Bootstrap = Annotated[
     int | None,
     typer.Option(
         "--bootstrap",
+        metavar="N",
         min=1,
         help="Bootstrap resamples (default: the config's analysis.resamples, 10,000).",
         show_default=False,
@@ -114,10 +118,15 @@ Bootstrap = Annotated[
 Seed = Annotated[
     int | None,
     typer.Option(
-        "--seed", help="Seed of the bootstrap (default: analysis.seed, 0).", show_default=False
+        "--seed",
+        metavar="N",
+        help="Seed of the bootstrap (default: analysis.seed, 0).",
+        show_default=False,
     ),
 ]
-By = Annotated[str, typer.Option("--by", help="Rank by family or by agent.")]
+By = Annotated[
+    str, typer.Option("--by", metavar="family|agent", help="Rank by family or by agent.")
+]
 WithBets = Annotated[
     bool,
     typer.Option(
@@ -236,10 +245,16 @@ def ranking_command(
     ctx: typer.Context,
     flags: AnalyzeFlags,
     min_days: Annotated[
-        float, typer.Option("--min-days", help="Provisional until this many days of forecasts.")
+        float,
+        typer.Option(
+            "--min-days", metavar="DAYS", help="Provisional until this many days of forecasts."
+        ),
     ] = 50.0,
     min_questions: Annotated[
-        int, typer.Option("--min-questions", help="Provisional below this many scored questions.")
+        int,
+        typer.Option(
+            "--min-questions", metavar="N", help="Provisional below this many scored questions."
+        ),
     ] = 30,
 ) -> None:
     """Leaderboard by difficulty-adjusted Brier, with cluster-robust intervals and provisional
@@ -272,10 +287,17 @@ def ranking_command(
 def h2h_command(
     ctx: typer.Context,
     flags: AnalyzeFlags,
-    family_a: Annotated[str, typer.Argument(help="First forecaster (A).", show_default=False)],
-    family_b: Annotated[str, typer.Argument(help="Second forecaster (B).", show_default=False)],
+    family_a: Annotated[
+        str, typer.Argument(metavar="A", help="First forecaster (A).", show_default=False)
+    ],
+    family_b: Annotated[
+        str, typer.Argument(metavar="B", help="Second forecaster (B).", show_default=False)
+    ],
     score: Annotated[
-        str, typer.Option("--score", help="Per-question score: log (Metaculus) or brier.")
+        str,
+        typer.Option(
+            "--score", metavar="log|brier", help="Per-question score: log (Metaculus) or brier."
+        ),
     ] = "log",
 ) -> None:
     """Head-to-head of A against B on their common resolved questions (> 0: A better).
@@ -283,6 +305,11 @@ def h2h_command(
     Prints the weighted mean with cluster-robust t and cluster bootstrap intervals (repeats of
     a market and members of an event group are one cluster), an exact sign test, and a verdict
     ("insufficient" below 10 common questions or 5 clusters).
+
+    \b
+    Example (a database's forecasts, or an export's):
+      arena analyze h2h gpt-5.1 grok-4 --score brier
+      arena analyze h2h gpt-5.1 grok-4 --from-export exports/2026-11 -f json
     """
     one_of("--score", score, ("log", "brier"))
     options = _options(ctx, flags, h2h_score=score)
@@ -345,11 +372,16 @@ def proxy_command(
 def calibration_command(
     ctx: typer.Context,
     flags: AnalyzeFlags,
-    bins: Annotated[int, typer.Option("--bins", min=2, max=100, help="Number of bins.")] = 10,
+    bins: Annotated[
+        int, typer.Option("--bins", metavar="N", min=2, max=100, help="Number of bins.")
+    ] = 10,
     plot: Annotated[
         Path | None,
         typer.Option(
-            "--plot", help="Also write a reliability diagram PNG here.", show_default=False
+            "--plot",
+            metavar="FILE",
+            help="Also write a reliability diagram PNG here.",
+            show_default=False,
         ),
     ] = None,
 ) -> None:
@@ -367,7 +399,39 @@ def calibration_command(
         console.print(f"reliability diagram written to {plot}")
 
 
-@analyze_app.command("report")
+class PairCommand(TyperCommand):
+    """``analyze report``, whose ``--pair`` is written ``A,B`` (as its help shows) or, as
+    before, ``A B``: the older two-word form is joined into the new one before parsing."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, joined_pair(args))
+
+
+def joined_pair(args: list[str]) -> list[str]:
+    """``args`` with ``--pair A B`` written ``--pair A,B`` (the command takes no argument, so
+    a word after ``--pair A`` can only be ``B``)."""
+    joined: list[str] = []
+    rest = list(args)
+    while rest:
+        word = rest.pop(0)
+        joined.append(word)
+        two_words = len(rest) >= 2 and "," not in rest[0] and not rest[1].startswith("-")
+        if word == "--pair" and two_words:
+            joined.append(f"{rest.pop(0)},{rest.pop(0)}")
+    return joined
+
+
+def parse_pair(value: str | None) -> tuple[str, str] | None:
+    """``A,B`` as the pair (A, B); anything else is a usage error."""
+    if value is None:
+        return None
+    names = [name.strip() for name in value.split(",")]
+    if len(names) != 2 or not all(names):
+        raise OptionError(f"--pair: {value!r} is not two forecasters written A,B")
+    return names[0], names[1]
+
+
+@analyze_app.command("report", cls=PairCommand)
 @with_options(
     AnalyzeFlags,
     "from_export",
@@ -381,14 +445,20 @@ def report_command(
     ctx: typer.Context,
     flags: AnalyzeFlags,
     pair: Annotated[
-        tuple[str, str] | None,
-        typer.Option("--pair", help="Also compare these two forecasters head-to-head."),
+        str | None,
+        typer.Option(
+            "--pair",
+            metavar="A,B",
+            help="Also compare these two forecasters head-to-head (e.g. --pair gpt-5.1,grok-4).",
+            show_default=False,
+        ),
     ] = None,
 ) -> None:
     """Everything at once (ranking, proxy, calibration, optional head-to-head) as JSON."""
+    pair_names = parse_pair(pair)
     options = _options(ctx, flags)
     forecasts = load_forecasts(ctx, flags.from_export)
-    typer.echo(json.dumps(_report().full_analysis(forecasts, options, pair), indent=2))
+    typer.echo(json.dumps(_report().full_analysis(forecasts, options, pair_names), indent=2))
 
 
 def register(app: typer.Typer) -> None:

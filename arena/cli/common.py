@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from arena.clock import Clock, FixedClock, SystemClock, parse_timestamp
-from arena.errors import UserError
+from arena.errors import OptionError, UserError
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -49,11 +49,40 @@ class AppState:
 
     @property
     def engine(self) -> Engine:
+        """The database, read and written (a missing SQLite file is created, and said so)."""
         if self._engine is None:
-            from arena.store.db import make_engine
+            from arena.store.db import make_engine, sqlite_file
 
-            self._engine = make_engine(self.settings.database_url)
+            url = self.settings.database_url
+            self._engine = make_engine(url)
+            path = sqlite_file(url)
+            if path is not None and not path.exists():  # said on stdout: stderr is for errors
+                console.print(
+                    f"new database {path} (database_url {self.url_source()})",
+                    markup=False,
+                    soft_wrap=True,
+                )
         return self._engine
+
+    def url_source(self) -> str:
+        """Where the database URL came from, in words."""
+        from arena.config import database_url_source
+
+        return database_url_source(self.config_path)
+
+    def _refuse_missing_database(self) -> None:
+        """A command that only reads never creates the database: a missing SQLite file is a
+        usage error naming the file, where its URL came from and how to choose another."""
+        from arena.config import DATABASE_URL_HOW
+        from arena.errors import DatabaseUnavailable
+        from arena.store.db import sqlite_file
+
+        path = sqlite_file(self.settings.database_url)
+        if path is not None and not path.exists():
+            raise DatabaseUnavailable(
+                f"no database at {path} (database_url {self.url_source()})",
+                hint=f"{DATABASE_URL_HOW}; `arena db upgrade` or `arena run` creates one",
+            )
 
     def factory(self, migrate: bool = True) -> sessionmaker[Session]:
         """A session factory on a migrated database (migrating an empty one on first use)."""
@@ -70,6 +99,7 @@ class AppState:
         never writes, so it works on a read-only database. A database already at the latest
         schema is not migrated; one behind is migrated first if it can be."""
         if self._read_engine is None:
+            self._refuse_missing_database()
             from sqlalchemy.exc import DBAPIError
 
             from arena.store.db import (
@@ -131,6 +161,7 @@ AtOption = Annotated[
     str | None,
     typer.Option(
         "--at",
+        metavar="TIMESTAMP",
         help="Act as if the current time were this instant (ISO 8601, UTC; e.g. "
         "2026-11-22T00:05:00Z). Default: the real clock.",
         show_default=False,
@@ -146,11 +177,11 @@ WideOption = Annotated[
 
 FormatOption = Annotated[
     str,
-    typer.Option("--format", "-f", help="Output format: table, json or csv."),
+    typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json or csv."),
 ]
 ViewFormatOption = Annotated[
     str,
-    typer.Option("--format", "-f", help="Output format: table or json."),
+    typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table or json."),
 ]
 VIEW_FORMATS = ("table", "json")
 """The formats of a command that shows a view (``status``, ``families``, ``analyze ...``)."""
@@ -161,7 +192,7 @@ def one_of(flag: str, value: str, choices: Sequence[str]) -> str:
     every option with a fixed set of values gives: ``--format: 'csv' is not one of table,
     json``."""
     if value not in choices:
-        raise UserError(f"{flag}: {value!r} is not one of {', '.join(choices)}")
+        raise OptionError(f"{flag}: {value!r} is not one of {', '.join(choices)}")
     return value
 
 
@@ -176,7 +207,7 @@ def ids_in_range(option: str) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         for number in value if isinstance(value, list | tuple) else [value]:
             if number is not None and not 1 <= number <= ID_MAX:
-                raise UserError(f"{option}: {number} is not an id (ids run from 1 to {ID_MAX})")
+                raise OptionError(f"{option}: {number} is not an id (ids run from 1 to {ID_MAX})")
         return value
 
     return check
@@ -197,7 +228,7 @@ def parse_at(text: str, option: str = "--at") -> datetime:
     try:
         at = parse_timestamp(text)
     except (ValueError, OverflowError):
-        raise UserError(f"{option}: {text!r} is not an ISO 8601 timestamp") from None
+        raise OptionError(f"{option}: {text!r} is not an ISO 8601 timestamp") from None
     if not EARLIEST <= at <= LATEST:
-        raise UserError(f"{option}: {text!r} is outside 2000-01-01..2100-01-01 (UTC)")
+        raise OptionError(f"{option}: {text!r} is outside 2000-01-01..2100-01-01 (UTC)")
     return at

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import NoReturn
 
 import typer
 
@@ -17,12 +18,14 @@ from arena.cli.common import (
     runtime,
     state,
 )
+from arena.cli.style import command_group
 from arena.domain.states import FamilyKind
+from arena.errors import ConfigError
 from arena.jobs.report import raise_failure
 from arena.terminal import TerminalColumn, fitted_table, show
 
-db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
-cohort_app = typer.Typer(help="Weekly cohorts.", no_args_is_help=True)
+db_app = command_group(help="Database maintenance.")
+cohort_app = command_group(help="Weekly cohorts.")
 
 
 @db_app.command("upgrade")
@@ -44,13 +47,22 @@ def cohort_start(ctx: typer.Context, at: AtOption = None) -> None:
     raise_failure(report)
 
 
+NEEDS_KEY = "needs OPENROUTER_API_KEY"
+"""A model family's readiness without the key (as ``--format json`` says it)."""
+NO_KEY = "no key"
+"""The same in the table, with the key named below it: a cell that short leaves the model
+ids room to stay whole at 80 columns."""
+
+
 FAMILY_COLUMNS = [
     TerminalColumn("id", lambda f: f["id"], numeric=False),
     TerminalColumn("kind", lambda f: f["kind"], numeric=False),
     TerminalColumn("display name", lambda f: f["display_name"], essential=False, numeric=False),
     TerminalColumn("model / strategy", lambda f: f["target"], numeric=False),
     TerminalColumn("active", lambda f: "yes" if f["active"] else "no", numeric=False),
-    TerminalColumn("ready", lambda f: f["ready"], numeric=False),
+    TerminalColumn(
+        "ready", lambda f: NO_KEY if f["ready"] == NEEDS_KEY else f["ready"], numeric=False
+    ),
 ]
 
 
@@ -60,6 +72,8 @@ def families(ctx: typer.Context, fmt: ViewFormatOption = "table", wide: WideOpti
     from arena.config import openrouter_api_key
 
     settings = state(ctx).settings
+    if not settings.families:
+        _no_families(state(ctx).config_path)
     has_key = openrouter_api_key() is not None
     rows = []
     for family in settings.families:
@@ -67,7 +81,7 @@ def families(ctx: typer.Context, fmt: ViewFormatOption = "table", wide: WideOpti
             target, ready = f"strategy {family.strategy}", "yes"
         else:
             target = family.openrouter_id or ""
-            ready = "yes" if has_key else "needs OPENROUTER_API_KEY"
+            ready = "yes" if has_key else NEEDS_KEY
         rows.append(
             {
                 "id": family.id,
@@ -84,6 +98,21 @@ def families(ctx: typer.Context, fmt: ViewFormatOption = "table", wide: WideOpti
     show(console, fitted_table(FAMILY_COLUMNS, rows, wide=wide), wide)
     active = len(settings.active_families)
     console.print(f"{len(settings.families)} families configured, {active} active")
+    if any(row["ready"] == NEEDS_KEY for row in rows):
+        console.print(f"{NO_KEY}: set OPENROUTER_API_KEY in the environment to run them")
+
+
+def _no_families(explicit: str | None) -> NoReturn:
+    """No family configured: say which config file was read (or that none was)."""
+    from arena.config import NO_CONFIG_FILE, resolve_config_path
+
+    path = resolve_config_path(explicit)
+    read = f"{path} lists none" if path is not None else f"no config file ({NO_CONFIG_FILE})"
+    raise ConfigError(
+        f"families: no family configured: {read}",
+        hint="list them under `families:` in config.yaml (the repository's config.yaml has "
+        "the reference lineup); --config FILE or ARENA_CONFIG chooses the file",
+    )
 
 
 def register(app: typer.Typer) -> None:

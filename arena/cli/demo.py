@@ -33,7 +33,7 @@ from arena.cli.common import clock_for, console, state
 from arena.cli.composed import with_options
 from arena.clock import week_start
 from arena.domain.states import FamilyKind, JobRunStatus, Methodology
-from arena.errors import JobFailed, UserError
+from arena.errors import JobFailed, OptionError, UserError
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -82,12 +82,13 @@ class DemoSetup:
     methodology and pricing, over how many synthetic markets, from which seed."""
 
     weeks: Annotated[
-        int, typer.Option("--weeks", min=1, max=26, help="Simulated weeks to run.")
+        int, typer.Option("--weeks", metavar="N", min=1, max=26, help="Simulated weeks to run.")
     ] = 4
     out: Annotated[
         Path,
         typer.Option(
             "--out",
+            metavar="DIR",
             help="Directory for demo.db and the export: new, empty, or one an earlier demo made "
             "(only what that demo wrote is replaced).",
         ),
@@ -95,23 +96,34 @@ class DemoSetup:
     step_minutes: Annotated[
         int,
         typer.Option(
-            "--step-minutes", min=10, help="Simulated minutes between two ticks of the scheduler."
+            "--step-minutes",
+            metavar="MINUTES",
+            min=10,
+            help="Simulated minutes between two ticks of the scheduler.",
         ),
     ] = 240
     methodology: Annotated[
-        str | None, typer.Option("--methodology", help="v1 or v2 (default: the config's).")
+        str | None,
+        typer.Option("--methodology", metavar="v1|v2", help="Methodology (default: the config's)."),
     ] = None
     markets: Annotated[
         int,
         typer.Option(
-            "--markets", min=50, max=3000, help="Synthetic markets in the fake Polymarket."
+            "--markets",
+            metavar="N",
+            min=50,
+            max=3000,
+            help="Synthetic markets in the fake Polymarket.",
         ),
     ] = 300
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated world.")] = 7
+    seed: Annotated[
+        int, typer.Option("--seed", metavar="N", help="Seed of the simulated world.")
+    ] = 7
     pricing: Annotated[
         str,
         typer.Option(
             "--pricing",
+            metavar="book|gamma",
             help="book (walk the fake CLOB's order books) or gamma (display prices).",
         ),
     ] = "book"
@@ -139,9 +151,9 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     try:
         version = Methodology(setup.methodology or base.methodology)
     except ValueError:
-        raise UserError(f"--methodology: {setup.methodology!r} is not v1 or v2") from None
+        raise OptionError(f"--methodology: {setup.methodology!r} is not v1 or v2") from None
     if pricing not in ("book", "gamma"):
-        raise UserError(f"--pricing: {pricing!r} is not book or gamma")
+        raise OptionError(f"--pricing: {pricing!r} is not book or gamma")
     prepare_out(out)
     settings = base.model_copy(
         update={

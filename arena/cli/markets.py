@@ -5,9 +5,10 @@ from __future__ import annotations
 import typer
 
 from arena.cli.common import AtOption, clock_for, console, err_console, runtime
+from arena.cli.style import command_group
 from arena.jobs.report import raise_failure
 
-markets_app = typer.Typer(help="Polymarket markets.", no_args_is_help=True)
+markets_app = command_group(help="Polymarket markets.")
 
 
 @markets_app.command("sync")

@@ -43,6 +43,7 @@ def leaderboard(
         int | None,
         typer.Option(
             "--cohort",
+            metavar="N",
             help="Standings within one cohort (default: across cohorts).",
             show_default=False,
             callback=ids_in_range("--cohort"),
@@ -126,14 +127,20 @@ def print_leaderboard(
 class ExportOptions:
     """The options of ``arena export``."""
 
-    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the files into.")]
+    out: Annotated[
+        Path, typer.Option("--out", "-o", metavar="DIR", help="Directory to write the files into.")
+    ]
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="File format: jsonl, csv or parquet.")
+        str,
+        typer.Option(
+            "--format", "-f", metavar="FORMAT", help="File format: jsonl, csv or parquet."
+        ),
     ] = "jsonl"
     cohort: Annotated[
         list[int] | None,
         typer.Option(
             "--cohort",
+            metavar="N",
             help="Only this cohort (repeat for several).",
             show_default=False,
             callback=ids_in_range("--cohort"),
@@ -142,18 +149,29 @@ class ExportOptions:
     family: Annotated[
         list[str] | None,
         typer.Option(
-            "--family", help="Only this family id (repeat for several).", show_default=False
+            "--family",
+            metavar="ID",
+            help="Only this family id (repeat for several).",
+            show_default=False,
         ),
     ] = None
     since: Annotated[
         str | None,
         typer.Option(
-            "--since", help="Rows at or after this time (ISO 8601, UTC).", show_default=False
+            "--since",
+            metavar="TIMESTAMP",
+            help="Rows at or after this time (ISO 8601, UTC).",
+            show_default=False,
         ),
     ] = None
     until: Annotated[
         str | None,
-        typer.Option("--until", help="Rows before this time (ISO 8601, UTC).", show_default=False),
+        typer.Option(
+            "--until",
+            metavar="TIMESTAMP",
+            help="Rows before this time (ISO 8601, UTC).",
+            show_default=False,
+        ),
     ] = None
     no_prompts: Annotated[
         bool,
@@ -169,7 +187,12 @@ class ExportOptions:
 
 @with_options(ExportOptions)
 def export_command(ctx: typer.Context, options: ExportOptions) -> None:
-    """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md)."""
+    """Research export: one file per table plus manifest.json (see docs/EXPORT_SCHEMA.md).
+
+    \b
+    Example (one cohort as Parquet, into a new directory):
+      arena export --out exports/cohort-12 --format parquet --cohort 12
+    """
     fmt = one_of("--format", options.fmt, FORMATS)
     from arena.export.spec import ExportFilters
     from arena.export.writer import ExportTarget, export  # pyarrow loads only for this command

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,7 +22,7 @@ from arena.cli.common import (
     state,
 )
 from arena.clock import SystemClock, iso_utc
-from arena.errors import JobFailed, UserError
+from arena.errors import JobFailed, OptionError
 from arena.numbers import when
 from arena.terminal import TerminalColumn, fitted_table, show
 from arena.web.bind import parse_bind
@@ -56,7 +57,7 @@ def run(
     from arena.scheduler import run_forever
 
     if http is not None and (once or at is not None):
-        raise UserError("--http serves the dashboard beside the daemon; not with --once or --at")
+        raise OptionError("--http serves the dashboard beside the daemon; not with --once or --at")
     bind = parse_bind(http) if http is not None else None
     with runtime(ctx) as jobs:  # migrates the database first
         log.info("configuration: %s", json.dumps(state(ctx).settings.masked(), default=str))
@@ -98,6 +99,12 @@ JOB_COLUMNS = [
     TerminalColumn("error", lambda j: j.error or "", essential=False, numeric=False),
 ]
 
+UNSERVED_JOB_COLUMNS = [
+    dataclasses.replace(c, header="next if run") if c.header == "next run" else c
+    for c in JOB_COLUMNS
+]
+"""The jobs of a database no daemon serves: the next run times are when one would run them."""
+
 COHORT_COLUMNS = [
     TerminalColumn("cohort", lambda c: str(c.cohort_id)),
     TerminalColumn("week start", lambda c: c.week_start.date().isoformat(), numeric=False),
@@ -113,7 +120,11 @@ def status(
     fmt: ViewFormatOption = "table",
     wide: WideOption = False,
 ) -> None:
-    """Show the latest run of every job, active cohorts, next run times and open warnings."""
+    """Show the latest run of every job, active cohorts, next run times and open warnings.
+
+    When no daemon has run against the database lately (the demo's, or a stopped daemon's),
+    it says so first, and what the schedule owes is information, not warnings.
+    """
     one_of("--format", fmt, VIEW_FORMATS)
     from arena.jobs.status import read_status
 
@@ -125,7 +136,10 @@ def status(
     if fmt == "json":
         typer.echo(json.dumps(report.to_json(), indent=2))
         return
-    show(console, fitted_table(JOB_COLUMNS, report.jobs, wide=wide, title="Jobs (UTC)"), wide)
+    if report.headline:
+        console.print(report.headline, markup=False, style="bold yellow")
+    columns = JOB_COLUMNS if report.daemon.serving else UNSERVED_JOB_COLUMNS
+    show(console, fitted_table(columns, report.jobs, wide=wide, title="Jobs (UTC)"), wide)
     errors = [j for j in report.jobs if j.error and not wide]
     for job in errors:
         console.print(f"  {job.job} error: {job.error}", markup=False)
@@ -136,6 +150,10 @@ def status(
             console.print(f"  - {warning}", markup=False)
     else:
         console.print("no warnings")
+    if report.pending:
+        console.print("due, for a daemon to do (information):")
+        for line in report.pending:
+            console.print(f"  - {line}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

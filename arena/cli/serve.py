@@ -15,9 +15,11 @@ from arena.cli.common import state
 
 def serve(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="Interface to listen on.")
+    ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", min=1, max=65535, help="TCP port to listen on.")
+        int, typer.Option("--port", metavar="PORT", min=1, max=65535, help="TCP port to listen on.")
     ] = 8000,
 ) -> None:
     """Serve the read-only dashboard and JSON API (pages, /api/v1, /healthz, /readyz, /metrics)."""

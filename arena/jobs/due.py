@@ -27,6 +27,12 @@ if TYPE_CHECKING:
     from arena.store.queries import Reader
 
 
+NOT_DECIDED = "not decided yet"
+"""The reason of a decision nobody has started: due, not failed."""
+NEVER_RAN = "never ran"
+"""The state of a weekly run nobody has started: due, not failed."""
+
+
 @dataclass(frozen=True)
 class Unfinished:
     """A decision of the current week that is not final, and why."""
@@ -50,18 +56,52 @@ class WeekDue:
 
     def warnings(self) -> list[str]:
         """One line per missing or unfinished item, for ``arena status``."""
-        lines = []
-        if self.missing_cohort is not None:
-            lines.append(f"missing cohort: no cohort for the week of {self.missing_cohort.date()}")
-        if self.missing_decision_run is not None:
-            state = self.decision_run_status or "never ran"
+        return [line for line, _pending in self._lines()]
+
+    def trouble(self) -> list[str]:
+        """The lines of :meth:`warnings` that say something failed or is stuck (a failed run
+        or decision, a holder that is gone), not merely that its time has come."""
+        return [line for line, pending in self._lines() if not pending]
+
+    def pending(self) -> list[str]:
+        """What is only due, nothing failed: the missing cohort, a decision run that never
+        ran, and the decisions not made yet (one line for all of those)."""
+        lines = [
+            line for line, pending in self._lines() if pending and not self._is_undecided(line)
+        ]
+        undecided = [u for u in self.unfinished if u.reason == NOT_DECIDED]
+        if undecided:
+            cohorts = ", ".join(str(c) for c in sorted({u.cohort_id for u in undecided}))
             lines.append(
-                f"missing decision run: the run of {iso_utc(self.missing_decision_run)} "
-                f"has not succeeded ({state})"
+                f"{len(undecided)} decision(s) of this week {NOT_DECIDED} (cohort {cohorts})"
+            )
+        return lines
+
+    @staticmethod
+    def _is_undecided(line: str) -> bool:
+        return line.startswith("unfinished decision:") and line.endswith(f": {NOT_DECIDED}")
+
+    def _lines(self) -> list[tuple[str, bool]]:
+        """Every line with whether it is only due (True) or trouble (False)."""
+        lines: list[tuple[str, bool]] = []
+        if self.missing_cohort is not None:
+            week = self.missing_cohort.date()
+            lines.append((f"missing cohort: no cohort for the week of {week}", True))
+        if self.missing_decision_run is not None:
+            state = self.decision_run_status or NEVER_RAN
+            lines.append(
+                (
+                    f"missing decision run: the run of {iso_utc(self.missing_decision_run)} "
+                    f"has not succeeded ({state})",
+                    state == NEVER_RAN,
+                )
             )
         lines += [
-            f"unfinished decision: agent {u.agent_id} ({u.family_id}) cohort {u.cohort_id} "
-            f"week {u.decision_week}: {u.reason}"
+            (
+                f"unfinished decision: agent {u.agent_id} ({u.family_id}) cohort {u.cohort_id} "
+                f"week {u.decision_week}: {u.reason}",
+                u.reason == NOT_DECIDED,
+            )
             for u in self.unfinished
         ]
         return lines
@@ -151,7 +191,7 @@ def unfinished_decisions(
 def _reason(decision: Any, lease_now: datetime) -> str:
     """Why a decision (a row of ``decisions``; its ``id`` None when there is none) is not final."""
     if decision.id is None:
-        return "not decided yet"
+        return NOT_DECIDED
     if decision.status == DecisionStatus.CLAIMED:
         until = decision.lease_until
         alive = holder_alive(decision.holder)
@@ -163,7 +203,7 @@ def _reason(decision: Any, lease_now: datetime) -> str:
 
 def _run_state(run: Row[Any] | None, lease_now: datetime) -> str:
     if run is None:
-        return "never ran"
+        return NEVER_RAN
     if run.status == JobRunStatus.RUNNING:
         if holder_alive(run.holder) is False or run.lease_until < lease_now:
             return f"running by {label(run.holder)}, which is gone"

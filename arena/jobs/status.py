@@ -1,10 +1,12 @@
 """What ``arena status`` (and the daemon's status page) shows, read in a fixed number of queries.
 
-The latest run of every job with its next fire time, the cohorts still tracked, and the open
-warnings: the current week's missing and unfinished work (:mod:`arena.jobs.due`), the snapshot
-gaps and abandoned runs of the last day (:mod:`arena.jobs.gaps`), and held markets that have
-waited long for resolution. Everything is judged at ``now`` (``--at``);
-claim and run leases are judged on ``lease_now``, the real clock they are renewed on.
+The latest run of every job with its next fire time, the cohorts still tracked, whether a
+daemon serves the database (:class:`Daemon`), and the open warnings: the current week's
+missing and unfinished work (:mod:`arena.jobs.due`), the snapshot gaps and abandoned runs of
+the last day (:mod:`arena.jobs.gaps`), and held markets that have waited long for resolution.
+Where no daemon serves the database, the work its schedule owes is information, not a
+warning; failures stay warnings. Everything is judged at ``now`` (``--at``); claim and run
+leases are judged on ``lease_now``, the real clock they are renewed on.
 
 It reads in SQLAlchemy Core (:mod:`arena.store.schema`, :mod:`arena.store.queries`), on an
 ORM session (the dashboard) or a plain connection: ``arena status`` never loads the ORM (the
@@ -38,7 +40,7 @@ from arena.jobs.gaps import (
 from arena.jsonable import jsonable
 from arena.slots import next_slot
 from arena.store.queries import decision_window, held_market_ids, latest_runs, unfinished_cohorts
-from arena.store.schema import agents, markets, positions, system_log
+from arena.store.schema import agents, job_runs, markets, positions, system_log
 
 if TYPE_CHECKING:
     from arena.config import Settings
@@ -69,13 +71,61 @@ class CohortLine:
 
 
 @dataclass(frozen=True)
+class Daemon:
+    """Whether a daemon runs this database's jobs, judged from the database alone: a daemon
+    runs a job for a slot every few minutes (market sync, snapshots, settlement), so its
+    latest job run lies within :func:`served_within` before now. A database no daemon serves
+    (the demo's, whose runs were simulated, or one whose daemon stopped) owes its schedule's
+    work to nobody: that work is information there, not a warning."""
+
+    serving: bool
+    last_run: datetime | None  # the slot of the latest job run at or before now
+
+    def headline(self) -> str | None:
+        """The line to show first when no daemon serves the database; None when one does."""
+        if self.serving:
+            return None
+        since = f" since {iso_utc(self.last_run)}" if self.last_run else ""
+        return (
+            f"no daemon has run against this database{since}: nothing runs its jobs (start "
+            "one with `arena run`); the work its schedule owes is listed as information, "
+            "and 'next if run' is when a daemon would run each job"
+        )
+
+
+def served_within(settings: Settings) -> timedelta:
+    """How recent a daemon's latest job run is: three periods of its most frequent job, and
+    at least an hour (a job may run long, or wait for a lease)."""
+    schedule = settings.schedule
+    minutes = min(
+        schedule.market_sync_minutes, schedule.snapshot_minutes, schedule.settlement_minutes
+    )
+    return max(timedelta(hours=1), timedelta(minutes=3 * minutes))
+
+
+def daemon_at(session: Reader, settings: Settings, now: datetime) -> Daemon:
+    """Whether a daemon serves the database at ``now`` (:class:`Daemon`)."""
+    last = session.execute(select(func.max(job_runs.c.slot)).where(job_runs.c.slot <= now))
+    last_run = last.scalar()
+    serving = last_run is not None and now - last_run <= served_within(settings)
+    return Daemon(serving, last_run)
+
+
+@dataclass(frozen=True)
 class Status:
+    """What ``arena status`` and ``/status`` show. ``warnings`` are real trouble, and also the
+    work the schedule owes when a daemon serves the database; when none does, that work is in
+    ``pending`` instead (information)."""
+
     now: datetime
     jobs: list[JobLine]
     cohorts: list[CohortLine]
     warnings: list[str]
     snapshot_gaps: SnapshotGaps = field(default_factory=SnapshotGaps)
     abandoned_runs: list[AbandonedRun] = field(default_factory=list)
+    daemon: Daemon = field(default_factory=lambda: Daemon(True, None))
+    pending: list[str] = field(default_factory=list)
+    headline: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         result: dict[str, Any] = jsonable(asdict(self))
@@ -125,12 +175,17 @@ def read_status(session: Reader, settings: Settings, now: datetime, lease_now: d
     ]
     gaps = snapshot_gaps(session, settings, now, lease_now)
     abandoned = abandoned_runs(session, now, lease_now)
-    warnings = current_week_due(settings, session, now, lease_now).warnings()
-    warnings += gaps.warnings() + abandoned_warnings(abandoned)
+    due = current_week_due(settings, session, now, lease_now)
+    daemon = daemon_at(session, settings, now)
+    if daemon.serving:
+        warnings, pending = due.warnings() + gaps.warnings(), []
+    else:
+        warnings, pending = due.trouble(), due.pending() + gaps.warnings()
+    warnings += abandoned_warnings(abandoned)
     warnings += awaiting_resolution(session, now)
     warnings += clob_outages(session, now)
     warnings += book_hash_mismatches(session, now)
-    return Status(now, jobs, lines, warnings, gaps, abandoned)
+    return Status(now, jobs, lines, warnings, gaps, abandoned, daemon, pending, daemon.headline())
 
 
 def _counts(session: Reader, statement: Any) -> dict[int, int]:

@@ -76,6 +76,18 @@ def make_engine(url: str, *, read_only: bool = False, **kwargs: Any) -> Engine:
     return engine
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite database URL (``None`` for PostgreSQL, ``:memory:`` or a
+    ``file:`` URI): what a first connection would create if it is missing."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if database.startswith("file:"):
+        return None
+    return Path(database).expanduser().resolve()
+
+
 def _immutable_url(path: Path, url: str) -> str:
     """A WAL database in a directory nobody can write (a read-only mount, a 0555 directory)
     cannot be opened normally: SQLite must create its ``-shm`` file. With no ``-wal`` there,

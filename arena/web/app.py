@@ -26,7 +26,7 @@ from arena.errors import NotFound
 from arena.store.db import head_revision, session_factory
 from arena.web import api, pages
 from arena.web.context import WebContext
-from arena.web.db import failure_line, read_only_engine, readiness
+from arena.web.db import failure_line, read_only_engine, readiness, unavailable
 from arena.web.metrics import HttpMetrics, make_registry
 from arena.web.params import CheckedRoute
 from arena.web.render import HERE, SECURITY_HEADERS, error_response, templates, wants_json
@@ -37,7 +37,8 @@ access = logging.getLogger("arena.web.access")
 
 def create_app(settings: Settings, *, database_url: str | None = None) -> FastAPI:
     """The dashboard and JSON API over ``database_url`` (default: the settings'), read-only."""
-    engine = read_only_engine(database_url or settings.database_url)
+    url = database_url or settings.database_url
+    engine = read_only_engine(url)
     ctx = WebContext(settings, engine, session_factory(engine), head_revision())
     registry, http_metrics = make_registry(ctx)
     app = FastAPI(
@@ -50,6 +51,7 @@ def create_app(settings: Settings, *, database_url: str | None = None) -> FastAP
     )
     app.router.route_class = CheckedRoute  # the edge rule for the routes added below too
     app.state.ctx = ctx
+    app.state.database_url = url  # named (masked) when the database is unavailable
     app.state.templates = templates()
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(api.router)
@@ -64,9 +66,9 @@ def create_app(settings: Settings, *, database_url: str | None = None) -> FastAP
     @app.get("/readyz", include_in_schema=False)
     def readyz() -> PlainTextResponse:
         ready, detail = readiness(ctx.engine, ctx.head)
-        return PlainTextResponse(
-            f"{'ready' if ready else 'not ready'}: {detail}\n", status_code=200 if ready else 503
-        )
+        if ready:
+            return PlainTextResponse(f"ready: {detail}\n")
+        return PlainTextResponse(f"not ready: {unavailable(url, detail)}\n", status_code=503)
 
     @app.get("/metrics", include_in_schema=False)
     def metrics() -> Response:
@@ -154,8 +156,9 @@ def _error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DBAPIError)
     async def database_error(request: Request, exc: DBAPIError) -> Response:
-        log.error("database error on %s: %s", request.url.path, failure_line(exc))
-        return error_response(request, 503, "database unavailable", "try again shortly")
+        reason = unavailable(request.app.state.database_url, failure_line(exc))
+        log.error("database error on %s: %s", request.url.path, reason)
+        return error_response(request, 503, "database unavailable", reason)
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> Response:

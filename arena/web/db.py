@@ -13,7 +13,9 @@ from urllib.parse import quote
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
+from arena.config import DATABASE_URL_HOW
 from arena.errors import ArenaError
+from arena.masking import mask_url
 from arena.store.db import (
     check_connection,
     current_revision,
@@ -60,6 +62,14 @@ def readiness(engine: Engine, head: str | None) -> tuple[bool, str]:
     if revision != head:
         return False, f"schema at revision {revision}, expected {head}"
     return True, str(revision)
+
+
+def unavailable(url: str, reason: str) -> str:
+    """Why the dashboard cannot use its database, naming the URL it tried (password masked)
+    and how to choose another: the "database unavailable" page, ``/readyz`` and the log."""
+    shown = mask_url(url)
+    tried = "" if shown in reason else f"; the database tried is {shown}"
+    return f"{reason}{tried}; {DATABASE_URL_HOW}"
 
 
 def failure_line(exc: BaseException) -> str:

@@ -505,8 +505,17 @@ class AbandonedRun(Open):
     started_at: Instant
 
 
+class DaemonLine(Open):
+    """Whether a daemon runs this database's jobs, judged from its latest job run."""
+
+    serving: bool
+    last_run: Instant | None
+
+
 class Status(Open):
-    """What `arena status` shows."""
+    """What `arena status` shows: `warnings` are real trouble (and the work the schedule owes,
+    when a daemon serves the database); when none does, that work is in `pending` and
+    `headline` says so."""
 
     now: Instant
     jobs: list[JobLine]
@@ -514,6 +523,9 @@ class Status(Open):
     warnings: list[Any]
     snapshot_gaps: SnapshotGaps
     abandoned_runs: list[AbandonedRun]
+    daemon: DaemonLine
+    pending: list[str]
+    headline: str | None
 
 
 class RankingRow(Open):

@@ -11,7 +11,7 @@ import uvicorn
 
 from arena.config import Settings
 from arena.web.app import create_app
-from arena.web.db import readiness
+from arena.web.db import readiness, unavailable
 
 log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 10.0
@@ -21,7 +21,8 @@ def _config(settings: Settings, host: str, port: int) -> uvicorn.Config:
     app = create_app(settings)
     ready, detail = readiness(app.state.ctx.engine, app.state.ctx.head)
     if not ready:
-        log.warning("the dashboard starts, but its database is not ready: %s", detail)
+        reason = unavailable(settings.database_url, detail)
+        log.warning("the dashboard starts, but its database is not ready: %s", reason)
     return uvicorn.Config(
         app, host=host, port=port, log_config=None, access_log=False, server_header=False
     )

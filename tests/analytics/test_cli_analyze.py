@@ -137,6 +137,20 @@ def test_report_everything(tmp_path: Path) -> None:
     assert report["head_to_head"]["bootstrap"]["resamples"] == 10_000
 
 
+def test_report_pair_is_written_as_its_help_shows(tmp_path: Path) -> None:
+    """``--pair A,B`` (what ``--help`` shows) and the older ``--pair A B`` name the same pair;
+    anything else is a one-line usage error (issue 23: ``--pair a,b`` failed)."""
+    export = str(_write_export(tmp_path))
+    base = ["analyze", "report", "--from-export", export, "--bootstrap", "50", *AT]
+    comma = _json([*base, "--pair", "alpha,beta"])
+    words = _json([*base, "--pair", "alpha", "beta"])
+    assert comma["head_to_head"] == words["head_to_head"]
+    assert comma["head_to_head"]["a"] == "alpha" and comma["head_to_head"]["b"] == "beta"
+    result = runner.invoke(_app(), [*base, "--pair", "alpha,beta,gamma"])
+    assert result.exit_code != 0
+    assert "--pair: 'alpha,beta,gamma' is not two forecasters written A,B" in str(result.exception)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

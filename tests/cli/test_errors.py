@@ -67,10 +67,13 @@ def test_openrouter_family_without_key_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def _one_line(result: subprocess.CompletedProcess[str], code: int, expected: str) -> None:
+    """One error line (and at most a hint line after it: tests/cli/test_error_style.py)."""
     assert result.returncode == code, result.stderr
     assert expected in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    first, *hints = result.stderr.strip().splitlines()
+    assert expected in first and all(h.startswith("arena: hint: ") for h in hints), result.stderr
+    assert len(hints) <= 1, result.stderr
 
 
 def test_a_file_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from arena.cli import decide as decide_cli
 from arena.jobs.decide_report import AgentResult, DecideReport
+from arena.terminal import TerminalColumn, fitted_table, show
 from tests.helpers import cli_env, run_arena
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,3 +100,41 @@ def test_the_decide_summary_fits(monkeypatch: pytest.MonkeyPatch) -> None:
     )  # fmt: skip
     decide_cli.print_report(report)
     assert_fits(console.export_text())
+
+
+def test_families_at_80_columns_keep_every_identifier_whole(tmp_path: Path) -> None:
+    """``arena families`` at 80 columns split words ("OPENROUTER_API_KE" / "Y",
+    "google/gemini-3-p" / "ro-preview"): every id, model id and the key's name is whole."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    done = run_arena(
+        "--config", str(REPO / "config.yaml"), "families", env=cli_env(COLUMNS="80"), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert_fits(done.stdout)
+    words = set(done.stdout.split())
+    for family in config["families"]:
+        assert family["id"] in words, done.stdout
+        if "openrouter_id" in family:
+            assert family["openrouter_id"] in words, done.stdout
+    assert "OPENROUTER_API_KEY" in words
+    assert not (tmp_path / "arena.db").exists()
+
+
+def test_a_table_too_wide_for_its_words_leaves_columns_out() -> None:
+    """When even each column's longest word does not fit, the widest columns are left out
+    (and named), never an identifier split in the middle."""
+    columns = [
+        TerminalColumn("id", lambda r: r[0], numeric=False),
+        TerminalColumn("model", lambda r: r[1], numeric=False),
+        TerminalColumn("ready", lambda r: r[2], numeric=False),
+    ]
+    rows = [("family-one", "vendor/a-very-long-model-identifier-2026-preview", "yes")]
+    console = Console(width=40, record=True, force_terminal=False)
+    show(console, fitted_table(columns, rows))
+    text = console.export_text()
+    assert_fits(text, 40)
+    assert "family-one" in text.split() and "yes" in text.split()
+    assert "vendor/a-very" not in text  # not folded into pieces either
+    assert "left out to fit 40 columns: model; --wide shows every column" in " ".join(text.split())

@@ -58,6 +58,8 @@ def test_a_route_answers_503_when_the_database_is_down(down: TestClient, path: s
     assert response.status_code == 503, (path, response.text[:300])
     assert "Traceback" not in response.text
     if path.startswith("/api/"):
-        assert response.json() == {"error": "database unavailable", "detail": "try again shortly"}
+        body = response.json()
+        assert body["error"] == "database unavailable"
+        assert "absent.db" in body["detail"] and "ARENA_DATABASE_URL" in body["detail"]
     else:
         assert "database unavailable" in response.text
