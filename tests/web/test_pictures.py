@@ -30,7 +30,7 @@ def test_the_calibration_diagram_has_numbered_axes_and_whole_points(client: Test
         texts = [t.text for t in svg.iter(f"{SVG}text")]
         ticks = [t.text for t in svg.iter(f"{SVG}text") if "tick" in t.attrib.get("class", "")]
         assert sorted(ticks) == sorted(TICKS * 2), fid  # both axes, 0 to 1 by quarters
-        assert "stated confidence" in texts and "share won" in texts
+        assert "stake / max bet" in texts and "share won" in texts
         bins = client.get(f"/api/v1/families/{fid}").json()["calibration"]
         circles = list(svg.iter(f"{SVG}circle"))
         assert len(circles) == sum(1 for b in bins if b["n"])
