@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -41,7 +43,14 @@ def create_app(settings: Settings, *, database_url: str | None = None) -> FastAP
     engine = read_only_engine(url)
     ctx = WebContext(settings, engine, session_factory(engine), head_revision())
     registry, http_metrics = make_registry(ctx)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()  # the app owns its pool: a stopped app holds no connection
+
     app = FastAPI(
+        lifespan=lifespan,
         title="arena",
         version=__version__,
         description="Read-only JSON API of the arena: every dashboard page has a twin here.",

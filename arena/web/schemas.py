@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from sqlalchemy import Column, Table
 
 from arena.store import schema
+from arena.web.records import MARKET_LIST_COLUMNS
+from arena.web.standings import DECISION_COLUMNS
 
 DecimalText = Annotated[str, Field(description="An exact decimal number, as text.")]
 Instant = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
@@ -197,20 +199,7 @@ DecisionRecord = row_model(
 DecisionLine = picked(
     "DecisionLine",
     schema.decisions,
-    (
-        "id",
-        "cohort_id",
-        "decision_week",
-        "status",
-        "action",
-        "system_hold",
-        "claim_count",
-        "error",
-        "prompt_version",
-        "methodology_version",
-        "created_at",
-        "completed_at",
-    ),
+    DECISION_COLUMNS,
     doc="A decision in a list, with its agent's family.",
     **WITH_AGENT,
 )
@@ -218,17 +207,7 @@ DecisionPage = page_of("DecisionPage", DecisionLine, doc="A page of decisions, n
 MarketLine = picked(
     "MarketLine",
     schema.markets,
-    (
-        "id",
-        "question",
-        "category",
-        "status",
-        "yes_price",
-        "volume",
-        "end_date",
-        "closed",
-        "winning_outcome",
-    ),
+    MARKET_LIST_COLUMNS,
     doc="A market in the market list.",
 )
 PriceRow = picked(

@@ -14,6 +14,7 @@ from arena.web import api, pages
 from arena.web.app import create_app
 from arena.web.deps import read_session
 from tests.helpers import write_config
+from tests.web.conftest import Site
 
 
 def _reads(dependant: Dependant) -> bool:
@@ -63,3 +64,15 @@ def test_a_route_answers_503_when_the_database_is_down(down: TestClient, path: s
         assert "absent.db" in body["detail"] and "ARENA_DATABASE_URL" in body["detail"]
     else:
         assert "database unavailable" in response.text
+
+
+def test_a_stopped_app_holds_no_database_connection(site: Site) -> None:
+    """The app owns its engine: when it stops (lifespan shutdown) its pool is closed, so apps
+    started and stopped one after another (tests, a restarted `arena serve`) never pile up idle
+    PostgreSQL connections until the server refuses clients."""
+    app = create_app(site.settings)
+    engine = app.state.ctx.engine
+    with TestClient(app) as client:
+        assert client.get("/api/v1/leaderboard").status_code == 200
+        assert engine.pool.checkedin() >= 1  # the page's connection went back to the pool
+    assert engine.pool.checkedin() == 0

@@ -58,11 +58,14 @@ class Run:
 def fuzz(site: Site) -> Run:
     """Run Schemathesis's engine (what its CLI runs) against the app over ``site``."""
     config = schemathesis.Config.from_dict(CONFIG)
-    schema = schemathesis.openapi.from_asgi(
-        "/api/openapi.json", create_app(site.settings), config=config
-    )
+    app = create_app(site.settings)
+    schema = schemathesis.openapi.from_asgi("/api/openapi.json", app, config=config)
     run = Run()
-    for event in schemathesis.engine.from_schema(schema).execute():
+    try:
+        events_seen = list(schemathesis.engine.from_schema(schema).execute())
+    finally:
+        app.state.ctx.engine.dispose()
+    for event in events_seen:
         if isinstance(event, events.ScenarioFinished):
             recorder = event.recorder
             run.requests += len(recorder.interactions)
