@@ -79,6 +79,7 @@ def _dead_holder() -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the longest test (4 minutes alone): a busy machine must not fail it
 def test_eight_weeks_with_kills_outages_and_hostile_rows(
     db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from arena.analytics.records import COLUMNS
 from arena.cli.analyze import register
+from arena.store.db import make_engine, upgrade
 from tests.analytics.helpers import row
 
 runner = CliRunner()
@@ -172,7 +173,11 @@ def test_user_errors(tmp_path: Path, args: list[str], message: str) -> None:
 def test_without_an_export_it_reads_the_database(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ARENA_DATABASE_URL", f"sqlite:///{tmp_path / 'empty.db'}")
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    engine = make_engine(url)
+    upgrade(engine)  # an empty database: analyze never creates one (tests/cli/test_no_config.py)
+    engine.dispose()
+    monkeypatch.setenv("ARENA_DATABASE_URL", url)
     monkeypatch.setenv("ARENA_CONFIG", str(tmp_path / "none.yaml"))
     (tmp_path / "none.yaml").write_text("{}\n")
     result = runner.invoke(_app(), ["analyze", "ranking"])
