@@ -29,16 +29,15 @@ from __future__ import annotations
 import csv
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from decimal import ROUND_HALF_UP, Decimal
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from sqlalchemy import Select, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena import __version__
@@ -50,14 +49,13 @@ from arena.export import FORMATS
 from arena.export.directory import MANIFEST, check_target, publish, sha256_of, staging
 from arena.export.spec import ExportColumn, ExportFilters, Kind, TableSpec
 from arena.export.tables import TABLES
+from arena.export.values import BATCH_ROWS, batches, text_value
 from arena.store.consistent_read import consistent_read
 from arena.store.models import Agent, Cohort, Family
 
 log = logging.getLogger(__name__)
 
 EXPORT_SCHEMA_VERSION = "2"  # 2: executable prices (mode book columns)
-BATCH_ROWS = 2_000
-BATCH_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -221,7 +219,7 @@ def table_columns(session: Session, table: str) -> dict[str, list[Any]]:
         raise UserError(f"no exported table named {table!r}")
     data: dict[str, list[Any]] = {column.name: [] for column in spec.columns}
     lists = list(data.values())
-    for batch in _batches(session, spec.query(ExportFilters(), True), spec.columns, BATCH_ROWS):
+    for batch in batches(session, spec.query(ExportFilters(), True), spec.columns, BATCH_ROWS):
         for row in batch:
             for values, value in zip(lists, row, strict=True):
                 values.append(value)
@@ -265,114 +263,12 @@ def _write_table(
     writer = _WRITERS[fmt](path, spec.columns)
     count = 0
     try:
-        for batch in _batches(session, statement, spec.columns, batch_rows):
+        for batch in batches(session, statement, spec.columns, batch_rows):
             writer.write(batch)
             count += len(batch)
     finally:
         writer.close()
     return count
-
-
-def _batches(
-    session: Session, statement: Select, columns: tuple[ExportColumn, ...], batch_rows: int
-) -> Iterator[list[tuple[Any, ...]]]:
-    """Rows converted to export values, in lists of at most ``batch_rows`` / ~BATCH_BYTES."""
-    converters = [_CONVERT[column.kind](column) for column in columns]
-    textual = [i for i, column in enumerate(columns) if column.kind in (Kind.TEXT, Kind.JSON)]
-    batch: list[tuple[Any, ...]] = []
-    size = 0
-    result = session.execute(statement.execution_options(yield_per=batch_rows))
-    for raw in result:
-        row = tuple(convert(value) for convert, value in zip(converters, raw, strict=True))
-        batch.append(row)
-        size += sum(len(row[i]) for i in textual if row[i] is not None)
-        if len(batch) >= batch_rows or size >= BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
-# -- value conversion: database value -> the one export value every format starts from ------
-
-
-def _identity(_column: ExportColumn) -> Callable[[Any], Any]:
-    return lambda value: value
-
-
-def _to_int(_column: ExportColumn) -> Callable[[Any], Any]:
-    return lambda value: None if value is None else int(value)
-
-
-def _to_bool(_column: ExportColumn) -> Callable[[Any], Any]:
-    return lambda value: None if value is None else bool(value)
-
-
-def _to_decimal(column: ExportColumn) -> Callable[[Any], Any]:
-    """Quantized to the column's scale, half-up as PostgreSQL's NUMERIC does, so an export
-    from SQLite (which keeps decimal text as written) equals one from PostgreSQL."""
-    step = Decimal(1).scaleb(-column.scale)
-
-    def convert(value: Any) -> Decimal | None:
-        if value is None:
-            return None
-        return Decimal(value).quantize(step, rounding=ROUND_HALF_UP)
-
-    return convert
-
-
-def _to_time(column: ExportColumn) -> Callable[[Any], Any]:
-    derive = column.derive
-
-    def convert(value: Any) -> datetime | None:
-        if value is None:
-            return None
-        value = value.astimezone(UTC)
-        return derive(value) if derive else value
-
-    return convert
-
-
-def _to_json_text(column: ExportColumn) -> Callable[[Any], Any]:
-    """JSON columns are read as their stored text; a stored JSON ``null`` becomes null. A
-    derived JSON column maps the stored text to its own."""
-    derive = column.derive
-
-    def convert(value: Any) -> str | None:
-        if value is None or value == "null":
-            return None
-        return derive(str(value)) if derive else str(value)
-
-    return convert
-
-
-_CONVERT: dict[Kind, Callable[[ExportColumn], Callable[[Any], Any]]] = {
-    Kind.INT: _to_int,
-    Kind.TEXT: _identity,
-    Kind.BOOL: _to_bool,
-    Kind.DECIMAL: _to_decimal,
-    Kind.TIME: _to_time,
-    Kind.JSON: _to_json_text,
-}
-
-
-def decimal_text(value: Decimal, scale: int) -> str:
-    """Money (scale 2) keeps its cents (``"10000.00"``); other decimals drop trailing zeros."""
-    text = format(value, "f")
-    if scale == 2 or "." not in text:
-        return text
-    return text.rstrip("0").rstrip(".")
-
-
-def text_value(column: ExportColumn, value: Any) -> Any:
-    """The JSON-lines value of an export value (CSV writes the same, null as an empty cell)."""
-    if value is None:
-        return None
-    if column.kind is Kind.DECIMAL:
-        return decimal_text(value, column.scale)
-    if column.kind is Kind.TIME:
-        return iso_utc(value)
-    return value
 
 
 # -- writers ---------------------------------------------------------------------------------

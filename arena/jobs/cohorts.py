@@ -20,6 +20,7 @@ from arena.config import BaselineFamily, OpenRouterFamily, Settings
 from arena.domain.prompting import prompt_version_for
 from arena.domain.states import CohortStatus, PositionStatus
 from arena.jsonable import jsonable
+from arena.record.chain import record_cohort
 from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import Agent, Cohort, Position
@@ -117,6 +118,7 @@ def start_cohort(factory: sessionmaker[Session], settings: Settings, clock: Cloc
             for family in settings.active_families:
                 session.add(new_agent(cohort, family, settings, now))
             session.flush()
+            record_cohort(session, cohort.id, now)
         agents = session.scalar(
             select(func.count()).select_from(Agent).where(Agent.cohort_id == cohort.id)
         )

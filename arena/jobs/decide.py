@@ -82,6 +82,7 @@ from arena.jobs.execute import Desk, execute_decision, store_forecasts
 from arena.jobs.turn import Turn
 from arena.jobs.universe import FrozenUniverse, load_universe
 from arena.prompts import load_templates
+from arena.record.chain import record_decision
 from arena.sources.providers import ModelProvider, ModelReply, ModelRequest, call_with_retries
 from arena.store.db import transaction
 from arena.store.models import Agent, Cohort, Decision
@@ -419,6 +420,7 @@ class DecisionRun:
             if agent.methodology_version == Methodology.V2:
                 store_forecasts(desk, decision)
             release_completed(row, decision, result.system_hold, cash_shown, execution, now)
+            record_decision(session, row.id, now)  # same transaction: never one without other
         result.status, result.action = DecisionStatus.COMPLETED, decision.action.value
         result.trades, result.attempts, result.cost_usd = (
             execution.trades,

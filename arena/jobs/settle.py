@@ -59,6 +59,7 @@ from arena.errors import ArenaError, JobFailed
 from arena.jobs.prices import store_markets
 from arena.jobs.universe import market_from_row
 from arena.jsonable import jsonable
+from arena.record.chain import record_settlements
 from arena.sources.gamma import MarketSource
 from arena.store import schema
 from arena.store.db import transaction
@@ -286,8 +287,9 @@ def _settle_locked(
         brier_rows = _write_brier_rows(session, market_id, verdict.winner, now)
         forecasts = _score_forecasts(session, market_id, verdict.winner, now)
 
+    session.flush()
+    record_settlements(session, [position.id for position in positions], now)
     if row.status != MarketStatus.OPEN:  # a position opened after the market settled (an orphan)
-        session.flush()
         return MarketSettlement(
             market_id, verdict.state, len(positions), total_payout, brier_rows, forecasts
         )

@@ -386,3 +386,54 @@ class SystemLog(Base):
     event: Mapped[str]
     message: Mapped[str]
     details: Mapped[dict[str, Any] | None]
+
+
+class Record(Base):
+    """One link of the record chain (:mod:`arena.record`): ``body`` is the canonical JSON that
+    was hashed, ``hash = sha256(prev_hash bytes || body)``."""
+
+    __table__ = schema.records
+
+    seq: Mapped[int]
+    kind: Mapped[str]
+    subject_id: Mapped[int]
+    recorded_at: Mapped[datetime]
+    after_the_fact: Mapped[bool]
+    prev_hash: Mapped[str]
+    hash: Mapped[str]
+    body: Mapped[str]
+
+
+class RecordHead(Base):
+    __table__ = schema.record_head
+
+    id: Mapped[int]
+    seq: Mapped[int]
+    hash: Mapped[str]
+
+
+class Commitment(Base):
+    __table__ = schema.commitments
+
+    id: Mapped[int]
+    seq: Mapped[int]
+    head_hash: Mapped[str]
+    count: Mapped[int]
+    committed_at: Mapped[datetime]
+    body: Mapped[str]
+    signature: Mapped[str | None]
+    key_id: Mapped[str | None]
+
+
+class AnchorDelivery(Base):
+    __table__ = schema.anchor_deliveries
+
+    id: Mapped[int]
+    commitment_id: Mapped[int]
+    anchor: Mapped[str]
+    status: Mapped[str]
+    attempts: Mapped[int]
+    last_error: Mapped[str | None]
+    answer: Mapped[str | None]
+    updated_at: Mapped[datetime]
+    delivered_at: Mapped[datetime | None]

@@ -466,3 +466,66 @@ system_log = Table(
     Column("message", Text, nullable=False),
     Column("details", JSON),
 )
+
+
+# The record chain (arena.record): every completed decision, settled position and started cohort,
+# as canonical JSON, each hashed onto the one before it. A row is written in the transaction of
+# what it records and never changed. ``body`` holds the exact canonical bytes that were hashed.
+records = Table(
+    "records",
+    metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),  # 1, 2, ... no gap
+    Column("kind", String(16), nullable=False),  # decision | settlement | cohort
+    Column("subject_id", BigInteger, nullable=False),  # the decision, position or cohort id
+    Column("recorded_at", UTCDateTime(), nullable=False),
+    Column("after_the_fact", Boolean, nullable=False),  # chained by the genesis pass
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False, unique=True),
+    Column("body", Text, nullable=False),
+    UniqueConstraint("kind", "subject_id"),
+)
+
+# The chain's head: one row (id 1), locked by every append, so appends queue and the chain never
+# forks, whatever the number of writers.
+record_head = Table(
+    "record_head",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("hash", String(64), nullable=False),
+)
+
+# A commitment to the chain's head: signed (Ed25519) when a signing key is configured.
+commitments = Table(
+    "commitments",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("seq", BigInteger, nullable=False, index=True),
+    Column("head_hash", String(64), nullable=False),
+    Column("count", Integer, nullable=False),  # records added since the previous commitment
+    Column("committed_at", UTCDateTime(), nullable=False),
+    Column("body", Text, nullable=False),  # the canonical JSON that is signed
+    Column("signature", Text),  # base64; null when no signing key was configured
+    Column("key_id", String(64)),  # sha256 of the raw public key
+)
+
+# Each commitment's delivery to each configured anchor (file, git, http), retried until done.
+anchor_deliveries = Table(
+    "anchor_deliveries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "commitment_id",
+        ForeignKey("commitments.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    Column("anchor", String(300), nullable=False),  # kind:target, e.g. "git:/srv/record"
+    Column("status", String(16), nullable=False),  # pending | delivered | failed
+    Column("attempts", Integer, nullable=False),
+    Column("last_error", Text),
+    Column("answer", Text),  # the anchor's receipt: a commit id, an HTTP answer
+    Column("updated_at", UTCDateTime(), nullable=False),
+    Column("delivered_at", UTCDateTime()),
+    UniqueConstraint("commitment_id", "anchor"),
+)

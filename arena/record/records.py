@@ -1,0 +1,193 @@
+"""What each record of the chain holds, built from rows of the export tables.
+
+Every builder takes rows as ``arena export --format jsonl`` writes them (a mapping of column
+name to its JSON-lines value: decimals and instants as text, JSON documents as JSON text), so
+the chain writer (:mod:`arena.record.chain`, reading the database through the export's own
+queries) and ``arena verify`` (reading a published dataset) build the same bytes from the same
+rows. A row's JSON documents are parsed, so their whitespace never matters.
+
+Three kinds of record (:class:`RecordKind`):
+
+* ``decision``: a completed decision: the decision row; the agent's frozen lineage; the frozen
+  universe it was shown, as a sha256 of its rows (ids, prices, touch and book hashes); every
+  attempt with the sha256 of its request messages and of its raw response (the first
+  attempt's request is the rendered prompt); the forecasts; every execution (trade) with its
+  book hash.
+* ``settlement``: a settled (or cancelled) position with its outcome, payout and P/L, and the
+  Brier rows of its trades.
+* ``cohort``: a started cohort with its agents.
+
+Only columns that never change once the record is written are taken (a forecast's resolution,
+an agent's cash or a decision's ``updated_at`` are left out).
+
+The envelope that is hashed (:func:`envelope`) adds the sequence number, the kind, the time it
+was recorded and whether it was chained after the fact (by the genesis pass).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from arena.record.canonical import canonical, sha256_hex
+
+Row = Mapping[str, Any]
+
+RECORD_SCHEMA_VERSION = 1
+
+
+class RecordKind(enum.StrEnum):
+    DECISION = "decision"
+    SETTLEMENT = "settlement"
+    COHORT = "cohort"
+
+
+# The columns each record takes from each export table (JSON columns are parsed).
+DECISION_COLUMNS = (
+    "decision_id", "cohort_id", "agent_id", "family_id", "decision_week", "universe_id",
+    "status", "action", "system_hold", "claim_count", "cash_shown", "reasoning", "payload",
+    "error", "prompt_version", "methodology_version", "created_at", "completed_at",
+)  # fmt: skip
+LINEAGE_COLUMNS = (
+    "agent_id", "family_id", "kind", "display_name", "provider", "openrouter_id", "strategy",
+    "prompt_version", "methodology_version", "starting_balance", "created_at",
+)  # fmt: skip
+ATTEMPT_COLUMNS = (
+    "attempt_id", "attempt_no", "kind", "outcome", "parsed", "error", "http_status",
+    "finish_reason", "provider", "model", "generation_id", "prompt_tokens",
+    "completion_tokens", "cost_usd", "latency_ms", "prompt_version", "started_at",
+    "finished_at",
+)  # fmt: skip
+FORECAST_COLUMNS = (
+    "forecast_id", "market_id", "outcome", "source", "probability", "market_probability",
+    "forecast_at",
+)  # fmt: skip
+TRADE_COLUMNS = (
+    "trade_id", "position_id", "market_id", "side", "trade_type", "amount", "shares", "price",
+    "percentage", "basis_out", "realized_pnl", "implied_confidence", "probability",
+    "cash_shown", "cash_after", "executed_at", "pricing", "requested_amount",
+    "requested_shares", "fee", "touch_price", "mid_price", "slippage_touch_bps",
+    "slippage_mid_bps", "fill_ratio", "book_hash", "book_timestamp", "token_id", "levels",
+)  # fmt: skip
+UNIVERSE_COLUMNS = (
+    "universe_id", "run_slot", "frozen_at", "market_id", "rank", "held_only", "in_panel",
+    "question", "category", "outcomes", "prices", "yes_price", "volume", "end_date",
+    "event_id", "pricing", "clob_token_ids", "best_bid", "best_ask", "mid", "book_hash",
+)  # fmt: skip
+POSITION_COLUMNS = (
+    "position_id", "cohort_id", "agent_id", "family_id", "market_id", "side", "shares",
+    "cost_basis", "status", "settlement_outcome", "payout", "realized_pnl", "opened_at",
+    "closed_at",
+)  # fmt: skip
+BRIER_COLUMNS = (
+    "brier_id", "trade_id", "decision_id", "market_id", "side", "implied_confidence",
+    "price_paid", "won", "brier", "market_brier", "scored_at",
+)  # fmt: skip
+COHORT_COLUMNS = (
+    "cohort_id", "week_start", "created_at", "methodology_version", "pricing",
+    "prompt_version", "starting_balance",
+)  # fmt: skip
+
+JSON_COLUMNS = frozenset(
+    {"payload", "parsed", "levels", "outcomes", "prices", "clob_token_ids", "best_bid"}
+    | {"best_ask", "mid"}
+)
+"""Columns holding JSON text in the export (``book_hash`` is JSON only in universe_markets)."""
+
+
+def pick(row: Row, columns: Sequence[str], *, json_columns: Iterable[str] = JSON_COLUMNS) -> dict:
+    """The named columns of an export row, JSON text parsed."""
+    parsed = set(json_columns)
+    return {name: _parsed(row[name]) if name in parsed else row[name] for name in columns}
+
+
+def _parsed(value: Any) -> Any:
+    if value is None or value == "":
+        return None
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def universe_hash(rows: Iterable[Row]) -> str:
+    """sha256 of a frozen universe as shown: its rows (without the full books, whose hashes
+    are kept), ordered by market id."""
+    json_columns = JSON_COLUMNS | {"book_hash"}
+    shown = sorted(
+        (pick(row, UNIVERSE_COLUMNS, json_columns=json_columns) for row in rows),
+        key=lambda row: row["market_id"],
+    )
+    return sha256_hex(canonical(shown))
+
+
+def attempt_entry(row: Row) -> dict[str, Any]:
+    entry = pick(row, ATTEMPT_COLUMNS)
+    messages = _parsed(row["request_messages"])
+    entry["request_sha256"] = None if messages is None else sha256_hex(canonical(messages))
+    raw = row["raw_response"]
+    entry["response_sha256"] = None if raw is None else sha256_hex(raw)
+    return entry
+
+
+def decision_body(
+    decision: Row,
+    agent: Row,
+    universe: Iterable[Row],
+    attempts: Iterable[Row],
+    trades: Iterable[Row],
+    forecasts: Iterable[Row],
+) -> dict[str, Any]:
+    """The body of a ``decision`` record (rows in any order: they are sorted by id here)."""
+    attempt_entries = sorted((attempt_entry(a) for a in attempts), key=lambda a: a["attempt_id"])
+    universe_rows = list(universe)
+    return {
+        "decision": pick(decision, DECISION_COLUMNS),
+        "lineage": pick(agent, LINEAGE_COLUMNS),
+        "universe": {
+            "universe_id": decision["universe_id"],
+            "markets": len(universe_rows),
+            "sha256": universe_hash(universe_rows) if universe_rows else None,
+        },
+        "prompt_sha256": attempt_entries[0]["request_sha256"] if attempt_entries else None,
+        "attempts": attempt_entries,
+        "forecasts": sorted(
+            (pick(f, FORECAST_COLUMNS) for f in forecasts), key=lambda f: f["forecast_id"]
+        ),
+        "executions": sorted((pick(t, TRADE_COLUMNS) for t in trades), key=lambda t: t["trade_id"]),
+    }
+
+
+def settlement_body(position: Row, brier_rows: Iterable[Row]) -> dict[str, Any]:
+    """The body of a ``settlement`` record: the position and its trades' Brier rows."""
+    return {
+        "position": pick(position, POSITION_COLUMNS),
+        "brier": sorted((pick(b, BRIER_COLUMNS) for b in brier_rows), key=lambda b: b["brier_id"]),
+    }
+
+
+def cohort_body(cohort: Row, agents: Iterable[Row]) -> dict[str, Any]:
+    """The body of a ``cohort`` record: the cohort and its agents' frozen lineage."""
+    return {
+        "cohort": pick(cohort, COHORT_COLUMNS),
+        "agents": sorted((pick(a, LINEAGE_COLUMNS) for a in agents), key=lambda a: a["agent_id"]),
+    }
+
+
+def envelope(
+    seq: int,
+    kind: str,
+    subject_id: int,
+    recorded_at: str,
+    after_the_fact: bool,
+    body: Mapping[str, Any],
+) -> dict[str, Any]:
+    """What is hashed: the body with its place in the chain and its time (ISO 8601 UTC)."""
+    return {
+        "schema": RECORD_SCHEMA_VERSION,
+        "seq": seq,
+        "kind": str(kind),
+        "subject_id": subject_id,
+        "recorded_at": recorded_at,
+        "after_the_fact": after_the_fact,
+        "body": dict(body),
+    }
