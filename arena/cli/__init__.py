@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "arena.cli.results",
     "arena.cli.demo",
     "arena.cli.serve",
+    "arena.cli.verify",
 ]
 
 app = command_group(

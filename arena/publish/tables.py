@@ -1,0 +1,64 @@
+"""Reading a published dataset's Parquet tables back as export rows, with no database.
+
+A row comes back as ``arena export --format jsonl`` writes it (decimals and instants as text,
+JSON documents as JSON text): each Parquet value goes through
+:func:`arena.export.values.text_value` with its table's :class:`~arena.export.spec.ExportColumn`,
+so the record builders (:mod:`arena.record.records`) rebuild from a dataset exactly the bytes
+the chain writer built from the database. Tables are read one row group batch at a time and
+only the columns asked for, so memory stays flat whatever their size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from arena.export.spec import ExportColumn
+from arena.export.tables import TABLES
+from arena.export.values import text_value
+
+TABLES_DIR = "tables"
+READ_BATCH = 4_096
+
+_COLUMNS: dict[str, dict[str, ExportColumn]] = {
+    spec.name: {column.name: column for column in spec.columns} for spec in TABLES
+}
+
+
+def table_path(directory: Path, table: str) -> Path:
+    return directory / TABLES_DIR / f"{table}.parquet"
+
+
+def has_table(directory: Path, table: str) -> bool:
+    return table_path(directory, table).is_file()
+
+
+def table_rows(
+    directory: Path, table: str, columns: Sequence[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The rows of ``tables/<table>.parquet`` (only ``columns`` when given) as JSON-lines
+    values; nothing when the file is absent (the manifest check names a missing file)."""
+    path = table_path(directory, table)
+    if not path.is_file():
+        return
+    known = _COLUMNS.get(table, {})
+    parquet = pq.ParquetFile(path)
+    present = set(parquet.schema_arrow.names)
+    wanted = [name for name in (columns or parquet.schema_arrow.names) if name in present]
+    batch_rows = 64 if table == "attempts" else READ_BATCH  # prompts run to ~50 KB each
+    for batch in parquet.iter_batches(batch_size=batch_rows, columns=wanted):
+        data = batch.to_pydict()
+        converters = [(name, known.get(name)) for name in wanted]
+        lists = [data[name] for name in wanted]
+        for values in zip(*lists, strict=True):
+            row = {
+                name: value if column is None else text_value(column, value)
+                for (name, column), value in zip(converters, values, strict=True)
+            }
+            if columns is not None:
+                for name in columns:
+                    row.setdefault(name, None)
+            yield row
