@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from arena.export.spec import ExportColumn
+from arena.export.spec import ExportColumn, Kind
 from arena.export.tables import TABLES
 from arena.export.values import text_value
 
@@ -47,18 +47,21 @@ def table_rows(
     known = _COLUMNS.get(table, {})
     parquet = pq.ParquetFile(path)
     present = set(parquet.schema_arrow.names)
-    wanted = [name for name in (columns or parquet.schema_arrow.names) if name in present]
+    names = list(columns or parquet.schema_arrow.names)
+    wanted = [name for name in names if name in present]
     batch_rows = 64 if table == "attempts" else READ_BATCH  # prompts run to ~50 KB each
     for batch in parquet.iter_batches(batch_size=batch_rows, columns=wanted):
         data = batch.to_pydict()
-        converters = [(name, known.get(name)) for name in wanted]
-        lists = [data[name] for name in wanted]
+        lists = [
+            _texts(known.get(name), data[name]) if name in data else [None] * batch.num_rows
+            for name in names
+        ]
         for values in zip(*lists, strict=True):
-            row = {
-                name: value if column is None else text_value(column, value)
-                for (name, column), value in zip(converters, values, strict=True)
-            }
-            if columns is not None:
-                for name in columns:
-                    row.setdefault(name, None)
-            yield row
+            yield dict(zip(names, values, strict=True))
+
+
+def _texts(column: ExportColumn | None, values: list[Any]) -> list[Any]:
+    """A column's values as JSON-lines values (only decimals and instants change)."""
+    if column is None or column.kind not in (Kind.DECIMAL, Kind.TIME):
+        return values
+    return [text_value(column, value) for value in values]

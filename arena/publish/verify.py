@@ -234,16 +234,17 @@ def _check_chain(directory: Path, subjects: Subjects, result: Verification) -> C
             )
         used[prev_hash] = seq if isinstance(seq, int) else number
         try:
-            rehashed = link_hash(prev_hash, canonical(record))
+            data = canonical(record)
+            rehashed = link_hash(prev_hash, data)
         except (ValueError, TypeError) as exc:
-            rehashed = f"unhashable ({exc})"
+            data, rehashed = b"", f"unhashable ({exc})"
         if rehashed != line.get("hash"):
             result.fail("chain", CHAIN, row, "hash is not sha256(prev_hash || canonical record)")
         previous = str(line.get("hash"))
         chain.hashes.append(previous)
         link = _link(record)
         chain.links.append(link)
-        _check_record(record, link, seq, subjects, seen, result)
+        _check_record(record, data, link, subjects, seen, result)
         if link.kind == RecordKind.DECISION:
             chain.decisions.setdefault(link.subject_id, number)
     for kind, (table, id_column) in SUBJECT_TABLES.items():
@@ -265,12 +266,15 @@ def _link(record: dict[str, Any]) -> Link:
 
 def _check_record(
     record: dict[str, Any],
+    data: bytes,
     link: Link,
-    seq: Any,
     subjects: Subjects,
     seen: dict[RecordKind, set[Any]],
     result: Verification,
 ) -> None:
+    """The record (whose canonical bytes are ``data``) against its body rebuilt from the
+    tables; its subject is marked seen."""
+    seq = record.get("seq")
     try:
         kind = RecordKind(link.kind)
     except ValueError:
@@ -288,7 +292,7 @@ def _check_record(
         )
         return
     body = record.get("body")
-    if canonical(body) != canonical(rebuilt):
+    if canonical({**record, "body": rebuilt}) != data:
         difference = first_difference(kind, link.subject_id, body, rebuilt)
         detail = f"record seq {seq}: {difference.detail}"
         result.fail("record", difference.table, difference.row, detail)
