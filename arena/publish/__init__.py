@@ -1,2 +1,8 @@
-"""The published dataset: ``arena publish`` writes it, ``arena verify`` checks it with no
-database (:mod:`arena.publish.verify`)."""
+"""The published dataset (``arena publish DIR``) and its check (``arena verify DIR``).
+
+* :mod:`arena.publish.dataset`: writes the dataset: tables, chain, commitments, public key,
+  manifest; incremental (only changed files are replaced; every version's manifest is kept).
+* :mod:`arena.publish.verify`: checks a dataset with no database: files, chain, records rebuilt
+  from the tables (:mod:`arena.publish.rebuild`, :mod:`arena.publish.tables`), commitments,
+  timing, and the leaderboard's money (:mod:`arena.publish.standings`).
+"""

@@ -8,8 +8,9 @@ before::
 
 The first record's ``prev_hash`` is :data:`GENESIS_HASH` (64 zeros). Values RFC 8785 cannot
 carry are made storable first by :func:`storable`, the same way on every side: an integer
-beyond ±(2^53 - 1) or a float that is not finite becomes its decimal text, a lone surrogate in
-a string becomes U+FFFD. Model answers are outside input and may hold any of these.
+beyond ±(2^53 - 1) or a float that is not finite becomes its text (``"1152921504606846976"``,
+``"inf"``), a lone surrogate in a string becomes ``?``. Model answers are outside input and
+may hold any of these.
 """
 
 from __future__ import annotations

@@ -20,7 +20,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from arena.publish.verify import Failure, Verification, verify_dataset
 from arena.record.signing import sign
 from tests.helpers import cli_env, run_arena
-from tests.publish.interim import publish
 from tests.publish.tamper import (
     Rows,
     chain_records,
@@ -31,7 +30,7 @@ from tests.publish.tamper import (
     rewrite_table,
     set_manifest_head,
 )
-from tests.publish.world import commit_records, simulate
+from tests.publish.world import END, commit_records, publish, simulate
 
 pytestmark = pytest.mark.slow  # one simulation for the module (started first)
 
@@ -42,7 +41,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     factory, _settings = simulate(root)
     key = Ed25519PrivateKey.generate()
     assert commit_records(factory, key) > 0
-    publish(factory, root / "dataset", key)
+    publish(factory, root / "dataset", key, END)
     return root / "dataset"
 
 

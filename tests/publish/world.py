@@ -9,6 +9,7 @@ as the daemon's commit job does.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,17 +18,21 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from arena.analytics.leaderboard import compute_leaderboard, to_json
 from arena.clock import iso_utc
 from arena.config import Settings, load_settings
 from arena.demo_world import Simulation, WorldPlan
+from arena.publish.dataset import publish_dataset
 from arena.record.canonical import canonical
 from arena.record.signing import key_id, sign
 from arena.store.db import make_engine, session_factory, upgrade
 from arena.store.models import Commitment, Record
 from tests.helpers import write_config
+from tests.publish.tamper import refresh_manifest
 
 START = datetime(2026, 11, 1, tzinfo=UTC)  # a Sunday
 DAYS = 9
+END = START + timedelta(days=DAYS)
 FAMILIES = [
     {"id": "sim-sharp", "display_name": "Sharp", "openrouter_id": "sim/sharp"},
     {"id": "market-follower", "kind": "baseline", "strategy": "market-follower"},
@@ -41,6 +46,18 @@ def signing_key_pem(key: Ed25519PrivateKey) -> str:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     ).decode("ascii")
+
+
+def publish(
+    factory: sessionmaker[Session], out: Path, key: Ed25519PrivateKey, now: datetime
+) -> None:
+    """``arena publish`` of the arena into ``out``, with ``leaderboard.json`` as
+    ``arena leaderboard --format json`` prints it (written here until ``arena publish``
+    writes it itself)."""
+    publish_dataset(factory, out, now, signing_key=signing_key_pem(key))
+    board = to_json(compute_leaderboard(factory))
+    (out / "leaderboard.json").write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")
+    refresh_manifest(out, "leaderboard.json")
 
 
 def simulate(directory: Path) -> tuple[sessionmaker[Session], Settings]:
