@@ -376,3 +376,27 @@ def test_a_leaderboard_edited_by_a_cent_is_named(dataset: Path) -> None:
     failure = named(result, "leaderboard", "leaderboard.json", f"family_id={family}")
     assert "total_value" in failure.detail
     assert len(result.failures) == 1
+
+
+def test_signed_commitments_without_a_public_key_are_named(dataset: Path) -> None:
+    (dataset / "public_key.pem").unlink()
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    del manifest["files"]["public_key.pem"]
+    (dataset / "manifest.json").write_text(json.dumps(manifest))
+    result = verify_dataset(dataset)
+    failure = named(result, "commitment", "commitments.jsonl", "id=1")
+    assert "no public key" in failure.detail
+    assert any("public_key.pem" in note for note in result.notes)
+
+
+def test_unsigned_commitments_are_counted_not_failed(dataset: Path) -> None:
+    def unsign(rows: Rows) -> Rows:
+        for row in rows:
+            row["signature"] = None
+        return rows
+
+    rewrite_lines(dataset, "commitments.jsonl", unsign)
+    result = verify_dataset(dataset)
+    assert result.ok, result.failures
+    assert result.counts["commitments_unsigned"] == result.counts["commitments"] > 0
+    assert any("unsigned" in note for note in result.notes)
