@@ -10,6 +10,7 @@ published record and its rebuilt body part: the table and the row a reader has t
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,9 +31,11 @@ from arena.export.tables import (
 )
 from arena.publish.tables import table_rows
 from arena.record.records import (
+    ATTEMPT_COLUMNS,
     BRIER_COLUMNS,
     DECISION_COLUMNS,
     FORECAST_COLUMNS,
+    HASHED_ATTEMPT_TEXTS,
     LINEAGE_COLUMNS,
     POSITION_COLUMNS,
     TRADE_COLUMNS,
@@ -81,19 +84,19 @@ class Difference:
 
 @dataclass
 class Subjects:
-    """What the records are built from, read once from the tables (see the module)."""
+    """What the records are built from, read once from the tables (see the module); each
+    picked row is held as its JSON text (:func:`_pack`)."""
 
-    decisions: dict[int, dict[str, Any]] = field(default_factory=dict)  # completed only
-    decision_status: dict[int, str] = field(default_factory=dict)
+    decisions: dict[int, str] = field(default_factory=dict)  # completed only
     agents: dict[int, dict[str, Any]] = field(default_factory=dict)
     agents_of_cohort: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
     universes: dict[int, tuple[int, str]] = field(default_factory=dict)
-    attempts: dict[int, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
-    trades: dict[int, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
-    forecasts: dict[int, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
-    positions: dict[int, dict[str, Any]] = field(default_factory=dict)  # settled or cancelled
+    attempts: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+    trades: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+    forecasts: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+    positions: dict[int, str] = field(default_factory=dict)  # settled or cancelled
     trade_position: dict[int, int] = field(default_factory=dict)
-    brier: dict[int, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    brier: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
     cohorts: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
@@ -101,27 +104,31 @@ class Subjects:
         subjects = cls()
         subjects._read_agents_and_cohorts(directory)
         for row in table_rows(directory, DECISIONS.name, DECISION_COLUMNS):
-            subjects.decision_status[row["decision_id"]] = row["status"]
             if row["status"] == DecisionStatus.COMPLETED:
-                subjects.decisions[row["decision_id"]] = pick(row, DECISION_COLUMNS)
-        attempt_columns = [c.name for c in ATTEMPTS.columns]
+                subjects.decisions[row["decision_id"]] = _pack(pick(row, DECISION_COLUMNS))
+        attempt_columns = (
+            *ATTEMPT_COLUMNS,
+            *(column for column, _ in HASHED_ATTEMPT_TEXTS),
+            "decision_id",
+        )
         for row in table_rows(directory, ATTEMPTS.name, attempt_columns):
-            subjects.attempts[row["decision_id"]].append(attempt_entry(row))
+            subjects.attempts[row["decision_id"]].append(_pack(attempt_entry(row)))
         for row in table_rows(directory, TRADES.name, (*TRADE_COLUMNS, "decision_id")):
             subjects.trade_position[row["trade_id"]] = row["position_id"]
             if row["decision_id"] is not None:
-                subjects.trades[row["decision_id"]].append(pick(row, TRADE_COLUMNS))
+                subjects.trades[row["decision_id"]].append(_pack(pick(row, TRADE_COLUMNS)))
         for row in table_rows(directory, FORECASTS.name, (*FORECAST_COLUMNS, "decision_id")):
             if row["decision_id"] is not None:
-                subjects.forecasts[row["decision_id"]].append(pick(row, FORECAST_COLUMNS))
+                forecast = _pack(pick(row, FORECAST_COLUMNS))
+                subjects.forecasts[row["decision_id"]].append(forecast)
         subjects.universes = dict(_universes(directory))
         for row in table_rows(directory, POSITIONS.name, POSITION_COLUMNS):
             if row["status"] in SETTLED:
-                subjects.positions[row["position_id"]] = pick(row, POSITION_COLUMNS)
+                subjects.positions[row["position_id"]] = _pack(pick(row, POSITION_COLUMNS))
         for row in table_rows(directory, BRIER_SCORES.name, BRIER_COLUMNS):
             position_id = subjects.trade_position.get(row["trade_id"])
             if position_id is not None:
-                subjects.brier[position_id].append(row)
+                subjects.brier[position_id].append(_pack(pick(row, BRIER_COLUMNS)))
         return subjects
 
     def _read_agents_and_cohorts(self, directory: Path) -> None:
@@ -147,7 +154,8 @@ class Subjects:
             position = self.positions.get(subject_id)
             if position is None:
                 return None
-            return settlement_body(position, self.brier.get(subject_id, []))
+            brier = _unpack(self.brier.get(subject_id, []))
+            return settlement_body(json.loads(position), brier)
         cohort = self.cohorts.get(subject_id)
         if cohort is None:
             return None
@@ -157,11 +165,14 @@ class Subjects:
     def _decision(self, decision_id: int) -> dict[str, Any] | None:
         """:func:`arena.record.records.decision_body` from rows already picked (the same
         dictionary, built without holding a single prompt)."""
-        decision = self.decisions.get(decision_id)
-        if decision is None:
+        packed = self.decisions.get(decision_id)
+        if packed is None:
             return None
+        decision = json.loads(packed)
         agent = self.agents.get(decision["agent_id"])
-        attempts = sorted(self.attempts.get(decision_id, []), key=lambda a: a["attempt_id"])
+        attempts = sorted(
+            _unpack(self.attempts.get(decision_id, [])), key=lambda a: a["attempt_id"]
+        )
         markets, sha256 = self.universes.get(decision["universe_id"], (0, None))
         return {
             "decision": decision,
@@ -174,10 +185,23 @@ class Subjects:
             "prompt_sha256": attempts[0]["request_sha256"] if attempts else None,
             "attempts": attempts,
             "forecasts": sorted(
-                self.forecasts.get(decision_id, []), key=lambda f: f["forecast_id"]
+                _unpack(self.forecasts.get(decision_id, [])), key=lambda f: f["forecast_id"]
             ),
-            "executions": sorted(self.trades.get(decision_id, []), key=lambda t: t["trade_id"]),
+            "executions": sorted(
+                _unpack(self.trades.get(decision_id, [])), key=lambda t: t["trade_id"]
+            ),
         }
+
+
+def _pack(row: dict[str, Any]) -> str:
+    """A picked row held as its JSON text: a quarter of the memory of the dictionary, and
+    :func:`json.loads` gives back an equal one (non-finite floats, big integers and lone
+    surrogates included)."""
+    return json.dumps(row, separators=(",", ":"))
+
+
+def _unpack(rows: list[str]) -> list[dict[str, Any]]:
+    return [json.loads(row) for row in rows]
 
 
 def _universes(directory: Path) -> Iterator[tuple[int, tuple[int, str]]]:

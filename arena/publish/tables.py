@@ -21,7 +21,6 @@ from arena.export.tables import TABLES
 from arena.export.values import text_value
 
 TABLES_DIR = "tables"
-READ_BATCH = 4_096
 
 _COLUMNS: dict[str, dict[str, ExportColumn]] = {
     spec.name: {column.name: column for column in spec.columns} for spec in TABLES
@@ -49,8 +48,10 @@ def table_rows(
     present = set(parquet.schema_arrow.names)
     names = list(columns or parquet.schema_arrow.names)
     wanted = [name for name in names if name in present]
-    batch_rows = 64 if table == "attempts" else READ_BATCH  # prompts run to ~50 KB each
-    for batch in parquet.iter_batches(batch_size=batch_rows, columns=wanted):
+    for group in range(parquet.metadata.num_row_groups):
+        # one row group at a time (the writer bounds them: ~4 MB of text), one thread:
+        # ``iter_batches`` reads ahead and its memory grows with the file
+        batch = parquet.read_row_group(group, columns=wanted, use_threads=False)
         data = batch.to_pydict()
         lists = [
             _texts(known.get(name), data[name]) if name in data else [None] * batch.num_rows
