@@ -433,8 +433,11 @@ def _check_timing(
                 continue
             resolved = resolutions.get(row["market_id"])
             seq = chain.decisions.get(row["decision_id"])
-            if resolved is None or seq is None:
-                continue  # unresolved; or unrecorded (the record check names it)
+            if seq is None:
+                continue  # unrecorded: the record check names its decision
+            if resolved is None:
+                result.count(f"{name}_unresolved")
+                continue
             link = chain.links[seq - 1]
             if link.after_the_fact:
                 result.count(f"{name}_after_the_fact")

@@ -400,3 +400,9 @@ def test_unsigned_commitments_are_counted_not_failed(dataset: Path) -> None:
     assert result.ok, result.failures
     assert result.counts["commitments_unsigned"] == result.counts["commitments"] > 0
     assert any("unsigned" in note for note in result.notes)
+
+
+def test_a_directory_without_a_manifest_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_arena("verify", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no manifest.json" in result.stderr
