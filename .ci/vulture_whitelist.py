@@ -93,8 +93,3 @@ _.differences
 _.decision_markers
 _.max_points
 _.markdown
-_.handle_startendtag  # html.parser.HTMLParser calls it: arena/publish/static_html.py
-_.handle_entityref  # html.parser.HTMLParser calls it: arena/publish/static_html.py
-_.handle_charref  # html.parser.HTMLParser calls it: arena/publish/static_html.py
-_.handle_comment  # html.parser.HTMLParser calls it: arena/publish/static_html.py
-_.handle_decl  # html.parser.HTMLParser calls it: arena/publish/static_html.py

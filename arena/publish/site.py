@@ -132,13 +132,14 @@ def write_site(
         moment = ensure_utc(as_of) if as_of is not None else newest_instant(session)
         seeds = list(_seeds(session))
     ctx = WebContext(settings, engine, factory, head_revision(), clock=FixedClock(moment))
-    files = dict(_pages(TestClient(create_app(settings, context=ctx)), seeds))
-    for path in sorted(p for p in STATIC.rglob("*") if p.is_file()):
-        files[f"static/{path.relative_to(STATIC).as_posix()}"] = path.read_bytes()
     out.mkdir(parents=True, exist_ok=True)
-    written = tuple(_write(out, path, files[path]) for path in sorted(files))
-    removed = tuple(_remove_stale(out, set(files)))
-    return SiteReport(written, removed, moment)
+    with TestClient(create_app(settings, context=ctx)) as client:  # one event loop for all
+        files = [_write(out, path, data) for path, data in _pages(client, seeds)]  # one by one
+    for path in sorted(p for p in STATIC.rglob("*") if p.is_file()):
+        name = f"static/{path.relative_to(STATIC).as_posix()}"
+        files.append(_write(out, name, path.read_bytes()))
+    removed = tuple(_remove_stale(out, {f.path for f in files}))
+    return SiteReport(tuple(sorted(files, key=lambda f: f.path)), removed, moment)
 
 
 def newest_instant(session: Session) -> datetime:
