@@ -40,7 +40,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import FixedClock, ensure_utc
 from arena.config import FAMILY_ID_PATTERN, Settings
-from arena.errors import ArenaError
+from arena.errors import SiteFailed
 from arena.publish.static_html import make_static
 from arena.store.db import head_revision
 from arena.store.models import Agent, Cohort, Decision, Family, JobRun, PortfolioSnapshot
@@ -56,10 +56,6 @@ PAGES = re.compile(
     r"|/decisions/\d+"
 )
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class SiteError(ArenaError):
-    """The dashboard did not render a page of the copy (the page and its HTTP status)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +120,7 @@ def write_site(
     leaderboard, the cohorts, the methodology and the static files.
 
     ``as_of`` is the instant the pages are computed at (default: the newest stored instant, so
-    the same data gives the same bytes). Raises :class:`SiteError` when a page fails."""
+    the same data gives the same bytes). Raises :class:`SiteFailed` when a page fails."""
     engine = factory.kw.get("bind")
     if not isinstance(engine, Engine):
         raise TypeError("write_site needs a session factory bound to an engine")
@@ -176,8 +172,11 @@ def _pages(client: TestClient, seeds: Iterable[str]) -> Iterator[tuple[str, byte
         url = queue.popleft()
         file = site_file(url)
         if file is None:
-            raise SiteError(f"{url}: not a page of the static copy")
-        page = make_static(_get(client, url), url, file, site_file, curves)
+            raise SiteFailed(f"{url}: not a page of the static copy")
+        try:
+            page = make_static(_get(client, url), url, file, site_file, curves)
+        except ValueError as exc:  # a stylesheet, script or image the copy lacks
+            raise SiteFailed(str(exc)) from exc
         yield file, page.html.encode()
         for link in page.links:
             if link not in seen:
@@ -188,7 +187,7 @@ def _pages(client: TestClient, seeds: Iterable[str]) -> Iterator[tuple[str, byte
 def _get(client: TestClient, url: str) -> str:
     response = client.get(url)
     if response.status_code != 200:
-        raise SiteError(f"{url}: HTTP {response.status_code} from the dashboard")
+        raise SiteFailed(f"{url}: HTTP {response.status_code} from the dashboard")
     return response.text
 
 

@@ -9,14 +9,18 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
+from arena.errors import SiteFailed
 from arena.publish.site import site_file, write_site
 from arena.publish.static_html import make_static
 from arena.store.models import Agent, Cohort, Decision, Family
 from arena.web.app import create_app
-from tests.publish.conftest import StaticSite, small_arena
+from tests.analytics.results_arena import build_arena
+from tests.conftest import Database
+from tests.publish.conftest import StaticSite, plant_hostile_text, small_arena
 
 
 class _Urls(HTMLParser):
@@ -41,8 +45,9 @@ def _pages(root: Path) -> list[Path]:
     return sorted(root.rglob("*.html"))
 
 
-def test_every_link_is_relative_and_resolves_inside_the_copy(static_site: StaticSite) -> None:
-    root = static_site.root
+def broken_links(root: Path) -> tuple[list[str], int]:
+    """What in the copy at ``root`` needs a server or points outside it, and how many URLs
+    were checked."""
     problems: list[str] = []
     checked = 0
     for page in _pages(root):
@@ -53,17 +58,38 @@ def test_every_link_is_relative_and_resolves_inside_the_copy(static_site: Static
         for tag, attribute, value in parser.urls:
             parts = urlsplit(value)
             where = f"{name}: <{tag} {attribute}={value!r}>"
+            target = (page.parent / unquote(parts.path)).resolve()
             if attribute not in ("href", "src"):
                 problems.append(f"{where} needs a server")
             elif parts.scheme or parts.netloc or value.startswith("/"):
                 problems.append(f"{where} is not relative")
-            elif parts.path and not (page.parent / unquote(parts.path)).resolve().is_file():
+            elif parts.path and not target.is_file():
                 problems.append(f"{where} resolves to no file")
-            elif parts.path and not (page.parent / parts.path).resolve().is_relative_to(root):
+            elif parts.path and not target.is_relative_to(root.resolve()):
                 problems.append(f"{where} leaves the copy")
             checked += 1
+    return problems, checked
+
+
+def test_every_link_is_relative_and_resolves_inside_the_copy(static_site: StaticSite) -> None:
+    problems, checked = broken_links(static_site.root)
     assert not problems, "\n".join(problems[:20])
     assert checked > 500  # the pages do link: a copy of bare pages would pass vacuously
+
+
+def test_the_copy_is_written_alike_from_either_database(
+    db: Database, static_site: StaticSite, tmp_path: Path
+) -> None:
+    """The same stored arena, on SQLite or PostgreSQL, gives a copy whose links all resolve,
+    byte for byte the same."""
+    build_arena(db.factory)
+    plant_hostile_text(db.factory)
+    report = write_site(db.factory, static_site.settings, tmp_path / "site")
+    problems, _ = broken_links(tmp_path / "site")
+    assert not problems, "\n".join(problems[:20])
+    ours = {f.path: f.sha256 for f in report.files}
+    theirs = {f.path: f.sha256 for f in static_site.report.files}
+    assert sorted(p for p in ours if ours[p] != theirs.get(p)) == []
 
 
 def test_the_copy_holds_every_page_of_the_data(static_site: StaticSite) -> None:
@@ -210,3 +236,11 @@ def test_make_static_rewrites_links_and_leaves_out_what_needs_a_server() -> None
         '<svg><circle r="2"/></svg><img src="../static/favicon.svg" alt="">'
     )
     assert static.links == ["/", "/cohorts/3?page=2&per_page=50", "/decisions/4"]
+
+
+def test_a_page_needing_a_file_the_copy_lacks_fails_by_name(
+    static_site: StaticSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("arena.publish.site._static_file", lambda name: name != "app.css")
+    with pytest.raises(SiteFailed, match=r"^/: <link href='/static/app.css'> is not in the copy"):
+        write_site(static_site.factory, static_site.settings, tmp_path / "site")
