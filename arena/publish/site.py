@@ -23,12 +23,14 @@ rewritten: the publisher's manifest tells a changed page from an unchanged one.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import shutil
 import tempfile
 from collections import deque
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,7 +46,7 @@ from arena.errors import SiteFailed
 from arena.publish.static_html import make_static
 from arena.store.db import head_revision
 from arena.store.models import Agent, Cohort, Decision, Family, JobRun, PortfolioSnapshot
-from arena.web.app import create_app
+from arena.web.app import access, create_app
 from arena.web.context import PER_PAGE, WebContext
 from arena.web.render import HERE
 
@@ -129,7 +131,8 @@ def write_site(
         seeds = list(_seeds(session))
     ctx = WebContext(settings, engine, factory, head_revision(), clock=FixedClock(moment))
     out.mkdir(parents=True, exist_ok=True)
-    with TestClient(create_app(settings, context=ctx)) as client:  # one event loop for all
+    app = create_app(settings, context=ctx)
+    with _quiet(access), TestClient(app) as client:  # one event loop for every page
         files = [_write(out, path, data) for path, data in _pages(client, seeds)]  # one by one
     for path in sorted(p for p in STATIC.rglob("*") if p.is_file()):
         name = f"static/{path.relative_to(STATIC).as_posix()}"
@@ -189,6 +192,18 @@ def _get(client: TestClient, url: str) -> str:
     if response.status_code != 200:
         raise SiteFailed(f"{url}: HTTP {response.status_code} from the dashboard")
     return response.text
+
+
+@contextmanager
+def _quiet(logger: logging.Logger) -> Iterator[None]:
+    """``logger`` at WARNING while the block runs (the access log writes a line per request:
+    the pages of a copy are not visits)."""
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _static_file(name: str) -> bool:

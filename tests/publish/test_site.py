@@ -4,6 +4,7 @@ the copy, nothing that needs a server, and the same bytes for the same data."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -244,3 +245,13 @@ def test_a_page_needing_a_file_the_copy_lacks_fails_by_name(
     monkeypatch.setattr("arena.publish.site._static_file", lambda name: name != "app.css")
     with pytest.raises(SiteFailed, match=r"^/: <link href='/static/app.css'> is not in the copy"):
         write_site(static_site.factory, static_site.settings, tmp_path / "site")
+
+
+def test_writing_the_copy_logs_no_request(
+    static_site: StaticSite, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A page of the copy is not a visit: the access log (a line per request) stays quiet."""
+    caplog.set_level(logging.INFO)
+    write_site(static_site.factory, static_site.settings, tmp_path / "site")
+    assert [r.getMessage() for r in caplog.records if r.name == "arena.web.access"] == []
+    assert logging.getLogger("arena.web.access").level == logging.NOTSET  # put back
