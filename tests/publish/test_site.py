@@ -255,3 +255,16 @@ def test_writing_the_copy_logs_no_request(
     write_site(static_site.factory, static_site.settings, tmp_path / "site")
     assert [r.getMessage() for r in caplog.records if r.name == "arena.web.access"] == []
     assert logging.getLogger("arena.web.access").level == logging.NOTSET  # put back
+
+
+def test_an_empty_arena_gives_a_copy_of_empty_pages(
+    sqlite_db: Database, static_site: StaticSite, tmp_path: Path
+) -> None:
+    report = write_site(sqlite_db.factory, static_site.settings, tmp_path / "site")
+    assert [f.path for f in report.files if f.path.endswith(".html")] == [
+        "cohorts.html",
+        "index.html",
+        "methodology.html",
+    ]
+    assert "No agents yet" in (tmp_path / "site" / "index.html").read_text()
+    assert broken_links(tmp_path / "site")[0] == []
