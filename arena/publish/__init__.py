@@ -1,2 +1,7 @@
-"""``arena publish``: the versioned, self-contained dataset, and the static copy of the dashboard
-inside it (:mod:`arena.publish.site`)."""
+"""The published dataset (``arena publish DIR``) and its check (``arena verify DIR``).
+
+* :mod:`arena.publish.dataset`: writes the dataset: tables, chain, commitments, public key,
+  manifest; incremental (only changed files are replaced; every version's manifest is kept).
+* :mod:`arena.publish.site`: the static copy of the dashboard under ``DIR/site/``, rendered by
+  the web app in-process (:mod:`arena.publish.static_html` makes each page static).
+"""
