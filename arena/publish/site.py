@@ -37,12 +37,13 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import FixedClock, ensure_utc
 from arena.config import FAMILY_ID_PATTERN, Settings
 from arena.errors import SiteFailed
+from arena.publish.dataset import Part
 from arena.publish.static_html import make_static
 from arena.store.db import head_revision
 from arena.store.models import Agent, Cohort, Decision, Family, JobRun, PortfolioSnapshot
@@ -50,6 +51,7 @@ from arena.web.app import access, create_app
 from arena.web.context import PER_PAGE, WebContext
 from arena.web.render import HERE
 
+SITE = "site"  # the copy's directory in a published dataset
 STATIC = HERE / "static"
 FAMILY = FAMILY_ID_PATTERN.strip("^$")
 # The dashboard's pages the copy holds, by path; any other path is not in the copy.
@@ -123,9 +125,10 @@ def write_site(
 
     ``as_of`` is the instant the pages are computed at (default: the newest stored instant, so
     the same data gives the same bytes). Raises :class:`SiteFailed` when a page fails."""
-    engine = factory.kw.get("bind")
-    if not isinstance(engine, Engine):
-        raise TypeError("write_site needs a session factory bound to an engine")
+    bind = factory.kw.get("bind")
+    if not isinstance(bind, Engine | Connection):
+        raise TypeError("write_site needs a session factory bound to an engine or a connection")
+    engine = bind if isinstance(bind, Engine) else bind.engine
     with factory() as session:
         moment = ensure_utc(as_of) if as_of is not None else newest_instant(session)
         seeds = list(_seeds(session))
@@ -139,6 +142,19 @@ def write_site(
         files.append(_write(out, name, path.read_bytes()))
     removed = tuple(_remove_stale(out, {f.path for f in files}))
     return SiteReport(tuple(sorted(files, key=lambda f: f.path)), removed, moment)
+
+
+def site_part(settings: Settings, *, as_of: datetime | None = None) -> Part:
+    """The static copy as a part of ``arena publish`` (``parts`` of
+    :func:`~arena.publish.dataset.publish_dataset`): rendered on the publish's own snapshot
+    (each page's session a savepoint on its connection), written to ``staged/site/``."""
+
+    def part(session: Session, staged: Path) -> list[str]:
+        snapshot = sessionmaker(bind=session.connection(), join_transaction_mode="create_savepoint")
+        report = write_site(snapshot, settings, staged / SITE, as_of=as_of)
+        return [f"{SITE}/{f.path}" for f in report.files]
+
+    return part
 
 
 def newest_instant(session: Session) -> datetime:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -14,14 +15,19 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
+from arena.config import load_settings
 from arena.errors import SiteFailed
-from arena.publish.site import site_file, write_site
+from arena.publish.dataset import publish_dataset
+from arena.publish.site import site_file, site_part, write_site
 from arena.publish.static_html import make_static
 from arena.store.models import Agent, Cohort, Decision, Family
 from arena.web.app import create_app
 from tests.analytics.results_arena import build_arena
 from tests.conftest import Database
+from tests.helpers import write_config
 from tests.publish.conftest import StaticSite, plant_hostile_text, small_arena
+
+FIXED_NOW = datetime(2026, 11, 26, 12, tzinfo=UTC)
 
 
 class _Urls(HTMLParser):
@@ -268,3 +274,22 @@ def test_an_empty_arena_gives_a_copy_of_empty_pages(
     ]
     assert "No agents yet" in (tmp_path / "site" / "index.html").read_text()
     assert broken_links(tmp_path / "site")[0] == []
+
+
+def test_the_copy_is_a_part_of_the_published_dataset(db: Database, tmp_path: Path) -> None:
+    """Through ``publish_dataset``: the copy lands in ``DIR/site/``, read on the publish's own
+    snapshot, listed file by file in the manifest; a second publish changes nothing."""
+    build_arena(db.factory)
+    settings = load_settings(write_config(tmp_path / "config.yaml", db.url, methodology="v2"))
+    out = tmp_path / "dataset"
+    alone = write_site(db.factory, settings, tmp_path / "alone")
+    first = publish_dataset(db.factory, out, FIXED_NOW, parts=(site_part(settings),))
+    manifest = json.loads((out / "manifest.json").read_text())["files"]
+    assert {f"site/{f.path}": f.sha256 for f in alone.files} == {
+        path: entry["sha256"] for path, entry in manifest.items() if path.startswith("site/")
+    }
+    assert {f"site/{f.path}" for f in alone.files} <= set(first.changed)
+    assert broken_links(out / "site")[0] == []
+    second = publish_dataset(db.factory, out, FIXED_NOW, parts=(site_part(settings),))
+    assert second.changed == []
+    assert second.version == first.version
