@@ -14,10 +14,12 @@ dashboard share their templates, queries and numbers. Each page is made static
     /methodology                  methodology.html
     /static/app.css               static/app.css
 
-Markets, ``/status`` and the API are not copied: links to them become text. The output is a
-function of the database alone (the instant defaults to the newest stored one), so a second
-run over the same data writes the same bytes, and only the files whose bytes change are
-rewritten: the publisher's manifest tells a changed page from an unchanged one.
+Markets, ``/status`` and the API are not copied: links to them become text. Charts carry
+their curves inline, so nothing is fetched: the copy opens from ``file://`` or any static host.
+The output is a function of the database alone (the instant defaults to the newest stored
+one), so a second run over the same data writes the same bytes, and only the files whose bytes
+change are rewritten. :func:`site_part` makes the copy a part of
+:func:`~arena.publish.dataset.publish_dataset`, read on the publish's own snapshot.
 """
 
 from __future__ import annotations
