@@ -22,6 +22,7 @@ from arena.publish.site import site_file, site_part, write_site
 from arena.publish.static_html import make_static
 from arena.store.models import Agent, Cohort, Decision, Family
 from arena.web.app import create_app
+from arena.web.context import PER_PAGE
 from tests.analytics.results_arena import build_arena
 from tests.conftest import Database
 from tests.helpers import write_config
@@ -96,7 +97,8 @@ def test_the_copy_is_written_alike_from_either_database(
     assert not problems, "\n".join(problems[:20])
     ours = {f.path: f.sha256 for f in report.files}
     theirs = {f.path: f.sha256 for f in static_site.report.files}
-    assert sorted(p for p in ours if ours[p] != theirs.get(p)) == []
+    assert set(ours) == set(theirs)
+    assert sorted(p for p in ours if ours[p] != theirs[p]) == []
 
 
 def test_the_copy_holds_every_page_of_the_data(static_site: StaticSite) -> None:
@@ -293,3 +295,40 @@ def test_the_copy_is_a_part_of_the_published_dataset(db: Database, tmp_path: Pat
     second = publish_dataset(db.factory, out, FIXED_NOW, parts=(site_part(settings),))
     assert second.changed == []
     assert second.version == first.version
+
+
+def test_a_long_list_is_copied_page_by_page(tmp_path: Path) -> None:
+    """A cohort of more decisions than a page holds: its further pages are files of the copy,
+    linked from the pager, and every decision on them has its page."""
+    factory, settings = small_arena(tmp_path)
+    with factory() as session, session.begin():
+        agent = session.scalars(select(Agent).where(Agent.cohort_id == 1)).first()
+        assert agent is not None
+        at = datetime(2026, 11, 2, tzinfo=UTC)
+        session.add_all(
+            Decision(
+                agent_id=agent.id,
+                cohort_id=1,
+                decision_week=100 + week,
+                status="completed",
+                action="HOLD",
+                claim_count=1,
+                prompt_version="v2",
+                methodology_version="v2",
+                created_at=at,
+                updated_at=at,
+                completed_at=at,
+            )
+            for week in range(PER_PAGE + 5)
+        )
+    report = write_site(factory, settings, tmp_path / "site")
+    paths = {f.path for f in report.files}
+    assert {"cohorts/1.html", "cohorts/1.page-2.html"} <= paths
+    assert "cohorts/1.page-3.html" not in paths
+    with factory() as session:
+        decisions = {f"decisions/{d}.html" for d in session.scalars(select(Decision.id))}
+    assert decisions <= paths
+    second = (tmp_path / "site" / "cohorts" / "1.page-2.html").read_text()
+    assert '<a href="1.html">&larr; newer</a>' in second
+    assert broken_links(tmp_path / "site")[0] == []
+    factory.kw["bind"].dispose()
