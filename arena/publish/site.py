@@ -126,7 +126,9 @@ def write_site(
     leaderboard, the cohorts, the methodology and the static files.
 
     ``as_of`` is the instant the pages are computed at (default: the newest stored instant, so
-    the same data gives the same bytes). Raises :class:`SiteFailed` when a page fails."""
+    the same data gives the same bytes). Each page reads in a session of its own: a factory
+    bound to a connection in a transaction (:func:`site_part`) gives every page one snapshot.
+    Raises :class:`SiteFailed` when a page fails."""
     bind = factory.kw.get("bind")
     if not isinstance(bind, Engine | Connection):
         raise TypeError("write_site needs a session factory bound to an engine or a connection")
