@@ -38,7 +38,8 @@ ArenaError                      base of everything arena raises on purpose
 ├── StorageFailed               a full disk or a database that refuses writes; CLI exits 1
 ├── JobFailed                   a job ran and failed; CLI exits 1
 │   ├── UniverseUnavailable     no fresh, big enough universe: the decision run stores nothing
-│   └── RunAborted              a provider refused the key or credit: the decision run stops
+│   ├── RunAborted              a provider refused the key or credit: the decision run stops
+│   └── SiteFailed              publish: a page of the dashboard's static copy did not render
 └── FakeSignal                  arena.fakes only: a fake server's handler tells its transport
     ├── FakeDrop                drop the connection without answering
     └── FakeSlow                answer late
@@ -291,6 +292,11 @@ class UniverseUnavailable(JobFailed):
 
 class RunAborted(JobFailed):
     """The provider refused the key or credit (401/402): the decision run stops at once."""
+
+
+class SiteFailed(JobFailed):
+    """``arena publish``: the dashboard did not render a page of its static copy, or the page
+    needs a file the copy lacks (names the page)."""
 
 
 class FakeSignal(ArenaError):
