@@ -440,3 +440,14 @@ def test_verify_needs_no_pandas(published: Path, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["ok"] is True
+
+
+def test_a_dataset_without_a_leaderboard_skips_that_check(dataset: Path) -> None:
+    (dataset / "leaderboard.json").unlink()
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    del manifest["files"]["leaderboard.json"]
+    (dataset / "manifest.json").write_text(json.dumps(manifest))
+    result = verify_dataset(dataset)
+    assert result.ok, result.failures
+    assert result.counts["leaderboard_skipped"] == 1
+    assert "leaderboard_rows" not in result.counts
