@@ -14,7 +14,7 @@ from arena.numbers import count
 from arena.terminal import TerminalColumn, fitted_table, show, text_column
 
 if TYPE_CHECKING:
-    from arena.publish.verify import Verification
+    from arena.publish.findings import Verification
 
 FAILURE_COLUMNS = [
     text_column("check", "check"),

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from arena.publish.verify import Failure, Verification, verify_dataset
+from arena.publish.findings import Failure, Verification
+from arena.publish.verify import verify_dataset
 from arena.record.signing import sign
 from tests.helpers import cli_env, run_arena
 from tests.publish.tamper import (

@@ -1,0 +1,180 @@
+"""Commitments and timing (``arena verify``): every commitment holds, and every forecast and
+bet was committed before its market resolved.
+
+* Each commitment's signature holds for its body under ``public_key.pem`` (unsigned ones are
+  counted; a signed one with no key published fails), the body's fields equal the line's, and
+  its head hash is the chain's hash at its seq (a seq beyond the chain's end fails).
+* A market's resolution time is its ``resolved_at``, or its ``closed_time`` when that is earlier
+  (trading stops at the close; either may be missing: an open market constrains nothing). A
+  record's commitment time is the earliest ``committed_at`` of the commitments that hold with
+  ``seq`` at or after the record's (the covering commitments); when the dataset holds no
+  commitment at all, the record's own ``recorded_at`` (the operator's word). A forecast or BUY
+  is late when that time is not before the resolution, or nothing covers it. Records chained
+  after the fact (the genesis pass) prove nothing about time: counted apart, never failures.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from arena.clock import iso_utc, parse_timestamp
+from arena.publish.findings import Chain, Verification, json_lines
+from arena.publish.tables import table_rows
+from arena.record.signing import SigningKeyError, key_id, load_public_key, signature_holds
+
+COMMITMENTS = "commitments.jsonl"
+PUBLIC_KEY = "public_key.pem"
+COMMITMENT_FIELDS = ("seq", "head_hash", "count", "committed_at", "key_id")
+
+
+# -- commitments ------------------------------------------------------------------------------
+
+
+def _public_key(directory: Path, result: Verification) -> Any:
+    path = directory / PUBLIC_KEY
+    if not path.is_file():
+        return None
+    try:
+        return load_public_key(path.read_text(encoding="utf-8"))
+    except (SigningKeyError, ValueError) as exc:
+        result.fail("commitment", PUBLIC_KEY, "-", f"not an Ed25519 public key ({exc})")
+        return None
+
+
+def check_commitments(
+    directory: Path, chain: Chain, result: Verification
+) -> list[tuple[int, datetime]] | None:
+    """The (seq, committed_at) of every commitment that holds, sorted by seq; None when the
+    dataset holds no commitment at all."""
+    public = _public_key(directory, result)
+    if public is None and not (directory / PUBLIC_KEY).is_file():
+        result.notes.append("no public_key.pem: commitment signatures cannot be checked")
+    valid: list[tuple[int, datetime]] = []
+    any_line = False
+    for number, line in json_lines(directory / COMMITMENTS, result, "commitment"):
+        any_line = True
+        result.count("commitments")
+        if _commitment_holds(line, number, public, chain, result):
+            valid.append((line["seq"], parse_timestamp(line["committed_at"])))
+    if result.counts.get("commitments_unsigned"):
+        result.notes.append(f"{result.counts['commitments_unsigned']} commitments are unsigned")
+    return sorted(valid) if any_line else None
+
+
+def _commitment_holds(
+    line: dict[str, Any], number: int, public: Any, chain: Chain, result: Verification
+) -> bool:
+    row = f"id={line.get('id', f'line {number}')}"
+    failures = len(result.failures)
+    body_text = line.get("body")
+    try:
+        body = json.loads(body_text) if isinstance(body_text, str) else None
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        result.fail("commitment", COMMITMENTS, row, "its body is not a JSON object")
+        return False
+    for name in COMMITMENT_FIELDS:
+        if body.get(name) != line.get(name):
+            result.fail(
+                "commitment",
+                COMMITMENTS,
+                row,
+                f"{name}: line {line.get(name)}, body {body.get(name)}",
+            )
+    signature = line.get("signature")
+    if signature is None:
+        result.count("commitments_unsigned")
+    elif public is None:
+        result.fail("commitment", COMMITMENTS, row, "signed, but no public key is published")
+    elif not signature_holds(public, str(body_text).encode("utf-8"), signature):
+        result.fail(
+            "commitment", COMMITMENTS, row, "the signature does not hold for public_key.pem"
+        )
+    else:
+        result.count("commitments_signed")
+        if line.get("key_id") != key_id(public):
+            result.fail("commitment", COMMITMENTS, row, "key_id is not public_key.pem's")
+    seq = line.get("seq")
+    if not isinstance(seq, int) or seq < 1 or seq > len(chain.hashes):
+        result.fail(
+            "commitment",
+            COMMITMENTS,
+            row,
+            f"seq {seq} is beyond the chain's end ({len(chain.hashes)})",
+        )
+    elif chain.hashes[seq - 1] != line.get("head_hash"):
+        result.fail(
+            "commitment", COMMITMENTS, row, f"head_hash is not the chain's hash at seq {seq}"
+        )
+    try:
+        parse_timestamp(str(line.get("committed_at")))
+    except ValueError:
+        result.fail("commitment", COMMITMENTS, row, "committed_at is not a time")
+    return len(result.failures) == failures
+
+
+def _resolutions(directory: Path) -> dict[str, datetime]:
+    """Each resolved (or closed) market's resolution time: the earlier of ``resolved_at`` and
+    ``closed_time``."""
+    out: dict[str, datetime] = {}
+    for row in table_rows(directory, "markets", ("market_id", "resolved_at", "closed_time")):
+        times = [parse_timestamp(t) for t in (row["resolved_at"], row["closed_time"]) if t]
+        if times:
+            out[row["market_id"]] = min(times)
+    return out
+
+
+def check_timing(
+    directory: Path,
+    chain: Chain,
+    commitments: list[tuple[int, datetime]] | None,
+    result: Verification,
+) -> None:
+    resolutions = _resolutions(directory)
+    seqs = [seq for seq, _ in commitments or []]
+    earliest: list[datetime] = []  # earliest committed_at among commitments[i:]
+    for _, committed_at in reversed(commitments or []):
+        earliest.append(committed_at if not earliest else min(committed_at, earliest[-1]))
+    earliest.reverse()
+    sources = (
+        ("forecasts", "forecast_id", "forecasts", lambda row: True),
+        ("trades", "trade_id", "bets", lambda row: row["trade_type"] == "BUY"),
+    )
+    for table, id_column, name, wanted in sources:
+        columns = (id_column, "decision_id", "market_id", "trade_type")
+        for row in table_rows(directory, table, columns):
+            if not wanted(row):
+                continue
+            resolved = resolutions.get(row["market_id"])
+            seq = chain.decisions.get(row["decision_id"])
+            if seq is None:
+                continue  # unrecorded: the record check names its decision
+            if resolved is None:
+                result.count(f"{name}_unresolved")
+                continue
+            link = chain.links[seq - 1]
+            if link.after_the_fact:
+                result.count(f"{name}_after_the_fact")
+                continue
+            if commitments is None:
+                committed = link.recorded_at
+            else:
+                first = bisect.bisect_left(seqs, seq)
+                committed = earliest[first] if first < len(earliest) else None
+            if committed is not None and committed < resolved:
+                result.count(f"{name}_in_time")
+                continue
+            result.count(f"{name}_late")
+            when = "no commitment covers it" if committed is None else iso_utc(committed)
+            result.fail(
+                "timing",
+                table,
+                f"{id_column}={row[id_column]}",
+                f"market {row['market_id']} resolved {iso_utc(resolved)}; committed: {when} "
+                f"(record seq {seq})",
+            )
