@@ -107,6 +107,15 @@ def child_environment() -> dict[str, str]:
     return env
 
 
+def git_reason(output: str) -> str:
+    """What git said went wrong, in one line: the remote's own words, the rejected refs and
+    git's errors (its progress and hints left out), URLs masked."""
+    lines = [line.strip() for line in output.splitlines()]
+    said = [line for line in lines if line.startswith(("remote:", "!", "error:", "fatal:"))]
+    text = " / ".join(said or [line for line in lines if line][-3:])
+    return masked_text(text)[:ERROR_CHARS] or "no message"
+
+
 class GitAnchor:
     def __init__(self, config: GitAnchorConfig) -> None:
         self.name = config.name
@@ -132,8 +141,7 @@ class GitAnchor:
         except OSError as exc:
             raise AnchorError(f"cannot run git: {exc.strerror or exc}") from None
         if check and done.returncode != 0:
-            said = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
-            reason = masked_text(" / ".join(said[-3:]))[:ERROR_CHARS] or "no message"
+            reason = git_reason(done.stderr or done.stdout)
             raise AnchorError(f"git {args[0]} failed (exit {done.returncode}): {reason}")
         return done
 
