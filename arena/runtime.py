@@ -151,7 +151,7 @@ class Runtime:
         except Exception as exc:
             log.error("commitment after the decision run failed: %s: %s", type(exc).__name__, exc)
             return
-        log.info("after the decision run: %s", report.summary())
+        log.info("after the decision run: %s", report.summary().replace("\n", "; "))
 
     def decision_run(
         self,

@@ -74,6 +74,7 @@ class CommitReport:
     the deliveries that succeeded, and each one that failed (``anchor: reason``)."""
 
     committed: Committed | None = None
+    anchors: int = 0  # how many are configured
     delivered: int = 0
     failures: list[str] = field(default_factory=list)
 
@@ -102,7 +103,9 @@ class CommitReport:
                 f"commitment at seq {made.seq} ({made.count} new record(s), {signed}): "
                 f"head {made.head_hash[:16]}"
             )
-        return f"{line}; {self.delivered} anchor delivery(ies) made, {len(self.failures)} failed"
+        if not self.anchors:
+            return f"{line}\nno anchor configured (record.anchors)"
+        return f"{line}\nanchors: {self.delivered} delivery(ies) made, {len(self.failures)} failed"
 
 
 def commit_record(
@@ -113,7 +116,8 @@ def commit_record(
 ) -> CommitReport:
     """Commit the chain's head if it moved, then deliver every undelivered commitment to
     ``anchors`` (module docstring)."""
-    report = CommitReport(committed=make_commitment(factory, clock.now(), key, anchors))
+    made = make_commitment(factory, clock.now(), key, anchors)
+    report = CommitReport(committed=made, anchors=len(anchors))
     for anchor in anchors:
         deliver(factory, anchor, clock, report)
     return report
