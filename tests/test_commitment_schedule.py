@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from arena.config import load_settings
@@ -18,6 +19,7 @@ from arena.demo_world import Simulation
 from arena.domain.states import Job
 from arena.sources.anchors import GitAnchor
 from arena.store.models import AnchorDelivery, Commitment, Record
+from arena.web.app import create_app
 from tests.cli.test_results import arena_main
 from tests.conftest import Database
 from tests.helpers import WEEK_FAMILIES, week_simulation, write_config
@@ -60,6 +62,11 @@ def test_a_refusing_git_remote_never_fails_a_decision_run(
     assert failed.status == "failed"
     assert "pushes are refused here" in (failed.error or "")
     assert remote.pushed_lines() == []
+    with TestClient(create_app(sim.settings)) as client:
+        metrics = client.get("/metrics").text
+    name = f'{{anchor="git:{remote.work}"}}'
+    assert f"arena_anchor_undelivered_commitments{name} 1.0" in metrics
+    assert f"arena_anchor_failed_deliveries_total{name} 2.0" in metrics
 
     remote.refuse(False)
     sim.clock.set(SUNDAY + timedelta(hours=1))
