@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "arena.cli.run",
     "arena.cli.analyze",
     "arena.cli.results",
+    "arena.cli.publish",
     "arena.cli.demo",
     "arena.cli.serve",
 ]

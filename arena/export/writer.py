@@ -136,18 +136,11 @@ def export(
     directory = Path(target.directory)
     check_target(directory, target.overwrite, (f"{t.name}.{f}" for t in TABLES for f in FORMATS))
     exported_at = (clock or SystemClock()).now()
-    written: list[ExportedFile] = []
     with consistent_read(session_factory) as session:
         _check_known(session, filters)
         versions = _methodology_versions(session, filters)
         with staging(directory) as staged:
-            for spec in TABLES:
-                path = staged / f"{spec.name}.{fmt}"
-                rows = _write_table(session, spec, filters, include_prompts, fmt, path)
-                written.append(
-                    ExportedFile(spec.name, path.name, rows, path.stat().st_size, sha256_of(path))
-                )
-                log.debug("exported %s: %d rows", spec.name, rows)
+            written = write_tables(session, staged, fmt, filters, include_prompts=include_prompts)
             manifest = _manifest(methodology, fmt, exported_at, filters, include_prompts)
             manifest = replace(manifest, cohort_methodology_versions=versions, files=tuple(written))
             (staged / MANIFEST).write_text(
@@ -156,6 +149,27 @@ def export(
             publish(staged, directory)
     log.info("export of %d rows written to %s", sum(f.rows for f in written), directory)
     return manifest
+
+
+def write_tables(
+    session: Session,
+    directory: Path,
+    fmt: str,
+    filters: ExportFilters | None = None,
+    *,
+    include_prompts: bool = True,
+) -> list[ExportedFile]:
+    """Write every table of the slice as ``<directory>/<table>.<fmt>``, all from ``session``
+    (one consistent read: :func:`arena.store.consistent_read.consistent_read`)."""
+    written: list[ExportedFile] = []
+    for spec in TABLES:
+        path = directory / f"{spec.name}.{fmt}"
+        rows = _write_table(session, spec, filters or ExportFilters(), include_prompts, fmt, path)
+        written.append(
+            ExportedFile(spec.name, path.name, rows, path.stat().st_size, sha256_of(path))
+        )
+        log.debug("exported %s: %d rows", spec.name, rows)
+    return written
 
 
 def _normalised(filters: ExportFilters) -> ExportFilters:

@@ -72,3 +72,11 @@ def signature_holds(public: Ed25519PublicKey, data: bytes, signature: str) -> bo
     except (InvalidSignature, binascii.Error, ValueError):
         return False
     return True
+
+
+def signing_key_from_env() -> str | None:
+    """The PEM text of ``ARENA_SIGNING_KEY``, or None when it is unset or blank."""
+    import os
+
+    value = os.environ.get(SIGNING_KEY_ENV, "")
+    return value if value.strip() else None

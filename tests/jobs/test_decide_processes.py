@@ -18,6 +18,7 @@ from arena.store.models import Agent, Decision, Trade
 from tests.conftest import Database
 from tests.helpers import cli_env, run_arena, start_arena
 from tests.jobs.decide_world import COHORT_AT, HOLD, MODELS, bet, fake_answer, make_world
+from tests.record.chain_checks import assert_linear
 
 AT = "2026-11-22T00:05:00Z"
 
@@ -86,6 +87,11 @@ def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Pa
         )
     assert buys == len(MODELS)
     world.assert_ledger()
+    # the three writers appended to one chain: one line, one record per completed decision
+    records = assert_linear(db)
+    assert sorted(r.subject_id for r in records if r.kind == "decision") == sorted(
+        d.id for d in decisions.values()
+    )
 
 
 def test_killed_run_is_taken_over_at_once_without_duplicates(db: Database, tmp_path: Path) -> None:

@@ -1,0 +1,229 @@
+"""``arena publish DIR``: a versioned, self-contained dataset a reader can verify without the
+operator's database (METHODOLOGY.md, "A record anyone can verify"; README "Publish and
+verify").
+
+Layout (``DIR/``):
+
+* ``tables/<table>.parquet`` and ``tables/<table>.csv``: every export table, prompts included
+  (``docs/EXPORT_SCHEMA.md``);
+* ``chain.jsonl``: one line per record in sequence order, ``{"seq", "prev_hash", "hash",
+  "record"}``, where ``hash = sha256(prev_hash bytes || RFC 8785 bytes of record)``;
+* ``commitments.jsonl``: one line per commitment, ``{"id", "seq", "head_hash", "count",
+  "committed_at", "key_id", "signature", "body"}``, ``body`` being the exact signed text;
+* ``public_key.pem``: the Ed25519 public key, when a signing key is configured;
+* ``manifest.json``: the dataset's version and head, and the sha256 and size of every other
+  file; ``manifests/manifest-<version>.json`` keeps every version's manifest.
+
+Everything is read in one consistent snapshot, so the chain never runs ahead of the tables it
+records. Publishing is incremental: each file is written beside the dataset and moves into
+place only when its bytes changed; a publish that changes nothing writes no new version.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena import __version__
+from arena.clock import iso_utc
+from arena.export.directory import sha256_of
+from arena.export.writer import write_tables
+from arena.record.canonical import canonical
+from arena.record.chain import head
+from arena.record.signing import load_signing_key, public_key_pem
+from arena.store.consistent_read import consistent_read
+from arena.store.models import Commitment, Record
+
+log = logging.getLogger(__name__)
+
+DATASET_SCHEMA_VERSION = "1"
+MANIFEST = "manifest.json"
+MANIFESTS = "manifests"
+TABLES_DIR = "tables"
+CHAIN = "chain.jsonl"
+COMMITMENTS = "commitments.jsonl"
+PUBLIC_KEY = "public_key.pem"
+TABLE_FORMATS = ("parquet", "csv")
+STAGING = ".publishing"
+RECORD_BATCH = 2_000
+
+
+@dataclass
+class PublishReport:
+    """What one publish did: the dataset version it left, and which files it (re)wrote."""
+
+    directory: Path
+    version: int
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    records: int = 0
+    head_hash: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "directory": str(self.directory),
+            "version": self.version,
+            "changed": self.changed,
+            "unchanged": len(self.unchanged),
+            "records": self.records,
+            "head_hash": self.head_hash,
+        }
+
+
+Part = Callable[[Session, Path], list[str]]
+"""A part of the dataset: writes its files under the staging directory given, returns their
+paths relative to it."""
+
+
+def publish_dataset(
+    factory: sessionmaker[Session],
+    out: Path,
+    now: datetime,
+    *,
+    signing_key: str | None = None,
+    parts: tuple[Part, ...] = (),
+) -> PublishReport:
+    """Write or update the dataset in ``out``; ``signing_key`` is the PEM of
+    ``ARENA_SIGNING_KEY`` (only its public half is published); ``parts`` add files (the
+    leaderboard, the analyses, the incident log, the card, the static site)."""
+    out.mkdir(parents=True, exist_ok=True)
+    staged = out / STAGING
+    if staged.exists():
+        shutil.rmtree(staged)
+    staged.mkdir()
+    try:
+        with consistent_read(factory) as session:
+            written = _tables(session, staged)
+            written += _chain(session, staged)
+            written += _commitments(session, staged)
+            if signing_key is not None:
+                (staged / PUBLIC_KEY).write_text(public_key_pem(load_signing_key(signing_key)))
+                written.append(PUBLIC_KEY)
+            for part in parts:
+                written += part(session, staged)
+            chain_head = head(session)
+        report = PublishReport(out, _current_version(out))
+        report.records, report.head_hash = chain_head.seq, chain_head.hash
+        for name in written:
+            if _move_if_changed(staged / name, out / name):
+                report.changed.append(name)
+            else:
+                report.unchanged.append(name)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    if report.changed or not (out / MANIFEST).exists():
+        report.version += 1
+        manifest = _manifest(out, report, now)
+        (out / MANIFESTS).mkdir(exist_ok=True)
+        text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+        _write_atomically(out / MANIFESTS / f"manifest-{report.version:06d}.json", text)
+        _write_atomically(out / MANIFEST, text)
+    log.info("published %s: version %s, %s files changed", out, report.version, len(report.changed))
+    return report
+
+
+def _tables(session: Session, staged: Path) -> list[str]:
+    (staged / TABLES_DIR).mkdir()
+    names = []
+    for fmt in TABLE_FORMATS:
+        for written in write_tables(session, staged / TABLES_DIR, fmt):
+            names.append(f"{TABLES_DIR}/{written.file}")
+    return names
+
+
+def _chain(session: Session, staged: Path) -> list[str]:
+    """``chain.jsonl``: every record, its canonical body parsed back into the line."""
+    statement = select(Record.seq, Record.prev_hash, Record.hash, Record.body).order_by(Record.seq)
+    with _lines(staged / CHAIN) as write:
+        rows = session.execute(statement.execution_options(yield_per=RECORD_BATCH))
+        for seq, prev_hash, hash_, body in rows:
+            line = {"seq": seq, "prev_hash": prev_hash, "hash": hash_, "record": json.loads(body)}
+            write(canonical(line))
+    return [CHAIN]
+
+
+def _commitments(session: Session, staged: Path) -> list[str]:
+    with _lines(staged / COMMITMENTS) as write:
+        for commitment in session.scalars(select(Commitment).order_by(Commitment.id)):
+            write(
+                canonical(
+                    {
+                        "id": commitment.id,
+                        "seq": commitment.seq,
+                        "head_hash": commitment.head_hash,
+                        "count": commitment.count,
+                        "committed_at": iso_utc(commitment.committed_at),
+                        "key_id": commitment.key_id,
+                        "signature": commitment.signature,
+                        "body": commitment.body,
+                    }
+                )
+            )
+    return [COMMITMENTS]
+
+
+@contextmanager
+def _lines(path: Path) -> Iterator[Callable[[bytes], None]]:
+    """A function that writes one JSON line (bytes) to ``path``."""
+    with path.open("wb") as handle:
+
+        def write(data: bytes) -> None:
+            handle.write(data + b"\n")
+
+        yield write
+
+
+def _move_if_changed(source: Path, target: Path) -> bool:
+    """Move ``source`` onto ``target`` unless both hold the same bytes; whether it moved."""
+    same_size = target.exists() and target.stat().st_size == source.stat().st_size
+    if same_size and sha256_of(target) == sha256_of(source):
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(source, target)
+    return True
+
+
+def _current_version(out: Path) -> int:
+    try:
+        return int(json.loads((out / MANIFEST).read_text())["version"])
+    except (FileNotFoundError, KeyError, ValueError, TypeError):
+        return 0
+
+
+def _files(out: Path) -> Iterator[Path]:
+    for path in sorted(out.rglob("*")):
+        relative = path.relative_to(out)
+        if path.is_file() and relative.parts[0] not in (MANIFEST, MANIFESTS, STAGING):
+            yield path
+
+
+def _manifest(out: Path, report: PublishReport, now: datetime) -> dict[str, Any]:
+    files = {
+        path.relative_to(out).as_posix(): {"sha256": sha256_of(path), "bytes": path.stat().st_size}
+        for path in _files(out)
+    }
+    return {
+        "dataset_schema_version": DATASET_SCHEMA_VERSION,
+        "version": report.version,
+        "published_at": iso_utc(now),
+        "arena_version": __version__,
+        "chain": {"seq": report.records, "head_hash": report.head_hash, "records": report.records},
+        "files": files,
+    }
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
