@@ -314,7 +314,7 @@ AnchorConfig = Annotated[FileAnchor | GitAnchor | HttpAnchor, Field(discriminato
 
 class RecordSettings(_Strict):
     """The verifiable record: where commitments are sent. The signing key comes from
-    ``ARENA_SIGNING_KEY`` only (:func:`signing_key_pem`)."""
+    ``ARENA_SIGNING_KEY`` only (:func:`arena.record.signing.signing_key_from_env`)."""
 
     anchors: list[AnchorConfig] = Field(default_factory=list)
 
@@ -659,10 +659,5 @@ def openrouter_api_key() -> SecretStr | None:
 
 SIGNING_KEY_ENV = "ARENA_SIGNING_KEY"
 """The environment variable holding the Ed25519 private key commitments are signed with (PEM,
-PKCS#8); read by :func:`signing_key_pem` only, never stored, logged or published."""
-
-
-def signing_key_pem() -> SecretStr | None:
-    """The signing key's PEM text, from the environment only; None when it is not set."""
-    value = os.environ.get(SIGNING_KEY_ENV, "").strip()
-    return SecretStr(value) if value else None
+PKCS#8): read by :func:`arena.record.signing.signing_key_from_env` only, never stored, logged,
+published or handed to a child process."""

@@ -29,12 +29,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, iso_utc
-from arena.config import SIGNING_KEY_ENV, signing_key_pem
+from arena.config import SIGNING_KEY_ENV
 from arena.domain.states import DeliveryStatus
 from arena.errors import AnchorError, ConfigError
 from arena.record.chain import HEAD_ID, head
 from arena.record.commitments import commitment_body, commitment_entry, entry_line
-from arena.record.signing import SigningKeyError, key_id, load_signing_key, sign
+from arena.record.signing import (
+    SigningKeyError,
+    key_id,
+    load_signing_key,
+    sign,
+    signing_key_from_env,
+)
 from arena.sources.anchors import Anchor
 from arena.store.db import transaction
 from arena.store.models import AnchorDelivery, Commitment, RecordHead
@@ -47,11 +53,11 @@ GENERATE_KEY = "openssl genpkey -algorithm ed25519"
 def signing_key_from_environment() -> Ed25519PrivateKey | None:
     """The key commitments are signed with (None: unsigned); :class:`ConfigError` naming
     ``ARENA_SIGNING_KEY`` when it holds no Ed25519 private key."""
-    pem = signing_key_pem()
+    pem = signing_key_from_env()
     if pem is None:
         return None
     try:
-        return load_signing_key(pem.get_secret_value())
+        return load_signing_key(pem)
     except SigningKeyError as exc:
         raise ConfigError(
             str(exc), hint=f"set {SIGNING_KEY_ENV} to the PEM that `{GENERATE_KEY}` writes"
