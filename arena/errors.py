@@ -28,6 +28,7 @@ ArenaError                      base of everything arena raises on purpose
 │   │   ├── BookUnusable        a book that arrived but is no price: an unreadable or
 │   │   │                       unstorable field, a crossed or locked touch (skip that book)
 │   │   └── UnreadableField     one field of a CLOB body; the parser adds whose it is
+│   ├── AnchorError             a commitment's anchor (file, git, http) failed to take it
 │   └── ProviderError           an LLM provider
 │       ├── UnknownModelPriceError  OpenRouter's model list has no usable price for a model
 │       └── ProviderCallError   one failed call, carrying the attempt's metadata to store
@@ -181,6 +182,11 @@ class BookUnusable(ClobError):
 class UnreadableField(ClobError):
     """One field of a CLOB body cannot be read; the parser catches it and raises a
     :class:`ClobError` that adds whose field it is."""
+
+
+class AnchorError(SourceError):
+    """An anchor (file, git, http) failed to take a commitment; the message says why (no
+    credential of the anchor's URL in it)."""
 
 
 class ProviderError(SourceError):
