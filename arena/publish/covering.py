@@ -6,16 +6,16 @@ bet was committed before its market resolved.
   its head hash is the chain's hash at its seq (a seq beyond the chain's end fails).
 * A market's resolution time is its ``resolved_at``, or its ``closed_time`` when that is earlier
   (trading stops at the close; either may be missing: an open market constrains nothing). A
-  record's commitment time is the earliest ``committed_at`` of the commitments that hold with
-  ``seq`` at or after the record's (the covering commitments); when the dataset holds no
-  commitment at all, the record's own ``recorded_at`` (the operator's word). A forecast or BUY
-  is late when that time is not before the resolution, or nothing covers it. Records chained
+  record's commitment time is the ``committed_at`` of the commitment that covers it: the first
+  that holds with ``seq`` at or after the record's
+  (:func:`arena.record.commitments.covering`); when the dataset holds no commitment at all,
+  the record's own ``recorded_at`` (the operator's word). A forecast or BUY is late when that
+  time is not before the resolution, or nothing covers it. Records chained
   after the fact (the genesis pass) prove nothing about time: counted apart, never failures.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 from datetime import datetime
 from pathlib import Path
@@ -24,11 +24,11 @@ from typing import Any
 from arena.clock import iso_utc, parse_timestamp
 from arena.publish.findings import Chain, Verification, json_lines
 from arena.publish.tables import table_rows
+from arena.record.commitments import COMMITMENT_FIELDS, covering
 from arena.record.signing import SigningKeyError, key_id, load_public_key, signature_holds
 
 COMMITMENTS = "commitments.jsonl"
 PUBLIC_KEY = "public_key.pem"
-COMMITMENT_FIELDS = ("seq", "head_hash", "count", "committed_at", "key_id")
 
 
 # -- commitments ------------------------------------------------------------------------------
@@ -136,11 +136,6 @@ def check_timing(
     result: Verification,
 ) -> None:
     resolutions = _resolutions(directory)
-    seqs = [seq for seq, _ in commitments or []]
-    earliest: list[datetime] = []  # earliest committed_at among commitments[i:]
-    for _, committed_at in reversed(commitments or []):
-        earliest.append(committed_at if not earliest else min(committed_at, earliest[-1]))
-    earliest.reverse()
     sources = (
         ("forecasts", "forecast_id", "forecasts", lambda row: True),
         ("trades", "trade_id", "bets", lambda row: row["trade_type"] == "BUY"),
@@ -164,8 +159,8 @@ def check_timing(
             if commitments is None:
                 committed = link.recorded_at
             else:
-                first = bisect.bisect_left(seqs, seq)
-                committed = earliest[first] if first < len(earliest) else None
+                cover = covering(commitments, seq, key=lambda commitment: commitment[0])
+                committed = None if cover is None else cover[1]
             if committed is not None and committed < resolved:
                 result.count(f"{name}_in_time")
                 continue

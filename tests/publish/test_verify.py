@@ -33,7 +33,7 @@ from tests.publish.tamper import (
     rewrite_table,
     set_manifest_head,
 )
-from tests.publish.world import END, commit_records, publish, simulate
+from tests.publish.world import END, publish, sign_commitments, simulate
 
 pytestmark = pytest.mark.slow  # one simulation for the module (started first)
 
@@ -43,7 +43,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("verify")
     factory, _settings = simulate(root)
     key = Ed25519PrivateKey.generate()
-    assert commit_records(factory, key) > 0
+    assert sign_commitments(factory, key) > 0
     publish(factory, root / "dataset", key, END)
     return root / "dataset"
 

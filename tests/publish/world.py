@@ -2,9 +2,8 @@
 
 Nine simulated days of the production runtime (:class:`arena.demo_world.Simulation`, hourly
 steps, methodology v2): cohorts, decisions with forecasts and trades, settlements with Brier
-rows, each chained by the jobs themselves. A commitment is then written after each decision
-run (one per distinct record time, covering the head at that time), signed with a test key,
-as the daemon's commit job does.
+rows, each chained by the jobs themselves, and the commitment the runtime writes after each
+decision run, signed afterwards with a test key (:func:`sign_commitments`).
 """
 
 from __future__ import annotations
@@ -23,10 +22,10 @@ from arena.clock import iso_utc
 from arena.config import Settings, load_settings
 from arena.demo_world import Simulation, WorldPlan
 from arena.publish.dataset import publish_dataset
-from arena.record.canonical import canonical
+from arena.record.commitments import commitment_body
 from arena.record.signing import key_id, sign
 from arena.store.db import make_engine, session_factory, upgrade
-from arena.store.models import Commitment, Record
+from arena.store.models import Commitment
 from tests.helpers import write_config
 from tests.publish.tamper import refresh_manifest
 
@@ -87,39 +86,20 @@ def simulate(directory: Path) -> tuple[sessionmaker[Session], Settings]:
     return factory, settings
 
 
-def commit_records(factory: sessionmaker[Session], key: Ed25519PrivateKey) -> int:
-    """One signed commitment per distinct record time, a minute after it, covering the head
-    at that time; the number written."""
-    written = 0
+def sign_commitments(factory: sessionmaker[Session], key: Ed25519PrivateKey) -> int:
+    """Sign the commitments the runtime wrote after each decision run (unsigned: the
+    simulation has no ``ARENA_SIGNING_KEY``) as it would have with ``key``; how many."""
     with factory.begin() as session:
-        records = session.execute(
-            select(Record.seq, Record.hash, Record.recorded_at).order_by(Record.seq)
-        ).all()
-        last_seq = 0
-        for index, (seq, hash_, recorded_at) in enumerate(records):
-            following = records[index + 1] if index + 1 < len(records) else None
-            if following is not None and following.recorded_at == recorded_at:
-                continue  # the same run: commit once after its last record
-            committed_at = recorded_at + timedelta(minutes=1)
-            body = {
-                "seq": seq,
-                "head_hash": hash_,
-                "count": seq - last_seq,
-                "committed_at": iso_utc(committed_at),
-                "key_id": key_id(key),
-            }
-            data = canonical(body)
-            session.add(
-                Commitment(
-                    seq=seq,
-                    head_hash=hash_,
-                    count=seq - last_seq,
-                    committed_at=committed_at,
-                    body=data.decode("utf-8"),
-                    signature=sign(key, data),
-                    key_id=key_id(key),
-                )
+        commitments = session.scalars(select(Commitment).order_by(Commitment.id)).all()
+        for commitment in commitments:
+            body = commitment_body(
+                commitment.seq,
+                commitment.head_hash,
+                commitment.count,
+                iso_utc(commitment.committed_at),
+                key_id(key),
             )
-            last_seq = seq
-            written += 1
-    return written
+            commitment.body = body.decode("utf-8")
+            commitment.signature = sign(key, body)
+            commitment.key_id = key_id(key)
+    return len(commitments)
