@@ -43,8 +43,11 @@ def batches(
 # -- value conversion: database value -> the one export value every format starts from ------
 
 
-def _identity(_column: ExportColumn) -> Callable[[Any], Any]:
-    return lambda value: value
+def _to_text(column: ExportColumn) -> Callable[[Any], Any]:
+    derive = column.derive
+    if derive is None:
+        return lambda value: value
+    return lambda value: None if value is None else derive(value)
 
 
 def _to_int(_column: ExportColumn) -> Callable[[Any], Any]:
@@ -95,7 +98,7 @@ def _to_json_text(column: ExportColumn) -> Callable[[Any], Any]:
 
 _CONVERT: dict[Kind, Callable[[ExportColumn], Callable[[Any], Any]]] = {
     Kind.INT: _to_int,
-    Kind.TEXT: _identity,
+    Kind.TEXT: _to_text,
     Kind.BOOL: _to_bool,
     Kind.DECIMAL: _to_decimal,
     Kind.TIME: _to_time,

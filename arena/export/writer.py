@@ -2,7 +2,8 @@
 
 Files (``docs/EXPORT_SCHEMA.md`` documents every column): ``families``, ``cohorts``,
 ``agents``, ``decisions``, ``attempts``, ``trades``, ``positions``, ``snapshots``,
-``brier_scores``, ``markets``, ``market_prices`` and ``forecasts``, each as ``<name>.jsonl``,
+``brier_scores``, ``markets``, ``market_prices``, ``forecasts``, ``universe_markets``,
+``book_marks``, ``job_runs`` and ``system_log``, each as ``<name>.jsonl``,
 ``<name>.csv`` or ``<name>.parquet``. Every row carries the ids needed to join (``cohort_id``,
 ``agent_id``, ``family_id``, ``decision_id``, ``market_id``...).
 
@@ -21,7 +22,8 @@ JSON text, null as JSON null / empty CSV cell / Parquet null.
 
 Bounded memory: every table is streamed from one consistent read snapshot in batches
 (``yield_per``), written row by row (JSONL, CSV) or one Parquet row group per batch, a batch
-being closed early once it holds about :data:`BATCH_BYTES` of text (prompts are large).
+being closed early once it holds about :data:`~arena.export.values.BATCH_BYTES` of text
+(prompts are large).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from arena.store.models import Agent, Cohort, Family
 
 log = logging.getLogger(__name__)
 
-EXPORT_SCHEMA_VERSION = "2"  # 2: executable prices (mode book columns)
+EXPORT_SCHEMA_VERSION = "3"  # 2: executable prices (mode book columns); 3: job_runs, system_log
 
 
 @dataclass(frozen=True)
