@@ -30,7 +30,7 @@ def batches(
     size = 0
     result = session.execute(statement.execution_options(yield_per=batch_rows))
     for raw in result:
-        row = tuple(convert(value) for convert, value in zip(converters, raw, strict=True))
+        row = tuple([convert(value) for convert, value in zip(converters, raw, strict=True)])
         batch.append(row)
         size += sum(len(row[i]) for i in textual if row[i] is not None)
         if len(batch) >= batch_rows or size >= BATCH_BYTES:

@@ -51,7 +51,7 @@ from arena.export import FORMATS
 from arena.export.directory import MANIFEST, check_target, publish, sha256_of, staging
 from arena.export.spec import ExportColumn, ExportFilters, Kind, TableSpec
 from arena.export.tables import TABLES
-from arena.export.values import BATCH_ROWS, batches, text_value
+from arena.export.values import BATCH_ROWS, batches, decimal_text, text_value
 from arena.store.consistent_read import consistent_read
 from arena.store.models import Agent, Cohort, Family
 
@@ -156,20 +156,22 @@ def export(
 def write_tables(
     session: Session,
     directory: Path,
-    fmt: str,
+    fmt: str | tuple[str, ...],
     filters: ExportFilters | None = None,
     *,
     include_prompts: bool = True,
 ) -> list[ExportedFile]:
-    """Write every table of the slice as ``<directory>/<table>.<fmt>``, all from ``session``
-    (one consistent read: :func:`arena.store.consistent_read.consistent_read`)."""
+    """Write every table of the slice as ``<directory>/<table>.<fmt>`` (in each format of a
+    tuple, from one read of each table), all from ``session`` (one consistent read:
+    :func:`arena.store.consistent_read.consistent_read`)."""
+    formats = (fmt,) if isinstance(fmt, str) else fmt
     written: list[ExportedFile] = []
     for spec in TABLES:
-        path = directory / f"{spec.name}.{fmt}"
-        rows = _write_table(session, spec, filters or ExportFilters(), include_prompts, fmt, path)
-        written.append(
-            ExportedFile(spec.name, path.name, rows, path.stat().st_size, sha256_of(path))
-        )
+        targets = [(directory / f"{spec.name}.{f}", f) for f in formats]
+        rows = _write_table(session, spec, filters or ExportFilters(), include_prompts, targets)
+        for path, _fmt in targets:
+            size, digest = path.stat().st_size, sha256_of(path)
+            written.append(ExportedFile(spec.name, path.name, rows, size, digest))
         log.debug("exported %s: %d rows", spec.name, rows)
     return written
 
@@ -223,7 +225,7 @@ def export_table(
     if spec is None:
         raise UserError(f"no exported table named {table!r}")
     with consistent_read(session_factory) as session:
-        return _write_table(session, spec, ExportFilters(), True, fmt, path)
+        return _write_table(session, spec, ExportFilters(), True, [(path, fmt)])
 
 
 def table_columns(session: Session, table: str) -> dict[str, list[Any]]:
@@ -271,19 +273,21 @@ def _write_table(
     spec: TableSpec,
     filters: ExportFilters,
     include_prompts: bool,
-    fmt: str,
-    path: Path,
+    targets: list[tuple[Path, str]],
 ) -> int:
+    """Write one table into each ``(path, format)`` of ``targets`` from one read; its rows."""
     statement = spec.query(filters, include_prompts)
     batch_rows = spec.batch_rows or BATCH_ROWS
-    writer = _WRITERS[fmt](path, spec.columns)
+    writers = [_WRITERS[fmt](path, spec.columns) for path, fmt in targets]
     count = 0
     try:
         for batch in batches(session, statement, spec.columns, batch_rows):
-            writer.write(batch)
+            for writer in writers:
+                writer.write(batch)
             count += len(batch)
     finally:
-        writer.close()
+        for writer in writers:
+            writer.close()
     return count
 
 
@@ -306,7 +310,7 @@ class _JsonlWriter:
 
 class _CsvWriter:
     def __init__(self, path: Path, columns: tuple[ExportColumn, ...]) -> None:
-        self.columns = columns
+        self.cells = [csv_cell(column) for column in columns]
         self.handle: IO[str] = path.open("w", encoding="utf-8", newline="")
         # RFC 4180 line ends: the writer then quotes a cell holding a carriage return, which
         # with "\n" alone it writes bare, splitting the row for every reader.
@@ -314,22 +318,31 @@ class _CsvWriter:
         self.writer.writerow([column.name for column in columns])
 
     def write(self, rows: list[tuple[Any, ...]]) -> None:
-        for row in rows:
-            self.writer.writerow([_csv_cell(c, v) for c, v in zip(self.columns, row, strict=True)])
+        cells = self.cells
+        self.writer.writerows(
+            [[cell(v) for cell, v in zip(cells, row, strict=True)] for row in rows]
+        )
 
     def close(self) -> None:
         self.handle.close()
 
 
-def _csv_cell(column: ExportColumn, value: Any) -> Any:
-    value = text_value(column, value)
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str) and column.kind in (Kind.TEXT, Kind.JSON):
-        return safe_cell(value)
-    return value
+def csv_cell(column: ExportColumn) -> Callable[[Any], Any]:
+    """The CSV cell of an export value of ``column``: its JSON-lines value
+    (:func:`~arena.export.values.text_value`), null as an empty cell, booleans as
+    ``true``/``false``, text spreadsheet-safe (:func:`arena.csv_safe.safe_cell`). One function
+    per column, chosen once: a table's millions of cells each pay one call."""
+    kind = column.kind
+    if kind is Kind.BOOL:
+        return lambda v: "" if v is None else ("true" if v else "false")
+    if kind is Kind.DECIMAL:
+        scale = column.scale
+        return lambda v: "" if v is None else decimal_text(v, scale)
+    if kind is Kind.TIME:
+        return lambda v: "" if v is None else iso_utc(v)
+    if kind in (Kind.TEXT, Kind.JSON):
+        return lambda v: "" if v is None else (safe_cell(v) if isinstance(v, str) else v)
+    return lambda v: "" if v is None else v
 
 
 class _ParquetWriter:

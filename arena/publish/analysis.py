@@ -19,12 +19,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.config import Settings
 from arena.errors import ForecastsError
 from arena.export.writer import table_columns
 from arena.publish.dataset import Part
+from arena.store.models import Forecast
 
 LEADERBOARD = "leaderboard.json"
 REPORT = "analysis/report.json"
@@ -45,12 +47,12 @@ def leaderboard_part(settings: Settings) -> Part:
 
 def analysis_report(session: Session, settings: Settings) -> dict[str, Any]:
     """The full analysis of the stored forecasts, or a note when there is nothing to analyse."""
+    if not session.scalar(select(func.count(Forecast.id))):  # scipy loads only when needed
+        return {"note": "no forecasts stored yet (methodology v2 records them)"}
     from arena.analytics.records import Forecasts
     from arena.analytics.report import configured_options, full_analysis
 
     forecasts = Forecasts.from_columns(table_columns(session, "forecasts"))
-    if len(forecasts) == 0:
-        return {"note": "no forecasts stored yet (methodology v2 records them)"}
     try:
         return full_analysis(forecasts, configured_options(settings))
     except ForecastsError as exc:  # e.g. no panel forecast: nothing to rank

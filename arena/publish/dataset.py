@@ -135,11 +135,8 @@ def publish_dataset(
 
 def _tables(session: Session, staged: Path) -> list[str]:
     (staged / TABLES_DIR).mkdir()
-    names = []
-    for fmt in TABLE_FORMATS:
-        for written in write_tables(session, staged / TABLES_DIR, fmt):
-            names.append(f"{TABLES_DIR}/{written.file}")
-    return names
+    written = write_tables(session, staged / TABLES_DIR, TABLE_FORMATS)
+    return [f"{TABLES_DIR}/{exported.file}" for exported in written]
 
 
 def _chain(session: Session, staged: Path) -> list[str]:
@@ -148,9 +145,17 @@ def _chain(session: Session, staged: Path) -> list[str]:
     with _lines(staged / CHAIN) as write:
         rows = session.execute(statement.execution_options(yield_per=RECORD_BATCH))
         for seq, prev_hash, hash_, body in rows:
-            line = {"seq": seq, "prev_hash": prev_hash, "hash": hash_, "record": json.loads(body)}
-            write(canonical(line))
+            write(chain_line(seq, prev_hash, hash_, body))
     return [CHAIN]
+
+
+def chain_line(seq: int, prev_hash: str, hash_: str, body: str) -> bytes:
+    """The RFC 8785 bytes of ``{"seq", "prev_hash", "hash", "record"}``, ``body`` being the
+    record's stored canonical text: its members in canonical order around the body as stored
+    (hex hashes and an integer need no escaping), so no record is parsed and encoded again."""
+    return (
+        f'{{"hash":"{hash_}","prev_hash":"{prev_hash}","record":{body},"seq":{int(seq)}}}'
+    ).encode()
 
 
 def _commitments(session: Session, staged: Path) -> list[str]:

@@ -26,6 +26,7 @@ from arena.export.values import text_value
 from arena.publish.dataset import publish_dataset
 from arena.publish.incidents import Timing, job_run_incidents
 from arena.publish.parts import dataset_parts
+from arena.record.canonical import canonical
 from arena.record.chain import chain_backlog
 from arena.store.models import Agent, Decision, JobRun, PortfolioSnapshot, SystemLog
 from tests.analytics.results_arena import build_arena
@@ -166,6 +167,11 @@ def test_arena_publish_writes_every_named_file_with_a_right_manifest(
     done = arena_main(capsys, "--config", str(config), "leaderboard", "--format", "json")
     assert done.returncode == 0, done.stderr
     assert (out / "leaderboard.json").read_text() == done.stdout
+    # each chain line is the RFC 8785 text of itself (composed around the stored record)
+    chain = (out / "chain.jsonl").read_bytes().splitlines()
+    assert len(chain) == manifest["chain"]["records"] > 30
+    for line in chain:
+        assert canonical(json.loads(line)) == line
     # nothing holds the password of the failed run's URL
     for path in out.rglob("*"):
         if path.is_file():
