@@ -39,7 +39,9 @@ def leaderboard_part(settings: Settings) -> Part:
     def write(session: Session, staged: Path) -> list[str]:
         board = standings(session, min_scored_bets=settings.benchmark.min_scored_bets)
         # typer.echo(json.dumps(...)) in `arena leaderboard --format json`: the same text.
-        (staged / LEADERBOARD).write_text(json.dumps(to_json(board), indent=2) + "\n")
+        (staged / LEADERBOARD).write_text(
+            json.dumps(to_json(board), indent=2) + "\n", encoding="utf-8"
+        )
         return [LEADERBOARD]
 
     return write
