@@ -156,22 +156,36 @@ def export(
 def write_tables(
     session: Session,
     directory: Path,
-    fmt: str | tuple[str, ...],
+    fmt: str,
     filters: ExportFilters | None = None,
     *,
     include_prompts: bool = True,
 ) -> list[ExportedFile]:
-    """Write every table of the slice as ``<directory>/<table>.<fmt>`` (in each format of a
-    tuple, from one read of each table), all from ``session`` (one consistent read:
-    :func:`arena.store.consistent_read.consistent_read`)."""
-    formats = (fmt,) if isinstance(fmt, str) else fmt
-    written: list[ExportedFile] = []
+    """Write every table of the slice as ``<directory>/<table>.<fmt>``, all from ``session``
+    (one consistent read: :func:`arena.store.consistent_read.consistent_read`)."""
+    return [
+        ExportedFile(table, path.name, rows, path.stat().st_size, sha256_of(path))
+        for table, path, rows in write_table_files(
+            session, directory, (fmt,), filters, include_prompts=include_prompts
+        )
+    ]
+
+
+def write_table_files(
+    session: Session,
+    directory: Path,
+    formats: tuple[str, ...],
+    filters: ExportFilters | None = None,
+    *,
+    include_prompts: bool = True,
+) -> list[tuple[str, Path, int]]:
+    """Write every table of the slice as ``<directory>/<table>.<format>`` in each format, each
+    table read once for all of them; ``(table, path, rows)`` of each file written."""
+    written: list[tuple[str, Path, int]] = []
     for spec in TABLES:
-        targets = [(directory / f"{spec.name}.{f}", f) for f in formats]
+        targets = [(directory / f"{spec.name}.{fmt}", fmt) for fmt in formats]
         rows = _write_table(session, spec, filters or ExportFilters(), include_prompts, targets)
-        for path, _fmt in targets:
-            size, digest = path.stat().st_size, sha256_of(path)
-            written.append(ExportedFile(spec.name, path.name, rows, size, digest))
+        written += [(spec.name, path, rows) for path, _fmt in targets]
         log.debug("exported %s: %d rows", spec.name, rows)
     return written
 
