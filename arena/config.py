@@ -34,9 +34,9 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from arena.domain.states import FamilyKind, Job, Methodology
+from arena.domain.states import AnchorKind, FamilyKind, Job, Methodology
 from arena.errors import ConfigError
-from arena.masking import masked_urls
+from arena.masking import mask_url, masked_urls
 
 DEFAULT_CONFIG_PATH = Path("config.yaml")
 FAMILY_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
@@ -119,6 +119,8 @@ class Schedule(_Strict):
     market_sync_minutes: Annotated[int, Field(ge=1, le=1440)] = 5
     snapshot_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
     settlement_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
+    # At least this often while new records exist (and after each decision run).
+    commitment_minutes: Annotated[int, Field(ge=1, le=1440)] = 60
     misfire_grace_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] = 300
     # Missed weekly work (cohort start, decision run, unfinished decisions) is caught up until
     # this many hours after the week starts (168: the whole week).
@@ -139,6 +141,7 @@ class Schedule(_Strict):
             Job.MARKET_SYNC: self.market_sync_minutes,
             Job.SETTLEMENT: self.settlement_minutes,
             Job.SNAPSHOT: self.snapshot_minutes,
+            Job.COMMITMENT: self.commitment_minutes,
         }[job]
 
     @field_validator("cohort_start", "decision_run")
@@ -158,7 +161,9 @@ class Schedule(_Strict):
             )
         return self
 
-    @field_validator("market_sync_minutes", "snapshot_minutes", "settlement_minutes")
+    @field_validator(
+        "market_sync_minutes", "snapshot_minutes", "settlement_minutes", "commitment_minutes"
+    )
     @classmethod
     def _divides_the_day(cls, value: int) -> int:
         # Slots count from midnight UTC (arena.slots): an interval must divide the day.
@@ -254,6 +259,74 @@ class Analysis(_Strict):
     seed: Annotated[int, Field(ge=0, le=2**32 - 1)] = 0
 
 
+COMMITMENTS_FILE = "commitments.jsonl"
+"""The file the file and git anchors append each commitment to, one JSON line each (and that a
+published dataset holds)."""
+
+# A git remote (a name or a URL) and branch go on git's command line: never an option.
+GIT_REMOTE_PATTERN = r"^[^-\s][^\s]{0,499}$"
+GIT_BRANCH_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}$"
+
+
+class FileAnchor(_Strict):
+    """Append each commitment to ``<path>/commitments.jsonl`` (``path``: a directory)."""
+
+    kind: Literal[AnchorKind.FILE]
+    path: Path
+
+    @property
+    def name(self) -> str:
+        """How ``anchor_deliveries``, ``arena status`` and ``/metrics`` name this anchor."""
+        return f"{self.kind}:{self.path}"
+
+
+class GitAnchor(_Strict):
+    """Append each commitment to ``commitments.jsonl`` in the working tree of the local git
+    repository ``repo``, commit it and push ``HEAD`` to ``branch`` of ``remote`` (a remote's
+    name or URL)."""
+
+    kind: Literal[AnchorKind.GIT]
+    repo: Path
+    remote: Annotated[str, Field(pattern=GIT_REMOTE_PATTERN)] = "origin"
+    branch: Annotated[str, Field(pattern=GIT_BRANCH_PATTERN)] = "main"
+    timeout_seconds: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] = 60.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}:{self.repo}"
+
+
+class HttpAnchor(_Strict):
+    """POST each commitment as JSON to ``url``; the answer is kept."""
+
+    kind: Literal[AnchorKind.HTTP]
+    url: AnyHttpUrl
+    timeout_seconds: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)] = 10.0
+    max_attempts: Annotated[int, Field(ge=1, le=20)] = 3
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}:{mask_url(str(self.url))}"
+
+
+AnchorConfig = Annotated[FileAnchor | GitAnchor | HttpAnchor, Field(discriminator="kind")]
+
+
+class RecordSettings(_Strict):
+    """The verifiable record: where commitments are sent. The signing key comes from
+    ``ARENA_SIGNING_KEY`` only (:func:`arena.record.signing.signing_key_from_env`)."""
+
+    anchors: list[AnchorConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_anchors(self) -> RecordSettings:
+        names = [anchor.name for anchor in self.anchors]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"anchor {name!r} is given twice")
+        return self
+
+
 UNSPECIFIED_LICENCE = "unspecified (set publish.licence)"
 
 
@@ -330,6 +403,7 @@ class Settings(BaseSettings):
     budget: BudgetLimits = BudgetLimits()
     v2: V2 = V2()
     analysis: Analysis = Analysis()
+    record: RecordSettings = RecordSettings()
     publish: Publish = Publish()
     logging: Logging = Logging()
     families: list[Family] = Field(default_factory=list)
@@ -565,13 +639,15 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
 def describe_validation_error(exc: ValidationError) -> str:
     """One line: the dotted key of the first error and what is wrong with it."""
     error = exc.errors()[0]
-    loc = [str(part) for part in error["loc"] if part not in tuple(FamilyKind)]
+    tags = (*FamilyKind, *AnchorKind)
+    loc = [str(part) for part in error["loc"] if part not in tags]
     key = ".".join(loc) or "config"
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = "unknown key"
-    elif error["type"] == "union_tag_invalid":  # a family's unknown kind
-        kinds = ", ".join(repr(kind.value) for kind in FamilyKind)
+    elif error["type"] == "union_tag_invalid":  # a family's (or an anchor's) unknown kind
+        expected = re.findall(r"'([^']*)'>", error["ctx"]["expected_tags"])
+        kinds = ", ".join(repr(tag) for tag in expected)
         message = f"kind {error['ctx']['tag']!r} is not one of {kinds}"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{key}: {message}{more}"
@@ -590,3 +666,9 @@ def openrouter_api_key() -> SecretStr | None:
     """The OpenRouter key, from the environment only."""
     value = os.environ.get("OPENROUTER_API_KEY", "").strip()
     return SecretStr(value) if value else None
+
+
+SIGNING_KEY_ENV = "ARENA_SIGNING_KEY"
+"""The environment variable holding the Ed25519 private key commitments are signed with (PEM,
+PKCS#8): read by :func:`arena.record.signing.signing_key_from_env` only, never stored, logged,
+published or handed to a child process."""

@@ -28,6 +28,7 @@ ArenaError                      base of everything arena raises on purpose
 │   │   ├── BookUnusable        a book that arrived but is no price: an unreadable or
 │   │   │                       unstorable field, a crossed or locked touch (skip that book)
 │   │   └── UnreadableField     one field of a CLOB body; the parser adds whose it is
+│   ├── AnchorError             a commitment's anchor (file, git, http) failed to take it
 │   └── ProviderError           an LLM provider
 │       ├── UnknownModelPriceError  OpenRouter's model list has no usable price for a model
 │       └── ProviderCallError   one failed call, carrying the attempt's metadata to store
@@ -38,7 +39,8 @@ ArenaError                      base of everything arena raises on purpose
 ├── StorageFailed               a full disk or a database that refuses writes; CLI exits 1
 ├── JobFailed                   a job ran and failed; CLI exits 1
 │   ├── UniverseUnavailable     no fresh, big enough universe: the decision run stores nothing
-│   └── RunAborted              a provider refused the key or credit: the decision run stops
+│   ├── RunAborted              a provider refused the key or credit: the decision run stops
+│   └── SiteFailed              publish: a page of the dashboard's static copy did not render
 └── FakeSignal                  arena.fakes only: a fake server's handler tells its transport
     ├── FakeDrop                drop the connection without answering
     └── FakeSlow                answer late
@@ -182,6 +184,11 @@ class UnreadableField(ClobError):
     :class:`ClobError` that adds whose field it is."""
 
 
+class AnchorError(SourceError):
+    """An anchor (file, git, http) failed to take a commitment; the message says why (no
+    credential of the anchor's URL in it)."""
+
+
 class ProviderError(SourceError):
     """An LLM provider failed."""
 
@@ -291,6 +298,11 @@ class UniverseUnavailable(JobFailed):
 
 class RunAborted(JobFailed):
     """The provider refused the key or credit (401/402): the decision run stops at once."""
+
+
+class SiteFailed(JobFailed):
+    """``arena publish``: the dashboard did not render a page of its static copy, or the page
+    needs a file the copy lacks (names the page)."""
 
 
 class FakeSignal(ArenaError):

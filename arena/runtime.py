@@ -5,9 +5,9 @@ with fake transports and a simulated clock. Everything else (the job code, the d
 guard) is the same. Each job (:class:`arena.domain.states.Job`) is one method named after it,
 returning its report (:class:`arena.jobs.report.JobReport`): :meth:`Runtime.cohort_start`,
 :meth:`~Runtime.market_sync`, :meth:`~Runtime.decision_run`, :meth:`~Runtime.settlement`,
-:meth:`~Runtime.snapshot`. Its CLI command calls it and prints the report; the daemon runs it
-for its slot under the database guard (:meth:`Runtime.run_job`, through one table of the jobs),
-and the report decides, for both, whether the job failed.
+:meth:`~Runtime.snapshot`, :meth:`~Runtime.commitment`. Its CLI command calls it and prints
+the report; the daemon runs it for its slot under the database guard (:meth:`Runtime.run_job`,
+through one table of the jobs), and the report decides, for both, whether the job failed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -30,6 +30,7 @@ from arena.domain.states import Blocked, Job, JobRunStatus
 from arena.errors import UniverseUnavailable
 from arena.jobs.budget import Budget
 from arena.jobs.cohorts import CohortReport, complete_cohorts, start_cohort
+from arena.jobs.commit import CommitReport, commit_record, signing_key_from_environment
 from arena.jobs.decide import DecisionRun, RunHooks, RunSources
 from arena.jobs.decide_report import AgentResult, DecideReport
 from arena.jobs.due import WeekDue, current_week_due, retry_pause, weekly_fire_time
@@ -41,11 +42,15 @@ from arena.jobs.settle import SettleReport, settle_markets
 from arena.jobs.snapshots import SnapshotReport, take_snapshots
 from arena.jobs.universe import freeze_universe
 from arena.slots import MISSED_AFTER, job_slot
+from arena.sources.anchors import Anchor, build_anchors
 from arena.sources.clob import BookSource, ClobClient
 from arena.sources.gamma import GammaClient
 from arena.sources.registry import ProviderRegistry
 from arena.store.models import Cohort, JobRun
 from arena.store.system_log import LogMessage, log_event
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +63,18 @@ class SupportsClose(Protocol):
 
 @dataclass(frozen=True)
 class Sources:
-    """The outside world the jobs talk to: Gamma, the model providers, and the CLOB order
-    books that mode-book cohorts freeze, trade against and are marked at (None: no CLOB).
-    ``owned``: what of it the runtime made and so closes (:func:`production_runtime`); the
-    rest stays open for whoever made it."""
+    """The outside world the jobs talk to: Gamma, the model providers, the CLOB order
+    books that mode-book cohorts freeze, trade against and are marked at (None: no CLOB), the
+    anchors commitments are sent to and the key they are signed with (None: unsigned; from
+    ``ARENA_SIGNING_KEY``). ``owned``: what of it the runtime made and so closes
+    (:func:`production_runtime`); the rest stays open for whoever made it."""
 
     gamma: GammaClient
     providers: ProviderRegistry
     clob: BookSource | None = None
     owned: Sequence[SupportsClose] = ()
+    anchors: Sequence[Anchor] = ()
+    signing_key: Ed25519PrivateKey | None = None
 
 
 class Runtime:
@@ -88,6 +96,8 @@ class Runtime:
         self.gamma = sources.gamma
         self.clob = sources.clob
         self.providers = sources.providers
+        self.anchors = sources.anchors
+        self.signing_key = sources.signing_key
         self.sleep = sleep
         self.wall_clock = wall_clock
         self.wait = wait
@@ -124,6 +134,21 @@ class Runtime:
             self.gamma if refresh else None,
             books=self.clob if refresh else None,
         )
+
+    def commitment(self, clock: Clock) -> CommitReport:
+        """Commit the record chain's head if it moved, and deliver every commitment an anchor
+        has not taken yet (``arena record commit``)."""
+        return commit_record(self.factory, clock, self.signing_key, self.anchors)
+
+    def _commit_after_decisions(self, clock: Clock) -> None:
+        """The commitment that follows a decision run; its failure is logged (the next
+        commitment run tries again), never the decision run's."""
+        try:
+            report = self.commitment(clock)
+        except Exception as exc:
+            log.error("commitment after the decision run failed: %s: %s", type(exc).__name__, exc)
+            return
+        log.info("after the decision run: %s", report.summary().replace("\n", "; "))
 
     def decision_run(
         self,
@@ -180,6 +205,7 @@ class Runtime:
         run = DecisionRun(self.factory, self.settings, clock, sources, budget=budget, hooks=hooks)
         report = run.run()
         report.missing_cohort = week
+        self._commit_after_decisions(clock)
         return report
 
     def _books_for(self, cohort_ids: Sequence[int]) -> BookSource | None:
@@ -212,6 +238,7 @@ class Runtime:
             Job.DECISION_RUN: lambda: self.decision_run(clock, slot=slot),
             Job.SETTLEMENT: lambda: self.settlement(clock),
             Job.SNAPSHOT: lambda: self.snapshot(clock),
+            Job.COMMITMENT: lambda: self.commitment(clock),
         }
 
         def run() -> dict[str, Any]:
@@ -386,10 +413,16 @@ class Runtime:
 
 
 def production_runtime(settings: Settings, factory: sessionmaker[Session]) -> Runtime:
-    """The runtime with the real Gamma client and OpenRouter (key read when first needed); it
-    owns both and closes them."""
+    """The runtime with the real Gamma client and OpenRouter (key read when first needed), the
+    configured anchors and the signing key of ``ARENA_SIGNING_KEY`` (checked here, at
+    start-up); it owns the clients and closes them."""
+    key = signing_key_from_environment()
     gamma, providers = GammaClient(settings.polymarket), ProviderRegistry(settings)
     clob = ClobClient(settings.polymarket, base_url=str(settings.polymarket.clob_url))
+    anchors = build_anchors(settings.record.anchors)
+    owned: list[SupportsClose] = [gamma, providers, clob, *anchors]
     return Runtime(
-        settings, factory, Sources(gamma, providers, clob, owned=(gamma, providers, clob))
+        settings,
+        factory,
+        Sources(gamma, providers, clob, owned=owned, anchors=anchors, signing_key=key),
     )

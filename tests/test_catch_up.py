@@ -120,6 +120,7 @@ def test_a_run_whose_holder_was_killed_is_taken_over_at_once(db: Database, sim: 
         # the 00:00 slots this test never ran, still within misfire_grace_seconds
         ("settlement", "succeeded"),
         ("snapshot", "succeeded"),
+        ("commitment", "succeeded"),
     ]
     assert _counts(db) == (1, len(FAMILIES))
 

@@ -34,6 +34,7 @@ def test_each_job_has_one_name_and_the_old_one_reads_as_it() -> None:
         "decision_run",
         "settlement",
         "snapshot",
+        "commitment",
     ]
     assert Job("resolution") is Job.SETTLEMENT
     assert Job("settlement") is Job.SETTLEMENT
@@ -49,6 +50,7 @@ def test_the_schedule_gives_each_job_its_own_setting() -> None:
     assert schedule.every_minutes(Job.SETTLEMENT) == 30
     assert schedule.every_minutes(Job.SNAPSHOT) == 15
     assert schedule.every_minutes(Job.MARKET_SYNC) == 5
+    assert schedule.every_minutes(Job.COMMITMENT) == 60
 
 
 def test_resolution_minutes_in_a_file_is_settlement_minutes(tmp_path: Path) -> None:

@@ -76,6 +76,7 @@ JOBS: dict[Job, tuple[list[str], Any]] = {
     Job.DECISION_RUN: (["decide"], lambda rt, clock: rt.decision_run(clock)),
     Job.SETTLEMENT: (["settle"], lambda rt, clock: rt.settlement(clock)),
     Job.SNAPSHOT: (["snapshot"], lambda rt, clock: rt.snapshot(clock)),
+    Job.COMMITMENT: (["record", "commit"], lambda rt, clock: rt.commitment(clock)),
 }
 
 
@@ -161,6 +162,8 @@ def test_cli_and_runtime_leave_equal_databases(tmp_path: Path, world: FakeGammaW
         settled = both(cli, runtime, Job.SETTLEMENT, W3 + timedelta(minutes=20))
         assert 1 in settled.cohorts_completed
         both(cli, runtime, Job.SNAPSHOT, W3 + timedelta(minutes=30))
+        committed = both(cli, runtime, Job.COMMITMENT, W3 + timedelta(hours=1))
+        assert committed.committed is not None  # the settlements since the decision run's
 
     a, b = rows(tmp_path / "a.db"), rows(tmp_path / "b.db")
     assert a.keys() == b.keys()

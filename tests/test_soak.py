@@ -81,8 +81,14 @@ def _dead_holder() -> str:
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # the longest test (4 minutes alone): a busy machine must not fail it
 def test_eight_weeks_with_kills_outages_and_hostile_rows(
-    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sqlite_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On SQLite; tests/test_soak_postgres.py runs the same weeks on PostgreSQL, as its own
+    module so that the suite's workers (``--dist loadscope``) run the two at once."""
+    eight_weeks(sqlite_db, tmp_path, monkeypatch)
+
+
+def eight_weeks(db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(PRICING_ENV)  # mode book, as configured below
     rng = random.Random(2026)
     config = write_config(

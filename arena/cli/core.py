@@ -30,12 +30,22 @@ cohort_app = command_group(help="Weekly cohorts.")
 
 @db_app.command("upgrade")
 def db_upgrade(ctx: typer.Context) -> None:
-    """Apply database migrations up to the latest revision (safe to run concurrently)."""
+    """Apply database migrations up to the latest revision (safe to run concurrently), then
+    chain what is stored and not yet in the record chain (marked "chained after the fact")."""
     from arena.store.db import current_revision, upgrade
 
     app_state = state(ctx)
     upgrade(app_state.engine)
     console.print(f"database at revision {current_revision(app_state.engine)}")
+    from arena.clock import SystemClock
+    from arena.record.chain import chain_backlog
+
+    chained = chain_backlog(app_state.factory(migrate=False), SystemClock().now())
+    if chained:
+        console.print(
+            f"record chain: {chained} records stored before the chain existed were chained "
+            "after the fact"
+        )
 
 
 @cohort_app.command("start")

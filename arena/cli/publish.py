@@ -28,7 +28,7 @@ def publish(
     fmt: ViewFormatOption = "table",
 ) -> None:
     """Write or update the verifiable dataset: tables, record chain, commitments, leaderboard,
-    analysis, incident log, dataset card (README.md) and manifest.
+    analysis, incident log, dataset card (README.md), static site and manifest.
 
     Only files whose bytes changed are replaced; each publish that changes something is a new
     version, and every version's manifest is kept in DIR/manifests/. The public half of

@@ -29,6 +29,7 @@ from arena.web.bind import parse_bind
 
 if TYPE_CHECKING:
     from arena.config import Settings
+    from arena.jobs.status import RecordLine
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,9 @@ def status(
     for job in errors:
         console.print(f"  {job.job} error: {job.error}", markup=False)
     show(console, fitted_table(COHORT_COLUMNS, report.cohorts, wide=wide, title="Cohorts"), wide)
+    if report.record is not None:
+        for line in record_lines(report.record):
+            console.print(line, markup=False)
     if report.warnings:
         console.print("[bold yellow]warnings[/bold yellow]")
         for warning in report.warnings:
@@ -154,6 +158,34 @@ def status(
         console.print("due, for a daemon to do (information):")
         for line in report.pending:
             console.print(f"  - {line}", markup=False)
+
+
+HASH_SHOWN = 16
+"""How many hex digits of a hash a line shows."""
+
+
+def record_lines(record: RecordLine) -> list[str]:
+    """The record chain's head, its latest commitment and the anchors, a line each."""
+    from arena.jobs.status import UNSIGNED
+
+    if record.head_seq == 0:
+        return ["record: the chain is empty"]
+    lines = [f"record: chain head seq {record.head_seq}, hash {record.head_hash[:HASH_SHOWN]}"]
+    made = record.commitment
+    if made is None:
+        lines.append("  not committed yet")
+        return lines
+    lines.append(
+        f"  latest commitment: seq {made.seq} at {when(made.committed_at)}, "
+        f"{'signed' if made.signed else 'unsigned'}; {record.uncommitted} record(s) since"
+    )
+    if not made.signed:
+        lines.append(f"  {UNSIGNED}")
+    for anchor in record.anchors:
+        took = f"seq {anchor.delivered_seq}" if anchor.delivered_seq is not None else "nothing"
+        waiting = f", {anchor.undelivered} waiting" if anchor.undelivered else ""
+        lines.append(f"  anchor {anchor.anchor}: took {took}{waiting}")
+    return lines
 
 
 def register(app: typer.Typer) -> None:

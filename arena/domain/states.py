@@ -142,6 +142,10 @@ class Job(enum.StrEnum):
     (:mod:`arena.domain.resolution`)."""
     SNAPSHOT = "snapshot"
     """Value every agent at this slot (``arena snapshot``; every ``schedule.snapshot_minutes``)."""
+    COMMITMENT = "commitment"
+    """Commit the record chain's head, signed, and send it to the anchors, retrying earlier
+    deliveries that failed (``arena record commit``; every ``schedule.commitment_minutes``,
+    and after each decision run). Last: it commits what the jobs before it recorded."""
 
     @classmethod
     def _missing_(cls, value: object) -> Job | None:
@@ -158,6 +162,28 @@ JOB_ALIASES: dict[str, Job] = {"resolution": Job.SETTLEMENT}
 """Old job names that still read as their job: ``resolution`` was the settlement job's name in
 ``job_runs`` rows (migration 0006 rewrites them) and in the ``schedule.resolution_minutes``
 key, which the interface contract keeps."""
+
+
+class AnchorKind(enum.StrEnum):
+    """Where a commitment is sent (config ``record.anchors[].kind``)."""
+
+    FILE = "file"
+    """Appended to ``commitments.jsonl`` in a directory."""
+    GIT = "git"
+    """Appended to ``commitments.jsonl`` in a local git repository, committed and pushed."""
+    HTTP = "http"
+    """POSTed as JSON to a URL; its answer is kept."""
+
+
+class DeliveryStatus(enum.StrEnum):
+    """A commitment's delivery to one anchor (``anchor_deliveries.status``)."""
+
+    PENDING = "pending"
+    """Not attempted yet (the commitment was just stored)."""
+    DELIVERED = "delivered"
+    """The anchor took it."""
+    FAILED = "failed"
+    """The latest attempt failed; the next commitment run tries again."""
 
 
 class JobRunStatus(enum.StrEnum):

@@ -1,7 +1,9 @@
 """What ``arena status`` (and the daemon's status page) shows, read in a fixed number of queries.
 
 The latest run of every job with its next fire time, the cohorts still tracked, whether a
-daemon serves the database (:class:`Daemon`), and the open warnings: the current week's
+daemon serves the database (:class:`Daemon`), the record chain's head with its latest
+commitment and each anchor's deliveries (:class:`RecordLine`, also ``/api/v1/record``), and
+the open warnings (an anchor that failed among them): the current week's
 missing and unfinished work (:mod:`arena.jobs.due`), the snapshot gaps and abandoned runs of
 the last day (:mod:`arena.jobs.gaps`), and held markets that have waited long for resolution.
 Where no daemon serves the database, the work its schedule owes is information, not a
@@ -25,6 +27,7 @@ from arena.clock import iso_utc
 from arena.domain.states import (
     BOOK_HASH_MISMATCH,
     CLOB_UNAVAILABLE,
+    DeliveryStatus,
     Job,
     MarketStatus,
     PositionStatus,
@@ -40,7 +43,16 @@ from arena.jobs.gaps import (
 from arena.jsonable import jsonable
 from arena.slots import next_slot
 from arena.store.queries import decision_window, held_market_ids, latest_runs, unfinished_cohorts
-from arena.store.schema import agents, job_runs, markets, positions, system_log
+from arena.store.schema import (
+    agents,
+    anchor_deliveries,
+    commitments,
+    job_runs,
+    markets,
+    positions,
+    record_head,
+    system_log,
+)
 
 if TYPE_CHECKING:
     from arena.config import Settings
@@ -111,6 +123,138 @@ def daemon_at(session: Reader, settings: Settings, now: datetime) -> Daemon:
     return Daemon(serving, last_run)
 
 
+UNSIGNED = "commitments are unsigned (no ARENA_SIGNING_KEY where they were made)"
+
+
+@dataclass(frozen=True)
+class CommitmentLine:
+    """The latest commitment: the head it commits, how many records it added, when, and
+    whether it is signed (and by which key)."""
+
+    seq: int
+    head_hash: str
+    count: int
+    committed_at: datetime
+    signed: bool
+    key_id: str | None
+
+
+@dataclass(frozen=True)
+class AnchorLine:
+    """One configured anchor: the latest commitment it took, how many wait for it, and its
+    latest failure (while one waits)."""
+
+    anchor: str
+    delivered_seq: int | None  # the latest commitment it took (None: none yet)
+    delivered_at: datetime | None
+    undelivered: int  # commitments pending or failed for it
+    failed_attempts: int  # attempts of the delivery that is failing (0: none is)
+    last_error: str | None
+    failed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class RecordLine:
+    """The record chain's head (``head_seq`` 0: empty), its latest commitment (None: none
+    yet), how many records came after it, and each configured anchor."""
+
+    head_seq: int
+    head_hash: str
+    commitment: CommitmentLine | None
+    uncommitted: int
+    anchors: list[AnchorLine]
+    signing: str | None  # "signed", "unsigned" (the latest commitment's), None: no commitment
+
+    def to_json(self) -> dict[str, Any]:
+        result: dict[str, Any] = jsonable(asdict(self))
+        return result
+
+
+def read_record(session: Reader, settings: Settings) -> RecordLine:
+    """The chain's head, its latest commitment and the configured anchors' deliveries."""
+    head = session.execute(select(record_head.c.seq, record_head.c.hash)).first()
+    head_seq, head_hash = (head.seq, head.hash) if head is not None else (0, "0" * 64)
+    latest = session.execute(
+        select(commitments).order_by(commitments.c.seq.desc(), commitments.c.id.desc()).limit(1)
+    ).first()
+    commitment = (
+        None
+        if latest is None
+        else CommitmentLine(
+            latest.seq,
+            latest.head_hash,
+            latest._mapping["count"],  # Row.count is the tuple's method
+            latest.committed_at,
+            latest.signature is not None,
+            latest.key_id,
+        )
+    )
+    names = [anchor.name for anchor in settings.record.anchors]
+    waiting: dict[str, int] = dict(
+        session.execute(
+            select(anchor_deliveries.c.anchor, func.count())
+            .where(
+                anchor_deliveries.c.anchor.in_(names),
+                anchor_deliveries.c.status != DeliveryStatus.DELIVERED,
+            )
+            .group_by(anchor_deliveries.c.anchor)
+        ).all()
+    )
+    delivered = {
+        row.anchor: row
+        for row in session.execute(
+            select(
+                anchor_deliveries.c.anchor,
+                func.max(commitments.c.seq).label("seq"),
+                func.max(anchor_deliveries.c.delivered_at).label("at"),
+            )
+            .join(commitments, commitments.c.id == anchor_deliveries.c.commitment_id)
+            .where(
+                anchor_deliveries.c.anchor.in_(names),
+                anchor_deliveries.c.status == DeliveryStatus.DELIVERED,
+            )
+            .group_by(anchor_deliveries.c.anchor)
+        )
+    }
+    failing = {
+        row.anchor: row
+        for row in session.execute(
+            select(anchor_deliveries)
+            .where(
+                anchor_deliveries.c.anchor.in_(names),
+                anchor_deliveries.c.status == DeliveryStatus.FAILED,
+            )
+            .order_by(anchor_deliveries.c.updated_at, anchor_deliveries.c.id)
+        )
+    }  # the latest failure of each anchor last, so it is the one kept
+    anchors = [
+        AnchorLine(
+            anchor=name,
+            delivered_seq=delivered[name].seq if name in delivered else None,
+            delivered_at=delivered[name].at if name in delivered else None,
+            undelivered=int(waiting.get(name, 0)),
+            failed_attempts=failing[name].attempts if name in failing else 0,
+            last_error=failing[name].last_error if name in failing else None,
+            failed_at=failing[name].updated_at if name in failing else None,
+        )
+        for name in names
+    ]
+    signing = None if commitment is None else ("signed" if commitment.signed else "unsigned")
+    uncommitted = head_seq - (commitment.seq if commitment else 0)
+    return RecordLine(head_seq, head_hash, commitment, uncommitted, anchors, signing)
+
+
+def anchor_warnings(record: RecordLine) -> list[str]:
+    """One warning per anchor whose latest delivery attempt failed."""
+    return [
+        f"anchor {line.anchor}: {line.undelivered} commitment(s) not delivered; "
+        f"{line.failed_attempts} attempt(s) failed, the latest at {iso_utc(line.failed_at)}: "
+        f"{line.last_error}"
+        for line in record.anchors
+        if line.failed_at is not None
+    ]
+
+
 @dataclass(frozen=True)
 class Status:
     """What ``arena status`` and ``/status`` show. ``warnings`` are real trouble, and also the
@@ -126,6 +270,7 @@ class Status:
     daemon: Daemon = field(default_factory=lambda: Daemon(True, None))
     pending: list[str] = field(default_factory=list)
     headline: str | None = None
+    record: RecordLine | None = None
 
     def to_json(self) -> dict[str, Any]:
         result: dict[str, Any] = jsonable(asdict(self))
@@ -185,7 +330,11 @@ def read_status(session: Reader, settings: Settings, now: datetime, lease_now: d
     warnings += awaiting_resolution(session, now)
     warnings += clob_outages(session, now)
     warnings += book_hash_mismatches(session, now)
-    return Status(now, jobs, lines, warnings, gaps, abandoned, daemon, pending, daemon.headline())
+    record = read_record(session, settings)
+    warnings += anchor_warnings(record)
+    return Status(
+        now, jobs, lines, warnings, gaps, abandoned, daemon, pending, daemon.headline(), record
+    )
 
 
 def _counts(session: Reader, statement: Any) -> dict[int, int]:

@@ -8,8 +8,9 @@ before::
 
 The first record's ``prev_hash`` is :data:`GENESIS_HASH` (64 zeros). Values RFC 8785 cannot
 carry are made storable first by :func:`storable`, the same way on every side: an integer
-beyond ±(2^53 - 1) or a float that is not finite becomes its decimal text, a lone surrogate in
-a string becomes U+FFFD. Model answers are outside input and may hold any of these.
+beyond ±(2^53 - 1) or a float that is not finite becomes its text (``"1152921504606846976"``,
+``"inf"``), a lone surrogate in a string becomes ``?``. Model answers are outside input and
+may hold any of these.
 """
 
 from __future__ import annotations
@@ -42,8 +43,12 @@ def storable(value: Any) -> Any:
 
 
 def canonical(value: Any) -> bytes:
-    """The RFC 8785 bytes of a JSON value (made :func:`storable` first)."""
-    return rfc8785.dumps(storable(value))
+    """The RFC 8785 bytes of a JSON value made :func:`storable` (which changes nothing in a
+    value RFC 8785 takes as it is, so only a refused value pays for the pass)."""
+    try:
+        return rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, UnicodeEncodeError):
+        return rfc8785.dumps(storable(value))
 
 
 def sha256_hex(data: bytes | str) -> str:

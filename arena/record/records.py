@@ -8,11 +8,11 @@ rows. A row's JSON documents are parsed, so their whitespace never matters.
 
 Three kinds of record (:class:`RecordKind`):
 
-* ``decision``: a completed decision: the decision row; the agent's frozen lineage; the frozen
-  universe it was shown, as a sha256 of its rows (ids, prices, touch and book hashes); every
-  attempt with the sha256 of its request messages and of its raw response (the first
-  attempt's request is the rendered prompt); the forecasts; every execution (trade) with its
-  book hash.
+* ``decision``: a completed decision: the decision row (with its validated answer, ``payload``);
+  the agent's frozen lineage; the frozen universe it was shown, as a sha256 of its rows (ids,
+  prices, touch and book hashes); every attempt with the sha256 of its request messages, of its
+  raw response and of its parsed answer (the first attempt's request is the rendered prompt);
+  the forecasts; every execution (trade) with its book hash.
 * ``settlement``: a settled (or cancelled) position with its outcome, payout and P/L, and the
   Brier rows of its trades.
 * ``cohort``: a started cohort with its agents.
@@ -55,7 +55,7 @@ LINEAGE_COLUMNS = (
     "prompt_version", "methodology_version", "starting_balance", "created_at",
 )  # fmt: skip
 ATTEMPT_COLUMNS = (
-    "attempt_id", "attempt_no", "kind", "outcome", "parsed", "error", "http_status",
+    "attempt_id", "attempt_no", "kind", "outcome", "error", "http_status",
     "finish_reason", "provider", "model", "generation_id", "prompt_tokens",
     "completion_tokens", "cost_usd", "latency_ms", "prompt_version", "started_at",
     "finished_at",
@@ -97,6 +97,14 @@ JSON_COLUMNS = frozenset(
 """Columns holding JSON text in the export (``book_hash`` is JSON only in universe_markets)."""
 
 
+HASHED_ATTEMPT_TEXTS = (
+    ("request_messages", "request_sha256"),
+    ("raw_response", "response_sha256"),
+    ("parsed", "parsed_sha256"),
+)
+"""An attempt's texts a record holds by their sha256 (UTF-8): (export column, record field)."""
+
+
 def pick(row: Row, columns: Sequence[str], *, json_columns: Iterable[str] = JSON_COLUMNS) -> dict:
     """The named columns of an export row, JSON text parsed."""
     parsed = set(json_columns)
@@ -121,11 +129,12 @@ def universe_hash(rows: Iterable[Row]) -> str:
 
 
 def attempt_entry(row: Row) -> dict[str, Any]:
+    """An attempt, its bulky texts by their sha256: the request messages and the parsed answer
+    as their JSON text (as stored and exported), the raw response as received."""
     entry = pick(row, ATTEMPT_COLUMNS)
-    messages = _parsed(row["request_messages"])
-    entry["request_sha256"] = None if messages is None else sha256_hex(canonical(messages))
-    raw = row["raw_response"]
-    entry["response_sha256"] = None if raw is None else sha256_hex(raw)
+    for column, name in HASHED_ATTEMPT_TEXTS:
+        text = row[column]
+        entry[name] = None if text is None else sha256_hex(text)
     return entry
 
 

@@ -19,7 +19,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-SIGNING_KEY_ENV = "ARENA_SIGNING_KEY"
+from arena.config import SIGNING_KEY_ENV
 
 
 class SigningKeyError(ValueError):

@@ -9,7 +9,9 @@ must not appear without its position or its cash), and a long read must not stal
   jobs but wrong for a multi-minute export that would make every writer time out. A deferred
   read transaction in WAL mode sees one snapshot and never blocks writers;
 * an in-memory SQLite database cannot be opened twice, so it is read through the application
-  engine as it is.
+  engine as it is;
+* a factory bound to a connection is a read already under way (``arena publish`` renders its
+  static site on its own snapshot): it is read through that connection as it is.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
@@ -30,7 +32,14 @@ def consistent_read(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session for reading only, on one snapshot of the database; rolled back at the end."""
     with factory() as probe:
         bind = probe.get_bind()
-    engine = bind if isinstance(bind, Engine) else bind.engine
+    if isinstance(bind, Connection):
+        with factory() as session:
+            try:
+                yield session
+            finally:
+                session.rollback()
+        return
+    engine = bind
     if engine.dialect.name == "sqlite" and _separately_openable(engine):
         yield from _sqlite_snapshot(engine)
         return

@@ -139,6 +139,14 @@ def status(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
     return records.cached_status(ctx, session, now())
 
 
+@router.get("/record", response_model=schemas.RecordLine)
+def record(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
+    """The record chain's head, its latest commitment (`null` until one is made; `signed` says
+    whether it carries an Ed25519 signature) and each configured anchor's deliveries: the
+    latest commitment it took, how many wait for it, and its latest failure."""
+    return records.record(ctx, session)
+
+
 @router.get("/methodology", response_model=schemas.Methodology)
 def methodology() -> dict[str, Any]:
     """METHODOLOGY.md as Markdown text."""

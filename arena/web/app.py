@@ -37,17 +37,28 @@ log = logging.getLogger(__name__)
 access = logging.getLogger("arena.web.access")
 
 
-def create_app(settings: Settings, *, database_url: str | None = None) -> FastAPI:
-    """The dashboard and JSON API over ``database_url`` (default: the settings'), read-only."""
+def create_app(
+    settings: Settings, *, database_url: str | None = None, context: WebContext | None = None
+) -> FastAPI:
+    """The dashboard and JSON API over ``database_url`` (default: the settings'), read-only.
+
+    With ``context``, the app reads through the caller's engine and clock instead (the static
+    copy of ``arena publish`` renders pages in-process at a fixed instant) and leaves that
+    engine open: the caller made it, the caller closes it."""
     url = database_url or settings.database_url
-    engine = read_only_engine(url)
-    ctx = WebContext(settings, engine, session_factory(engine), head_revision())
+    if context is None:
+        engine = read_only_engine(url)
+        ctx = WebContext(settings, engine, session_factory(engine), head_revision())
+    else:
+        ctx = context
+        url = context.engine.url.render_as_string(hide_password=True)
     registry, http_metrics = make_registry(ctx)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        engine.dispose()  # the app owns its pool: a stopped app holds no connection
+        if context is None:
+            ctx.engine.dispose()  # the app owns its pool: a stopped app holds no connection
 
     app = FastAPI(
         lifespan=lifespan,

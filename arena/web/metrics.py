@@ -17,23 +17,32 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.domain.states import BOOK_HASH_MISMATCH, Job, JobRunStatus, PositionStatus
+from arena.domain.states import (
+    BOOK_HASH_MISMATCH,
+    DeliveryStatus,
+    Job,
+    JobRunStatus,
+    PositionStatus,
+)
 from arena.jobs.gaps import GAP_HOURS, abandoned_runs, snapshot_gaps
 from arena.store.models import (
     Agent,
+    AnchorDelivery,
+    Commitment,
     Decision,
     DecisionAttempt,
     JobRun,
     PortfolioSnapshot,
     Position,
+    RecordHead,
     SystemLog,
 )
 from arena.web.context import WebContext
 
 
 class ArenaCollector(Collector):
-    """Job runs, decisions, attempts, cost, open positions, snapshot age, snapshot gaps and
-    abandoned runs, from the database."""
+    """Job runs, decisions, attempts, cost, open positions, snapshot age, snapshot gaps,
+    abandoned runs, the record chain and its anchors' deliveries, from the database."""
 
     def __init__(self, ctx: WebContext) -> None:
         self.ctx = ctx
@@ -124,6 +133,61 @@ class ArenaCollector(Collector):
         for job in Job:
             lost.add_metric([job], abandoned.count(job))
         yield lost
+        yield from _record_metrics(values["record"])
+
+
+def _record_metrics(record: dict[str, Any]) -> Iterator[Metric]:
+    yield GaugeMetricFamily(
+        "arena_record_head_seq",
+        "Sequence number of the record chain's head (0: empty).",
+        value=record["head_seq"],
+    )
+    committed = GaugeMetricFamily(
+        "arena_record_last_commitment_timestamp_seconds",
+        "Unix time of the latest commitment of the chain's head (absent when there is none).",
+    )
+    if record["committed_at"] is not None:
+        committed.add_metric([], record["committed_at"])
+    yield committed
+    undelivered = GaugeMetricFamily(
+        "arena_anchor_undelivered_commitments",
+        "Commitments an anchor has not taken yet (pending or failed), by anchor.",
+        labels=["anchor"],
+    )
+    failures = CounterMetricFamily(
+        "arena_anchor_failed_deliveries",
+        "Failed attempts to deliver a commitment to an anchor, by anchor.",
+        labels=["anchor"],
+    )
+    for anchor, (waiting, failed) in sorted(record["anchors"].items()):
+        undelivered.add_metric([anchor], waiting)
+        failures.add_metric([anchor], failed)
+    yield undelivered
+    yield failures
+
+
+def _read_record(session: Session) -> dict[str, Any]:
+    """The chain's head, the latest commitment's time, and per anchor: the commitments it has
+    not taken and its failed attempts (every attempt but the one that delivered)."""
+    anchors: dict[str, list[int]] = {}
+    for anchor, status, n, attempts in session.execute(
+        select(
+            AnchorDelivery.anchor,
+            AnchorDelivery.status,
+            func.count(),
+            func.sum(AnchorDelivery.attempts),
+        ).group_by(AnchorDelivery.anchor, AnchorDelivery.status)
+    ):
+        counts = anchors.setdefault(anchor, [0, 0])
+        delivered = status == DeliveryStatus.DELIVERED
+        counts[0] += 0 if delivered else int(n)
+        counts[1] += int(attempts or 0) - (int(n) if delivered else 0)
+    committed = session.scalar(select(func.max(Commitment.committed_at)))
+    return {
+        "head_seq": session.scalar(select(func.max(RecordHead.seq))) or 0,
+        "committed_at": committed.timestamp() if committed is not None else None,
+        "anchors": {anchor: tuple(counts) for anchor, counts in anchors.items()},
+    }
 
 
 def _read(session: Session) -> dict[str, Any]:
@@ -169,6 +233,7 @@ def _read(session: Session) -> dict[str, Any]:
             )
         ],
         "cost": [(family, float(usd or 0)) for family, usd in cost],
+        "record": _read_record(session),
         "hash_mismatches": int(
             session.scalar(
                 select(func.sum(SystemLog.details["count"].as_integer())).where(

@@ -13,19 +13,22 @@ from sqlalchemy.orm import Session
 from arena.domain.states import PositionStatus
 from arena.domain.storable import is_market_id
 from arena.errors import NotFound
-from arena.jobs.status import read_status
+from arena.jobs.status import read_record, read_status
 from arena.jsonable import jsonable
+from arena.record.records import RecordKind
 from arena.store import schema
 from arena.store.models import (
     Agent,
     BrierScore,
     Cohort,
+    Commitment,
     Decision,
     DecisionAttempt,
     Forecast,
     Market,
     MarketPrice,
     Position,
+    Record,
     Trade,
 )
 from arena.web.context import Page, WebContext, columns, count, fields, row_dict, rows_of
@@ -178,6 +181,7 @@ def decision(session: Session, decision_id: int) -> dict[str, Any]:
         claim["last"] = attempt["finished_at"]
     record = row_dict(found, *columns(Decision, "claim_token"))
     return {
+        "record": chain_record(session, decision_id),
         "decision": record,
         "agent": row_dict(agent, "id", "family_id", "display_name", "kind", "openrouter_id"),
         "cohort": row_dict(cohort, "id", "week_start", "methodology_version"),
@@ -191,6 +195,50 @@ def decision(session: Session, decision_id: int) -> dict[str, Any]:
             "claims": list(claims.values()),
         },
     }
+
+
+def chain_record(session: Session, decision_id: int) -> dict[str, Any] | None:
+    """A decision's record in the chain (None until it completes) and the commitment that
+    covers it: the first at or after its sequence number
+    (:func:`arena.record.commitments.covering`, here as a query), None until one is made."""
+    found = session.execute(
+        select(Record.seq, Record.hash, Record.recorded_at, Record.after_the_fact).where(
+            Record.kind == RecordKind.DECISION, Record.subject_id == decision_id
+        )
+    ).first()
+    if found is None:
+        return None
+    covering = session.execute(
+        select(Commitment.seq, Commitment.committed_at, Commitment.signature, Commitment.key_id)
+        .where(Commitment.seq >= found.seq)
+        .order_by(Commitment.seq, Commitment.id)
+        .limit(1)
+    ).first()
+    commitment = None
+    if covering is not None:
+        commitment = {
+            "seq": covering.seq,
+            "committed_at": jsonable(covering.committed_at),
+            "signed": covering.signature is not None,
+            "key_id": covering.key_id,
+        }
+    return {
+        "seq": found.seq,
+        "hash": found.hash,
+        "recorded_at": jsonable(found.recorded_at),
+        "after_the_fact": found.after_the_fact,
+        "commitment": commitment,
+    }
+
+
+def record(ctx: WebContext, session: Session) -> dict[str, Any]:
+    """The record chain's head, its latest commitment and each configured anchor's
+    deliveries (:func:`arena.jobs.status.read_record`, as ``arena status`` shows them)."""
+    return ctx.cache.get(
+        ("record", None),
+        ctx.version(session),
+        lambda: read_record(session, ctx.settings).to_json(),
+    )
 
 
 STATUS_REFRESH_S = 15

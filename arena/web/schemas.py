@@ -421,10 +421,31 @@ class ClaimHistory(Open):
     claims: list[Claim]
 
 
+class CoveringCommitment(Open):
+    """The commitment that covers a record: the first at or after its sequence number."""
+
+    seq: int
+    committed_at: Instant
+    signed: bool
+    key_id: str | None
+
+
+class ChainRecord(Open):
+    """A decision's record in the hash chain, and the commitment that covers it (null: not
+    yet committed)."""
+
+    seq: int
+    hash: str
+    recorded_at: Instant
+    after_the_fact: bool = Field(description="Chained by the genesis pass, after the fact.")
+    commitment: CoveringCommitment | None
+
+
 Decision = create_model(
     "Decision",
     __base__=Open,
     __doc__="The whole record of one decision.",
+    record=(ChainRecord | None, ...),
     decision=(DecisionRecord, ...),
     agent=(DecisionAgent, ...),
     cohort=(DecisionCohort, ...),
@@ -491,6 +512,43 @@ class DaemonLine(Open):
     last_run: Instant | None
 
 
+class CommitmentLine(Open):
+    """A commitment of the chain's head: `count` records added since the previous one."""
+
+    seq: int
+    head_hash: str
+    count: int
+    committed_at: Instant
+    signed: bool
+    key_id: str | None
+
+
+class AnchorLine(Open):
+    """A configured anchor: the latest commitment it took, how many wait for it, and the
+    failure of the delivery that is failing (0 attempts and nulls when none is)."""
+
+    anchor: str
+    delivered_seq: int | None
+    delivered_at: Instant | None
+    undelivered: int
+    failed_attempts: int
+    last_error: str | None
+    failed_at: Instant | None
+
+
+class RecordLine(Open):
+    """The record chain's head (`head_seq` 0: empty), its latest commitment, the records since
+    it, each configured anchor, and whether the latest commitment is `signed` or `unsigned`
+    (`signing` null: none yet)."""
+
+    head_seq: int
+    head_hash: str
+    commitment: CommitmentLine | None
+    uncommitted: int
+    anchors: list[AnchorLine]
+    signing: str | None
+
+
 class Status(Open):
     """What `arena status` shows: `warnings` are real trouble (and the work the schedule owes,
     when a daemon serves the database); when none does, that work is in `pending` and
@@ -505,6 +563,7 @@ class Status(Open):
     daemon: DaemonLine
     pending: list[str]
     headline: str | None
+    record: RecordLine | None
 
 
 class RankingRow(Open):

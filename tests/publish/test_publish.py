@@ -46,6 +46,7 @@ NAMED = (
     "incidents.jsonl",
     "analysis/report.json",
     "analysis/incidents.json",
+    "site/index.html",
 )
 
 

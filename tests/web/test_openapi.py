@@ -211,6 +211,7 @@ def test_the_models_keep_every_field(site: Site) -> None:
             f"/api/v1/markets/{mid}": records.market(session, mid),
             f"/api/v1/decisions/{did}": records.decision(session, did),
             "/api/v1/curves": curves(session, CurveRange.ALL),
+            "/api/v1/record": records.record(ctx, session),
         }
         for path, value in expected.items():
             assert client.get(path).json() == value, path
@@ -247,6 +248,7 @@ def answers(client: TestClient) -> dict[str, str]:
         f"/api/v1/markets/{market}": "/api/v1/markets/{market_id}",
         f"/api/v1/decisions/{decision}": "/api/v1/decisions/{decision_id}",
         "/api/v1/status": "/api/v1/status",
+        "/api/v1/record": "/api/v1/record",
         "/api/v1/methodology": "/api/v1/methodology",
     }
 

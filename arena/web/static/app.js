@@ -319,7 +319,15 @@
     box.dataset.loaded = payload.range + ":" + unit;
   }
 
+  /* The static copy of `arena publish` has no server: its charts carry their curves in a
+     <script type="application/json"> block named by data-inline (the ALL range only). */
   function load(box) {
+    if (box.dataset.inline) {
+      var block = document.getElementById(box.dataset.inline);
+      box._payload = JSON.parse(block.textContent);
+      draw(box, box._payload);
+      return Promise.resolve();
+    }
     var params = new URLSearchParams({ range: box.dataset.range });
     if (box.dataset.family) { params.set("family", box.dataset.family); }
     if (box.dataset.cohort) { params.set("cohort", box.dataset.cohort); }
