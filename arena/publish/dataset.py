@@ -116,7 +116,7 @@ def publish_dataset(
         report = PublishReport(out, _current_version(out))
         report.records, report.head_hash = chain_head.seq, chain_head.hash
         digests: dict[str, dict[str, Any]] = {}
-        for name in written:
+        for name in dict.fromkeys(written):  # a part may name a file twice
             moved, digests[name] = _move_if_changed(staged / name, out / name)
             (report.changed if moved else report.unchanged).append(name)
     finally:

@@ -318,3 +318,14 @@ def test_cli_publish_at_is_the_manifest_time(
     assert done.returncode == 0, done.stderr
     assert "version 1," in " ".join(done.stdout.split())  # the console wraps long lines
     assert _manifest(out)["published_at"] == "2026-11-30T00:00:00Z"
+
+
+def test_a_file_a_part_names_twice_is_published_once(sqlite_db: Database, tmp_path: Path) -> None:
+    def twice(_session: object, staged: Path) -> list[str]:
+        (staged / "note.txt").write_text("hello\n")
+        return ["note.txt", "note.txt"]
+
+    out = tmp_path / "dataset"
+    report = publish_dataset(sqlite_db.factory, out, AT, parts=(twice,))
+    assert report.changed.count("note.txt") == 1
+    assert _manifest(out)["files"]["note.txt"]["bytes"] == 6
