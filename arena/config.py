@@ -327,6 +327,16 @@ class RecordSettings(_Strict):
         return self
 
 
+UNSPECIFIED_LICENCE = "unspecified (set publish.licence)"
+
+
+class Publish(_Strict):
+    """The published dataset (``arena publish``): the licence its card states, as the operator
+    sets it (e.g. ``CC-BY-4.0``); arena chooses none for the operator."""
+
+    licence: Annotated[str, Field(min_length=1, max_length=200)] = UNSPECIFIED_LICENCE
+
+
 class Logging(_Strict):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     json_logs: bool = False
@@ -394,6 +404,7 @@ class Settings(BaseSettings):
     v2: V2 = V2()
     analysis: Analysis = Analysis()
     record: RecordSettings = RecordSettings()
+    publish: Publish = Publish()
     logging: Logging = Logging()
     families: list[Family] = Field(default_factory=list)
 

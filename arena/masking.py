@@ -57,3 +57,12 @@ def masked_urls(data: Any) -> Any:
     if isinstance(data, str) and "://" in data:
         return mask_url(data)
     return data
+
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def masked_text(text: str) -> str:
+    """``text`` (an error message, a log line) with every URL in it passed through
+    :func:`mask_url`: what a published record may show of an outside error."""
+    return _URL_IN_TEXT.sub(lambda match: mask_url(match.group(0)), text)

@@ -41,7 +41,7 @@ from arena.jobs.report import JobReport, raise_failure
 from arena.jobs.settle import SettleReport, settle_markets
 from arena.jobs.snapshots import SnapshotReport, take_snapshots
 from arena.jobs.universe import freeze_universe
-from arena.slots import job_slot
+from arena.slots import MISSED_AFTER, job_slot
 from arena.sources.anchors import Anchor, build_anchors
 from arena.sources.clob import BookSource, ClobClient
 from arena.sources.gamma import GammaClient
@@ -55,9 +55,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DECISION_RETRY_MINUTES = 30
-# An interval slot with no run this long after its fire time was missed: the scheduler starts
-# its own run at the fire time, so the catch-up does not race it.
-MISSED_AFTER = timedelta(seconds=30)
 
 
 class SupportsClose(Protocol):

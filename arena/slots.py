@@ -17,6 +17,11 @@ from arena.clock import WEEK, floor_to_minutes, week_start
 from arena.config import Settings, weekly_offset
 from arena.domain.states import Job
 
+MISSED_AFTER = timedelta(seconds=30)
+"""An interval slot with no run this long after its fire time was missed: the scheduler starts
+its own run at the fire time, so the catch-up does not race it. A run that starts this late
+ran late (the incident log of a published dataset, :mod:`arena.publish.incidents`)."""
+
 
 def weekly_slot(spec: str, now: datetime) -> datetime:
     """The most recent fire time of a weekly ``"sun 00:05"`` schedule at or before ``now``."""

@@ -23,7 +23,7 @@ from arena.clock import FixedClock
 from arena.errors import UserError
 from arena.export.spec import ExportFilters
 from arena.export.writer import EXPORT_SCHEMA_VERSION, ExportTarget, export
-from arena.store.models import UniverseMarket
+from arena.store.models import JobRun, SystemLog, UniverseMarket
 from tests.analytics.export_files import (
     FORMATS,
     TABLES,
@@ -52,6 +52,8 @@ ID_COLUMN = {
     "market_prices": "price_id",
     "forecasts": "forecast_id",
     "book_marks": "token_id",
+    "job_runs": "job_run_id",
+    "system_log": "log_id",
 }
 TIME_COLUMN = {
     "decisions": "created_at",
@@ -62,6 +64,8 @@ TIME_COLUMN = {
     "brier_scores": "scored_at",
     "forecasts": "forecast_at",
     "market_prices": "observed_at",
+    "job_runs": "slot",
+    "system_log": "at",
 }
 FACT_TABLES = (
     "decisions",
@@ -181,7 +185,7 @@ def _expected_slice(
         return not (moment is not None and until is not None and moment >= until)
 
     ids: dict[str, set[Any]] = {}
-    for table in (*FACT_TABLES, "agents"):
+    for table in (*FACT_TABLES, "agents", "job_runs", "system_log"):  # runs: time only
         ids[table] = {key(table, r) for r in full[table] if keep(table, r)}
     agents = [r for r in full["agents"] if r["agent_id"] in ids["agents"]]
     ids["cohorts"] = {r["cohort_id"] for r in agents}
@@ -339,6 +343,29 @@ def _documented_columns() -> dict[str, list[tuple[str, str]]]:
 
 def test_every_exported_column_is_documented(sqlite_db: Database, tmp_path: Path) -> None:
     build_arena(sqlite_db.factory)
+    with sqlite_db.factory() as session, session.begin():  # a job run and an outage: headers
+        at = EXPORTED_AT
+        session.add(
+            JobRun(
+                job="snapshot",
+                slot=at,
+                holder="h:1:0",
+                status="succeeded",
+                started_at=at,
+                finished_at=at,
+                lease_until=at,
+                counts={"agents": 9},
+            )
+        )
+        session.add(
+            SystemLog(
+                at=at,
+                level="ERROR",
+                source="snapshot",
+                event="clob_unavailable",
+                message="Polymarket CLOB unavailable: timeout",
+            )
+        )
     for fmt in FORMATS:
         _export(sqlite_db, tmp_path / fmt, fmt)
     documented = _documented_columns()
@@ -377,7 +404,7 @@ def test_small_batches_give_the_same_files(
     db, _ = arena
     reference = _export(db, tmp_path / "one", "parquet")
     monkeypatch.setattr("arena.export.writer.BATCH_ROWS", 3)
-    monkeypatch.setattr("arena.export.writer.BATCH_BYTES", 1)
+    monkeypatch.setattr("arena.export.values.BATCH_BYTES", 1)
     batched = _export(db, tmp_path / "many", "parquet")
     assert pq.ParquetFile(tmp_path / "many" / "trades.parquet").num_row_groups > 1
     assert pq.ParquetFile(tmp_path / "many" / "attempts.parquet").num_row_groups > 1

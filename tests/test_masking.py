@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from arena.masking import mask_url
+from arena.masking import mask_url, masked_text
 from tests.conftest import Database
 from tests.helpers import free_port, run_arena, write_config
 
@@ -115,3 +115,15 @@ def test_a_refused_database_url_is_never_quoted(tmp_path: Path, url: str) -> Non
     assert result.returncode == 2 and "database_url" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     _assert_no_secret(result.stdout, result.stderr)
+
+
+def test_masked_text_masks_every_url_inside_a_message() -> None:
+    text = (
+        "OperationalError: cannot reach postgresql://arena:pw-1@db:5432/arena; "
+        "fetching 'https://anchor.example/post?token=tk-2&x=1' failed"
+    )
+    masked = masked_text(text)
+    assert "pw-1" not in masked and "tk-2" not in masked
+    assert "postgresql://arena:***@db:5432/arena;" in masked
+    assert "https://anchor.example/post?token=***&x=1'" in masked
+    assert masked_text("no url here") == "no url here"

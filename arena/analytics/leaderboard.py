@@ -255,8 +255,15 @@ def compute_leaderboard(
     Brier (lower first, unscored last), then family id.
     """
     with consistent_read(factory) as session:
-        rows = _standings(session, cohort_id, min_scored_bets)
-    return sorted(rows, key=_rank_key)
+        return standings(session, cohort_id=cohort_id, min_scored_bets=min_scored_bets)
+
+
+def standings(
+    session: Session, *, cohort_id: int | None = None, min_scored_bets: int = 10
+) -> list[FamilyStanding]:
+    """:func:`compute_leaderboard` on a session the caller holds (a published dataset reads
+    it in the snapshot its tables come from)."""
+    return sorted(_standings(session, cohort_id, min_scored_bets), key=_rank_key)
 
 
 def _rank_key(row: FamilyStanding) -> tuple[Decimal, bool, Decimal, str]:

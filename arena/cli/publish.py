@@ -27,22 +27,25 @@ def publish(
     at: AtOption = None,
     fmt: ViewFormatOption = "table",
 ) -> None:
-    """Write or update the verifiable dataset: tables, record chain, commitments, manifest.
+    """Write or update the verifiable dataset: tables, record chain, commitments, leaderboard,
+    analysis, incident log, dataset card (README.md), static site and manifest.
 
-    \b
     Only files whose bytes changed are replaced; each publish that changes something is a new
     version, and every version's manifest is kept in DIR/manifests/. The public half of
     ARENA_SIGNING_KEY is published as public_key.pem. Check the result with `arena verify DIR`.
     """
     fmt = one_of("--format", fmt, VIEW_FORMATS)
     from arena.publish.dataset import publish_dataset
+    from arena.publish.parts import dataset_parts
     from arena.record.signing import signing_key_from_env
 
+    app_state = state(ctx)
     report = publish_dataset(
-        state(ctx).reader(),
+        app_state.reader(),
         directory,
         clock_for(at).now(),
         signing_key=signing_key_from_env(),
+        parts=dataset_parts(app_state.settings),
     )
     if fmt == "json":
         print(json.dumps(report.to_dict(), indent=2))

@@ -70,7 +70,7 @@ def col(
     if isinstance(kind_of, Integer):
         return ExportColumn(name, Kind.INT, expr, prompt=prompt)
     if isinstance(kind_of, String | Text):
-        return ExportColumn(name, Kind.TEXT, expr, prompt=prompt)
+        return ExportColumn(name, Kind.TEXT, expr, prompt=prompt, derive=derive)
     raise TypeError(f"export column {name}: unsupported type {kind_of!r}")
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from sqlalchemy import func
 
 from arena.clock import week_start
+from arena.domain.states import CLOB_UNAVAILABLE
 from arena.export.slices import (
     BRIER_SLICE,
     DECISIONS_SLICE,
@@ -31,6 +32,7 @@ from arena.export.slices import (
     universes_restrict,
 )
 from arena.export.spec import TableSpec, col, from_table
+from arena.masking import masked_text
 from arena.store.models import (
     Agent,
     BookMark,
@@ -41,10 +43,12 @@ from arena.store.models import (
     DecisionUniverse,
     Family,
     Forecast,
+    JobRun,
     Market,
     MarketPrice,
     PortfolioSnapshot,
     Position,
+    SystemLog,
     Trade,
     UniverseMarket,
 )
@@ -444,6 +448,44 @@ BOOK_MARKS = TableSpec(
     book_marks_restrict,
 )
 
+# The scheduled job runs, one row per job and slot (its last run): what the incident log of a
+# published dataset classifies (arena.publish.incidents). The holder (host and process) is left
+# out; errors have the credentials of any URL masked.
+JOB_RUNS = TableSpec(
+    "job_runs",
+    (
+        col("job_run_id", JobRun.id),
+        col("job", JobRun.job),
+        col("slot", JobRun.slot),
+        col("status", JobRun.status),
+        col("started_at", JobRun.started_at),
+        col("finished_at", JobRun.finished_at),
+        col("counts", JobRun.counts),
+        col("error", JobRun.error, derive=masked_text),
+    ),
+    from_table(JobRun),
+    JobRun.id,
+    slice_on(time=JobRun.slot),
+)
+
+PUBLISHED_EVENTS = (CLOB_UNAVAILABLE,)
+"""The ``system_log`` events exported: the CLOB outages the incident log lists."""
+
+SYSTEM_LOG = TableSpec(
+    "system_log",
+    (
+        col("log_id", SystemLog.id),
+        col("at", SystemLog.at),
+        col("level", SystemLog.level),
+        col("source", SystemLog.source),
+        col("event", SystemLog.event),
+        col("message", SystemLog.message, derive=masked_text),
+    ),
+    lambda statement: statement.select_from(SystemLog).where(SystemLog.event.in_(PUBLISHED_EVENTS)),
+    SystemLog.id,
+    slice_on(time=SystemLog.at),
+)
+
 TABLES: tuple[TableSpec, ...] = (
     FAMILIES,
     COHORTS,
@@ -459,4 +501,6 @@ TABLES: tuple[TableSpec, ...] = (
     FORECASTS,
     UNIVERSE_MARKETS,
     BOOK_MARKS,
+    JOB_RUNS,
+    SYSTEM_LOG,
 )

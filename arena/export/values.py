@@ -24,13 +24,23 @@ def batches(
     session: Session, statement: Select, columns: tuple[ExportColumn, ...], batch_rows: int
 ) -> Iterator[list[tuple[Any, ...]]]:
     """Rows converted to export values, in lists of at most ``batch_rows`` / ~BATCH_BYTES."""
-    converters = [_CONVERT[column.kind](column) for column in columns]
+    # Only the columns whose values change are converted (text and integers come as they are).
+    converters = [
+        (i, convert)
+        for i, convert in enumerate(_CONVERT[column.kind](column) for column in columns)
+        if convert is not None
+    ]
     textual = [i for i, column in enumerate(columns) if column.kind in (Kind.TEXT, Kind.JSON)]
     batch: list[tuple[Any, ...]] = []
     size = 0
     result = session.execute(statement.execution_options(yield_per=batch_rows))
     for raw in result:
-        row = tuple(convert(value) for convert, value in zip(converters, raw, strict=True))
+        values = list(raw)
+        for i, convert in converters:
+            value = values[i]
+            if value is not None:
+                values[i] = convert(value)
+        row = tuple(values)
         batch.append(row)
         size += sum(len(row[i]) for i in textual if row[i] is not None)
         if len(batch) >= batch_rows or size >= BATCH_BYTES:
@@ -43,12 +53,17 @@ def batches(
 # -- value conversion: database value -> the one export value every format starts from ------
 
 
-def _identity(_column: ExportColumn) -> Callable[[Any], Any]:
-    return lambda value: value
+def _to_text(column: ExportColumn) -> Callable[[Any], Any] | None:
+    """None: text is exported as read (a derived column maps it)."""
+    derive = column.derive
+    if derive is None:
+        return None
+    return lambda value: None if value is None else derive(value)
 
 
-def _to_int(_column: ExportColumn) -> Callable[[Any], Any]:
-    return lambda value: None if value is None else int(value)
+def _to_int(_column: ExportColumn) -> Callable[[Any], Any] | None:
+    """None: both databases' drivers read integers as ``int``."""
+    return None
 
 
 def _to_bool(_column: ExportColumn) -> Callable[[Any], Any]:
@@ -93,9 +108,9 @@ def _to_json_text(column: ExportColumn) -> Callable[[Any], Any]:
     return convert
 
 
-_CONVERT: dict[Kind, Callable[[ExportColumn], Callable[[Any], Any]]] = {
+_CONVERT: dict[Kind, Callable[[ExportColumn], Callable[[Any], Any] | None]] = {
     Kind.INT: _to_int,
-    Kind.TEXT: _identity,
+    Kind.TEXT: _to_text,
     Kind.BOOL: _to_bool,
     Kind.DECIMAL: _to_decimal,
     Kind.TIME: _to_time,

@@ -2,7 +2,8 @@
 
 Files (``docs/EXPORT_SCHEMA.md`` documents every column): ``families``, ``cohorts``,
 ``agents``, ``decisions``, ``attempts``, ``trades``, ``positions``, ``snapshots``,
-``brier_scores``, ``markets``, ``market_prices`` and ``forecasts``, each as ``<name>.jsonl``,
+``brier_scores``, ``markets``, ``market_prices``, ``forecasts``, ``universe_markets``,
+``book_marks``, ``job_runs`` and ``system_log``, each as ``<name>.jsonl``,
 ``<name>.csv`` or ``<name>.parquet``. Every row carries the ids needed to join (``cohort_id``,
 ``agent_id``, ``family_id``, ``decision_id``, ``market_id``...).
 
@@ -21,7 +22,8 @@ JSON text, null as JSON null / empty CSV cell / Parquet null.
 
 Bounded memory: every table is streamed from one consistent read snapshot in batches
 (``yield_per``), written row by row (JSONL, CSV) or one Parquet row group per batch, a batch
-being closed early once it holds about :data:`BATCH_BYTES` of text (prompts are large).
+being closed early once it holds about :data:`~arena.export.values.BATCH_BYTES` of text
+(prompts are large).
 """
 
 from __future__ import annotations
@@ -49,13 +51,13 @@ from arena.export import FORMATS
 from arena.export.directory import MANIFEST, check_target, publish, sha256_of, staging
 from arena.export.spec import ExportColumn, ExportFilters, Kind, TableSpec
 from arena.export.tables import TABLES
-from arena.export.values import BATCH_ROWS, batches, text_value
+from arena.export.values import BATCH_ROWS, batches, decimal_text, text_value
 from arena.store.consistent_read import consistent_read
 from arena.store.models import Agent, Cohort, Family
 
 log = logging.getLogger(__name__)
 
-EXPORT_SCHEMA_VERSION = "2"  # 2: executable prices (mode book columns)
+EXPORT_SCHEMA_VERSION = "3"  # 2: executable prices (mode book columns); 3: job_runs, system_log
 
 
 @dataclass(frozen=True)
@@ -161,13 +163,29 @@ def write_tables(
 ) -> list[ExportedFile]:
     """Write every table of the slice as ``<directory>/<table>.<fmt>``, all from ``session``
     (one consistent read: :func:`arena.store.consistent_read.consistent_read`)."""
-    written: list[ExportedFile] = []
-    for spec in TABLES:
-        path = directory / f"{spec.name}.{fmt}"
-        rows = _write_table(session, spec, filters or ExportFilters(), include_prompts, fmt, path)
-        written.append(
-            ExportedFile(spec.name, path.name, rows, path.stat().st_size, sha256_of(path))
+    return [
+        ExportedFile(table, path.name, rows, path.stat().st_size, sha256_of(path))
+        for table, path, rows in write_table_files(
+            session, directory, (fmt,), filters, include_prompts=include_prompts
         )
+    ]
+
+
+def write_table_files(
+    session: Session,
+    directory: Path,
+    formats: tuple[str, ...],
+    filters: ExportFilters | None = None,
+    *,
+    include_prompts: bool = True,
+) -> list[tuple[str, Path, int]]:
+    """Write every table of the slice as ``<directory>/<table>.<format>`` in each format, each
+    table read once for all of them; ``(table, path, rows)`` of each file written."""
+    written: list[tuple[str, Path, int]] = []
+    for spec in TABLES:
+        targets = [(directory / f"{spec.name}.{fmt}", fmt) for fmt in formats]
+        rows = _write_table(session, spec, filters or ExportFilters(), include_prompts, targets)
+        written += [(spec.name, path, rows) for path, _fmt in targets]
         log.debug("exported %s: %d rows", spec.name, rows)
     return written
 
@@ -221,7 +239,7 @@ def export_table(
     if spec is None:
         raise UserError(f"no exported table named {table!r}")
     with consistent_read(session_factory) as session:
-        return _write_table(session, spec, ExportFilters(), True, fmt, path)
+        return _write_table(session, spec, ExportFilters(), True, [(path, fmt)])
 
 
 def table_columns(session: Session, table: str) -> dict[str, list[Any]]:
@@ -269,19 +287,21 @@ def _write_table(
     spec: TableSpec,
     filters: ExportFilters,
     include_prompts: bool,
-    fmt: str,
-    path: Path,
+    targets: list[tuple[Path, str]],
 ) -> int:
+    """Write one table into each ``(path, format)`` of ``targets`` from one read; its rows."""
     statement = spec.query(filters, include_prompts)
     batch_rows = spec.batch_rows or BATCH_ROWS
-    writer = _WRITERS[fmt](path, spec.columns)
+    writers = [_WRITERS[fmt](path, spec.columns) for path, fmt in targets]
     count = 0
     try:
         for batch in batches(session, statement, spec.columns, batch_rows):
-            writer.write(batch)
+            for writer in writers:
+                writer.write(batch)
             count += len(batch)
     finally:
-        writer.close()
+        for writer in writers:
+            writer.close()
     return count
 
 
@@ -304,7 +324,7 @@ class _JsonlWriter:
 
 class _CsvWriter:
     def __init__(self, path: Path, columns: tuple[ExportColumn, ...]) -> None:
-        self.columns = columns
+        self.cells = [csv_cell(column) for column in columns]
         self.handle: IO[str] = path.open("w", encoding="utf-8", newline="")
         # RFC 4180 line ends: the writer then quotes a cell holding a carriage return, which
         # with "\n" alone it writes bare, splitting the row for every reader.
@@ -312,22 +332,31 @@ class _CsvWriter:
         self.writer.writerow([column.name for column in columns])
 
     def write(self, rows: list[tuple[Any, ...]]) -> None:
-        for row in rows:
-            self.writer.writerow([_csv_cell(c, v) for c, v in zip(self.columns, row, strict=True)])
+        cells = self.cells
+        self.writer.writerows(
+            [[cell(v) for cell, v in zip(cells, row, strict=True)] for row in rows]
+        )
 
     def close(self) -> None:
         self.handle.close()
 
 
-def _csv_cell(column: ExportColumn, value: Any) -> Any:
-    value = text_value(column, value)
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str) and column.kind in (Kind.TEXT, Kind.JSON):
-        return safe_cell(value)
-    return value
+def csv_cell(column: ExportColumn) -> Callable[[Any], Any]:
+    """The CSV cell of an export value of ``column``: its JSON-lines value
+    (:func:`~arena.export.values.text_value`), null as an empty cell, booleans as
+    ``true``/``false``, text spreadsheet-safe (:func:`arena.csv_safe.safe_cell`). One function
+    per column, chosen once: a table's millions of cells each pay one call."""
+    kind = column.kind
+    if kind is Kind.BOOL:
+        return lambda v: "" if v is None else ("true" if v else "false")
+    if kind is Kind.DECIMAL:
+        scale = column.scale
+        return lambda v: "" if v is None else decimal_text(v, scale)
+    if kind is Kind.TIME:
+        return lambda v: "" if v is None else iso_utc(v)
+    if kind in (Kind.TEXT, Kind.JSON):
+        return lambda v: "" if v is None else (safe_cell(v) if isinstance(v, str) else v)
+    return lambda v: "" if v is None else v
 
 
 class _ParquetWriter:

@@ -38,7 +38,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena import __version__
 from arena.clock import iso_utc
 from arena.export.directory import sha256_of
-from arena.export.writer import write_tables
+from arena.export.writer import write_table_files
 from arena.record.canonical import canonical
 from arena.record.chain import head
 from arena.record.signing import load_signing_key, public_key_pem
@@ -115,16 +115,15 @@ def publish_dataset(
             chain_head = head(session)
         report = PublishReport(out, _current_version(out))
         report.records, report.head_hash = chain_head.seq, chain_head.hash
-        for name in written:
-            if _move_if_changed(staged / name, out / name):
-                report.changed.append(name)
-            else:
-                report.unchanged.append(name)
+        digests: dict[str, dict[str, Any]] = {}
+        for name in dict.fromkeys(written):  # a part may name a file twice
+            moved, digests[name] = _move_if_changed(staged / name, out / name)
+            (report.changed if moved else report.unchanged).append(name)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
     if report.changed or not (out / MANIFEST).exists():
         report.version += 1
-        manifest = _manifest(out, report, now)
+        manifest = _manifest(out, report, now, digests)
         (out / MANIFESTS).mkdir(exist_ok=True)
         text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         _write_atomically(out / MANIFESTS / f"manifest-{report.version:06d}.json", text)
@@ -135,11 +134,8 @@ def publish_dataset(
 
 def _tables(session: Session, staged: Path) -> list[str]:
     (staged / TABLES_DIR).mkdir()
-    names = []
-    for fmt in TABLE_FORMATS:
-        for written in write_tables(session, staged / TABLES_DIR, fmt):
-            names.append(f"{TABLES_DIR}/{written.file}")
-    return names
+    written = write_table_files(session, staged / TABLES_DIR, TABLE_FORMATS)
+    return [f"{TABLES_DIR}/{path.name}" for _table, path, _rows in written]
 
 
 def _chain(session: Session, staged: Path) -> list[str]:
@@ -148,9 +144,17 @@ def _chain(session: Session, staged: Path) -> list[str]:
     with _lines(staged / CHAIN) as write:
         rows = session.execute(statement.execution_options(yield_per=RECORD_BATCH))
         for seq, prev_hash, hash_, body in rows:
-            line = {"seq": seq, "prev_hash": prev_hash, "hash": hash_, "record": json.loads(body)}
-            write(canonical(line))
+            write(chain_line(seq, prev_hash, hash_, body))
     return [CHAIN]
+
+
+def chain_line(seq: int, prev_hash: str, hash_: str, body: str) -> bytes:
+    """The RFC 8785 bytes of ``{"seq", "prev_hash", "hash", "record"}``, ``body`` being the
+    record's stored canonical text: its members in canonical order around the body as stored
+    (hex hashes and an integer need no escaping), so no record is parsed and encoded again."""
+    return (
+        f'{{"hash":"{hash_}","prev_hash":"{prev_hash}","record":{body},"seq":{int(seq)}}}'
+    ).encode()
 
 
 def _commitments(session: Session, staged: Path) -> list[str]:
@@ -184,14 +188,17 @@ def _lines(path: Path) -> Iterator[Callable[[bytes], None]]:
         yield write
 
 
-def _move_if_changed(source: Path, target: Path) -> bool:
-    """Move ``source`` onto ``target`` unless both hold the same bytes; whether it moved."""
-    same_size = target.exists() and target.stat().st_size == source.stat().st_size
-    if same_size and sha256_of(target) == sha256_of(source):
-        return False
+def _move_if_changed(source: Path, target: Path) -> tuple[bool, dict[str, Any]]:
+    """Move ``source`` onto ``target`` unless both hold the same bytes; whether it moved, and
+    the file's manifest entry (each file is hashed once, its target once more when the sizes
+    are equal)."""
+    entry = {"sha256": sha256_of(source), "bytes": source.stat().st_size}
+    same_size = target.exists() and target.stat().st_size == entry["bytes"]
+    if same_size and sha256_of(target) == entry["sha256"]:
+        return False, entry
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(source, target)
-    return True
+    return True, entry
 
 
 def _current_version(out: Path) -> int:
@@ -208,11 +215,18 @@ def _files(out: Path) -> Iterator[Path]:
             yield path
 
 
-def _manifest(out: Path, report: PublishReport, now: datetime) -> dict[str, Any]:
-    files = {
-        path.relative_to(out).as_posix(): {"sha256": sha256_of(path), "bytes": path.stat().st_size}
-        for path in _files(out)
-    }
+def _manifest(
+    out: Path, report: PublishReport, now: datetime, digests: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The manifest of every file in ``out``: the entries of the files just published
+    (``digests``), any other file hashed now."""
+    files = {}
+    for path in _files(out):
+        name = path.relative_to(out).as_posix()
+        files[name] = digests.get(name) or {
+            "sha256": sha256_of(path),
+            "bytes": path.stat().st_size,
+        }
     return {
         "dataset_schema_version": DATASET_SCHEMA_VERSION,
         "version": report.version,

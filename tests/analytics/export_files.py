@@ -31,6 +31,8 @@ TABLES = (
     "forecasts",
     "universe_markets",
     "book_marks",
+    "job_runs",
+    "system_log",
 )
 FORMATS = ("jsonl", "csv", "parquet")
 
