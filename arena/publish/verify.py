@@ -27,13 +27,13 @@ What this proves and does not prove is in METHODOLOGY.md ("A record anyone can v
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from arena.clock import parse_timestamp
+from arena.export.directory import sha256_of
 from arena.publish.covering import check_commitments, check_timing
 from arena.publish.findings import Chain, Link, Verification, json_lines
 from arena.publish.incident_check import check_incidents
@@ -49,7 +49,6 @@ COMMITMENTS = "commitments.jsonl"
 PUBLIC_KEY = "public_key.pem"
 LEADERBOARD = "leaderboard.json"
 COMMITMENT_FIELDS = ("seq", "head_hash", "count", "committed_at", "key_id")
-HASH_CHUNK = 1 << 20
 
 
 def verify_dataset(directory: Path) -> Verification:
@@ -87,7 +86,7 @@ def _check_manifest(directory: Path, result: Verification) -> dict[str, Any] | N
         elif name not in present:
             result.fail("manifest", name, "-", "listed in the manifest, missing")
         else:
-            digest, size = _sha256(directory / name)
+            digest, size = sha256_of(directory / name), (directory / name).stat().st_size
             if digest != entry.get("sha256"):
                 result.fail(
                     "manifest",
@@ -110,15 +109,6 @@ def _files(directory: Path) -> Iterator[str]:
         relative = path.relative_to(directory).as_posix()
         if relative != MANIFEST and not relative.startswith(f"{MANIFESTS_DIR}/"):
             yield relative
-
-
-def _sha256(path: Path) -> tuple[str, int]:
-    digest, size = hashlib.sha256(), 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(HASH_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
 
 
 # -- chain and records ------------------------------------------------------------------------
