@@ -32,7 +32,7 @@ from arena.clock import Clock, iso_utc
 from arena.config import SIGNING_KEY_ENV
 from arena.domain.states import DeliveryStatus
 from arena.errors import AnchorError, ConfigError
-from arena.record.chain import HEAD_ID, head
+from arena.record.chain import HEAD_ID, chain_backlog, head
 from arena.record.commitments import commitment_body, commitment_entry, entry_line
 from arena.record.signing import (
     SigningKeyError,
@@ -81,6 +81,7 @@ class CommitReport:
 
     committed: Committed | None = None
     anchors: int = 0  # how many are configured
+    chained_after_the_fact: int = 0  # found stored without a record (the genesis pass)
     delivered: int = 0
     failures: list[str] = field(default_factory=list)
 
@@ -92,6 +93,7 @@ class CommitReport:
             "signed": made.signed if made else None,
             "delivered": self.delivered,
             "failed": len(self.failures),
+            "chained_after_the_fact": self.chained_after_the_fact,
         }
 
     def failure(self) -> str | None:
@@ -120,10 +122,12 @@ def commit_record(
     key: Ed25519PrivateKey | None = None,
     anchors: Sequence[Anchor] = (),
 ) -> CommitReport:
-    """Commit the chain's head if it moved, then deliver every undelivered commitment to
-    ``anchors`` (module docstring)."""
+    """Chain whatever is stored without a record (after the fact: the genesis pass, which
+    `arena db upgrade` also runs), commit the chain's head if it moved, then deliver every
+    undelivered commitment to ``anchors`` (module docstring)."""
+    chained = chain_backlog(factory, clock.now())  # anything stored without a record
     made = make_commitment(factory, clock.now(), key, anchors)
-    report = CommitReport(committed=made, anchors=len(anchors))
+    report = CommitReport(committed=made, anchors=len(anchors), chained_after_the_fact=chained)
     for anchor in anchors:
         deliver(factory, anchor, clock, report)
     return report

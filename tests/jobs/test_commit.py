@@ -198,3 +198,19 @@ def test_an_http_anchor_that_times_out_is_retried_until_it_recovers(db: Database
     assert delivered.answer == 'HTTP 200: {"receipt": "r-1"}'
     assert delivered.delivered_at == AT + timedelta(hours=1)
     assert json.loads(server.received[-1])["seq"] == 1
+
+
+def test_a_commitment_run_chains_what_was_stored_without_a_record(db: Database) -> None:
+    """A daemon upgraded without `arena db upgrade` still chains the earlier data (after the
+    fact) before it commits, so the commitment covers it."""
+    from tests.analytics.results_arena import build_arena
+    from tests.record.chain_checks import assert_linear
+
+    build_arena(db.factory)  # written through the ORM: no record
+    report = commit_record(db.factory, FixedClock(AT))
+    records = assert_linear(db)
+    assert records and all(r.after_the_fact for r in records)
+    assert report.chained_after_the_fact == len(records)
+    (commitment,) = commitments(db)
+    assert commitment.seq == len(records) and commitment.head_hash == records[-1].hash
+    assert commit_record(db.factory, FixedClock(AT)).chained_after_the_fact == 0
