@@ -18,7 +18,9 @@ and counts what it saw:
 * ``leaderboard``: every published row's money to the cent, and its counts and Brier, against
   the tables (:mod:`arena.publish.standings`); ``ledger``: each agent's stored cash against its
   fills and settlements. Skipped (counted) when ``leaderboard.json`` is absent;
-* ``incidents``: not checked yet (counted as skipped).
+* ``incidents``: the incident log against the job runs, decisions and outages of the tables
+  (:mod:`arena.publish.incident_check`); skipped (counted) when the log or ``job_runs`` is
+  absent.
 
 What this proves and does not prove is in METHODOLOGY.md ("A record anyone can verify").
 """
@@ -34,6 +36,7 @@ from arena.clock import parse_timestamp
 from arena.export.directory import sha256_of
 from arena.publish.covering import check_commitments, check_timing
 from arena.publish.findings import Chain, Link, Verification, json_lines
+from arena.publish.incident_check import check_incidents
 from arena.publish.rebuild import SUBJECT_TABLES, Subjects, first_difference
 from arena.publish.standings import agent_ledgers, differences, family_money
 from arena.record.canonical import GENESIS_HASH, canonical, link_hash
@@ -45,7 +48,6 @@ CHAIN = "chain.jsonl"
 COMMITMENTS = "commitments.jsonl"
 PUBLIC_KEY = "public_key.pem"
 LEADERBOARD = "leaderboard.json"
-INCIDENTS = "incidents.jsonl"
 COMMITMENT_FIELDS = ("seq", "head_hash", "count", "committed_at", "key_id")
 
 
@@ -60,7 +62,7 @@ def verify_dataset(directory: Path) -> Verification:
     commitments = check_commitments(directory, chain, result)
     check_timing(directory, chain, commitments, result)
     _check_leaderboard(directory, result)
-    _check_incidents(directory, result)
+    check_incidents(directory, result)
     return result
 
 
@@ -248,11 +250,3 @@ def _check_leaderboard(directory: Path, result: Verification) -> None:
         else:
             for detail in differences(published[family_id], families[family_id]):
                 result.fail("leaderboard", LEADERBOARD, row, detail)
-
-
-def _check_incidents(directory: Path, result: Verification) -> None:
-    """Counted as skipped: the incident log is checked once ``arena.publish.incidents``,
-    which writes it, is here to recompute it from the tables."""
-    result.count("incidents_skipped")
-    if (directory / INCIDENTS).is_file():
-        result.notes.append("incidents.jsonl is not checked")

@@ -41,10 +41,10 @@ pytestmark = pytest.mark.slow  # one simulation for the module (started first)
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("verify")
-    factory, _settings = simulate(root)
+    factory, settings = simulate(root)
     key = Ed25519PrivateKey.generate()
     assert sign_commitments(factory, key) > 0
-    publish(factory, root / "dataset", key, END)
+    publish(factory, settings, root / "dataset", key, END)
     return root / "dataset"
 
 
@@ -444,3 +444,12 @@ def test_a_dataset_without_a_leaderboard_skips_that_check(dataset: Path) -> None
     assert result.ok, result.failures
     assert result.counts["leaderboard_skipped"] == 1
     assert "leaderboard_rows" not in result.counts
+
+
+def test_an_incident_left_out_of_the_log_is_named(dataset: Path) -> None:
+    lines = [json.loads(line) for line in (dataset / "incidents.jsonl").read_text().splitlines()]
+    dropped = next(line for line in lines if "job_run_id" in line)
+    rewrite_lines(dataset, "incidents.jsonl", lambda rows: [r for r in rows if r != dropped])
+    result = verify_dataset(dataset)
+    failure = named(result, "incidents", "incidents.jsonl", f"job_run_id={dropped['job_run_id']}")
+    assert "left out" in failure.detail

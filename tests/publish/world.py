@@ -8,16 +8,15 @@ decision run, signed afterwards with a test key (:func:`sign_commitments`).
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from arena.publish.parts import dataset_parts
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.analytics.leaderboard import compute_leaderboard, to_json
 from arena.clock import iso_utc
 from arena.config import Settings, load_settings
 from arena.demo_world import Simulation, WorldPlan
@@ -27,7 +26,6 @@ from arena.record.signing import key_id, sign
 from arena.store.db import make_engine, session_factory, upgrade
 from arena.store.models import Commitment
 from tests.helpers import write_config
-from tests.publish.tamper import refresh_manifest
 
 START = datetime(2026, 11, 1, tzinfo=UTC)  # a Sunday
 DAYS = 9
@@ -48,15 +46,16 @@ def signing_key_pem(key: Ed25519PrivateKey) -> str:
 
 
 def publish(
-    factory: sessionmaker[Session], out: Path, key: Ed25519PrivateKey, now: datetime
+    factory: sessionmaker[Session],
+    settings: Settings,
+    out: Path,
+    key: Ed25519PrivateKey,
+    now: datetime,
 ) -> None:
-    """``arena publish`` of the arena into ``out``, with ``leaderboard.json`` as
-    ``arena leaderboard --format json`` prints it (written here until ``arena publish``
-    writes it itself)."""
-    publish_dataset(factory, out, now, signing_key=signing_key_pem(key))
-    board = to_json(compute_leaderboard(factory))
-    (out / "leaderboard.json").write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")
-    refresh_manifest(out, "leaderboard.json")
+    """``arena publish`` of the arena into ``out``, with every part it adds."""
+    publish_dataset(
+        factory, out, now, signing_key=signing_key_pem(key), parts=dataset_parts(settings)
+    )
 
 
 def simulate(directory: Path) -> tuple[sessionmaker[Session], Settings]:
