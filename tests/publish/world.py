@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from arena.publish.parts import dataset_parts
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import select
@@ -21,6 +20,7 @@ from arena.clock import iso_utc
 from arena.config import Settings, load_settings
 from arena.demo_world import Simulation, WorldPlan
 from arena.publish.dataset import publish_dataset
+from arena.publish.parts import dataset_parts
 from arena.record.commitments import commitment_body
 from arena.record.signing import key_id, sign
 from arena.store.db import make_engine, session_factory, upgrade
