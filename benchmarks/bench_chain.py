@@ -34,6 +34,7 @@ from typing import Any
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.engine import make_url
 
+import arena.jobs.commit as commit_module
 import arena.jobs.decide as decide_module
 from arena.config import OpenRouterFamily, Settings
 from arena.demo_world import Simulation, WorldPlan
@@ -98,7 +99,10 @@ def one_run(url: str, families: int, markets: int, chained: bool) -> dict[str, f
         finally:
             spent[0] += time.perf_counter() - started
 
+    backlog = commit_module.chain_backlog
     decide_module.record_decision = timed if chained else (lambda *_a, **_k: None)  # type: ignore[assignment]
+    if not chained:  # the commitment after the run would chain the decisions after the fact
+        commit_module.chain_backlog = lambda *_a, **_k: 0  # type: ignore[assignment]
     try:
         sim.step(SUNDAY)  # the cohort (and the market sync)
         started = time.perf_counter()
@@ -106,6 +110,7 @@ def one_run(url: str, families: int, markets: int, chained: bool) -> dict[str, f
         wall = time.perf_counter() - started
     finally:
         decide_module.record_decision = real  # type: ignore[assignment]
+        commit_module.chain_backlog = backlog  # type: ignore[assignment]
         sim.close()
     with factory() as session:
         decided = session.scalar(
@@ -122,6 +127,8 @@ def one_run(url: str, families: int, markets: int, chained: bool) -> dict[str, f
 
 def bench(backend: str, args: argparse.Namespace, workdir: Path) -> None:
     runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+    with database(backend, args.postgres_url, workdir) as url:  # warm-up: imports, caches
+        one_run(url, args.families, args.markets, True)
     for _ in range(args.repeat):
         for chained in (False, True):
             with database(backend, args.postgres_url, workdir) as url:
