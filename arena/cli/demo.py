@@ -38,7 +38,7 @@ from arena.errors import JobFailed, OptionError, UserError
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
-    from arena.config import BaselineFamily, OpenRouterFamily
+    from arena.config import BaselineFamily, OpenRouterFamily, Settings
     from arena.jobs.guard import GuardedRun
 
 DEMO_SKILLS = (0.9, 0.7, 0.5, 0.3, 0.1)  # one simulated model family per skill
@@ -230,10 +230,37 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     )
     if version == Methodology.V2:
         _analytics(export_dir, end)
+    _publish_and_verify(factory, settings, out / "published", end)
     console.print(
         f"ledger invariant holds for every agent; done in {time.perf_counter() - started:.1f}s"
     )
     console.print(serve_command(out / "demo.db"), markup=False, soft_wrap=True)
+
+
+def _publish_and_verify(
+    factory: sessionmaker[Session], settings: Settings, published: Path, at: datetime
+) -> None:
+    """The round trip a reader makes: publish the dataset, then verify it from the files."""
+    from arena.publish.dataset import publish_dataset
+    from arena.publish.parts import dataset_parts
+    from arena.publish.verify import verify_dataset
+    from arena.record.signing import signing_key_from_env
+
+    report = publish_dataset(
+        factory, published, at, signing_key=signing_key_from_env(), parts=dataset_parts(settings)
+    )
+    verification = verify_dataset(published)
+    if not verification.ok:
+        first = "; ".join(
+            f"{f.check} {f.table} {f.row}: {f.detail}" for f in verification.failures[:3]
+        )
+        raise JobFailed(f"arena verify {published}: {len(verification.failures)} failures: {first}")
+    console.print(
+        f"published: {published} (version {report.version}, chain of {report.records} "
+        f"records, static site {published / 'site' / 'index.html'}); arena verify: every check "
+        "holds",
+        soft_wrap=True,
+    )
 
 
 def serve_command(database: Path) -> str:

@@ -64,6 +64,16 @@ def test_demo_runs_offline_and_agrees_with_its_export(tmp_path: Path) -> None:
     assert board.returncode == 0, board.stderr
     assert_matches(json.loads(board.stdout), recompute(out / "export", "jsonl"))
 
+    # the round trip of issue 26: the demo publishes, and the dataset verifies from its files
+    assert "arena verify: every check holds" in result.stdout
+    published = out / "published"
+    assert (published / "site" / "index.html").is_file()
+    verified = run_arena("verify", str(published), "--format", "json", env=env, cwd=tmp_path)
+    assert verified.returncode == 0, verified.stdout[-2000:]
+    report = json.loads(verified.stdout)
+    assert report["ok"] and report["counts"]["records_decision"] > 0
+    assert json.loads((published / "leaderboard.json").read_text()) == json.loads(board.stdout)
+
     # the analytics read the same forecasts from the database as from the export; at the
     # present (the real clock's default) they see the whole demo, which ended before it
     after = datetime.now(UTC)
