@@ -41,6 +41,7 @@ from arena.record.records import (
     TRADE_COLUMNS,
     UNIVERSE_COLUMNS,
     RecordKind,
+    assemble_decision,
     attempt_entry,
     cohort_body,
     pick,
@@ -163,34 +164,21 @@ class Subjects:
         return cohort_body(cohort, agents)
 
     def _decision(self, decision_id: int) -> dict[str, Any] | None:
-        """:func:`arena.record.records.decision_body` from rows already picked (the same
-        dictionary, built without holding a single prompt)."""
+        """The decision's body from rows picked as they were read (no prompt is ever held),
+        assembled by the writer's own :func:`arena.record.records.assemble_decision`."""
         packed = self.decisions.get(decision_id)
         if packed is None:
             return None
         decision = json.loads(packed)
         agent = self.agents.get(decision["agent_id"])
-        attempts = sorted(
-            _unpack(self.attempts.get(decision_id, [])), key=lambda a: a["attempt_id"]
+        return assemble_decision(
+            decision,
+            None if agent is None else pick(agent, LINEAGE_COLUMNS),
+            self.universes.get(decision["universe_id"], (0, None)),
+            _unpack(self.attempts.get(decision_id, [])),
+            _unpack(self.forecasts.get(decision_id, [])),
+            _unpack(self.trades.get(decision_id, [])),
         )
-        markets, sha256 = self.universes.get(decision["universe_id"], (0, None))
-        return {
-            "decision": decision,
-            "lineage": None if agent is None else pick(agent, LINEAGE_COLUMNS),
-            "universe": {
-                "universe_id": decision["universe_id"],
-                "markets": markets,
-                "sha256": sha256,
-            },
-            "prompt_sha256": attempts[0]["request_sha256"] if attempts else None,
-            "attempts": attempts,
-            "forecasts": sorted(
-                _unpack(self.forecasts.get(decision_id, [])), key=lambda f: f["forecast_id"]
-            ),
-            "executions": sorted(
-                _unpack(self.trades.get(decision_id, [])), key=lambda t: t["trade_id"]
-            ),
-        }
 
 
 def _pack(row: dict[str, Any]) -> str:

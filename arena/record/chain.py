@@ -41,10 +41,16 @@ from arena.export.tables import (
 from arena.export.values import text_rows
 from arena.record.canonical import GENESIS_HASH, canonical, link_hash
 from arena.record.records import (
+    DECISION_COLUMNS,
+    FORECAST_COLUMNS,
+    LINEAGE_COLUMNS,
+    TRADE_COLUMNS,
     RecordKind,
+    assemble_decision,
+    attempt_entry,
     cohort_body,
-    decision_body,
     envelope,
+    pick,
     settlement_body,
     universe_hash,
 )
@@ -133,16 +139,16 @@ def record_decision(
     """Chain a completed decision (call in the transaction that completes it)."""
     (decision,) = text_rows(session, DECISIONS, Decision.id == decision_id)
     (agent,) = text_rows(session, AGENTS, Agent.id == decision["agent_id"])
-    body = decision_body(
-        decision,
-        agent,
-        [],
-        text_rows(session, ATTEMPTS, DecisionAttempt.decision_id == decision_id),
-        text_rows(session, TRADES, Trade.decision_id == decision_id),
-        text_rows(session, FORECASTS, Forecast.decision_id == decision_id),
-    )
-    body["universe"]["markets"], body["universe"]["sha256"] = _universe(
-        session, decision["universe_id"]
+    attempts = text_rows(session, ATTEMPTS, DecisionAttempt.decision_id == decision_id)
+    forecasts = text_rows(session, FORECASTS, Forecast.decision_id == decision_id)
+    trades = text_rows(session, TRADES, Trade.decision_id == decision_id)
+    body = assemble_decision(  # the universe hashed once per connection, not per decision
+        pick(decision, DECISION_COLUMNS),
+        pick(agent, LINEAGE_COLUMNS),
+        _universe(session, decision["universe_id"]),
+        [attempt_entry(row) for row in attempts],
+        [pick(row, FORECAST_COLUMNS) for row in forecasts],
+        [pick(row, TRADE_COLUMNS) for row in trades],
     )
     return append(
         session, RecordKind.DECISION, decision_id, body, now, after_the_fact=after_the_fact

@@ -146,23 +146,40 @@ def decision_body(
     trades: Iterable[Row],
     forecasts: Iterable[Row],
 ) -> dict[str, Any]:
-    """The body of a ``decision`` record (rows in any order: they are sorted by id here)."""
-    attempt_entries = sorted((attempt_entry(a) for a in attempts), key=lambda a: a["attempt_id"])
+    """The body of a ``decision`` record from its export rows (in any order)."""
     universe_rows = list(universe)
+    return assemble_decision(
+        pick(decision, DECISION_COLUMNS),
+        pick(agent, LINEAGE_COLUMNS),
+        (len(universe_rows), universe_hash(universe_rows) if universe_rows else None),
+        [attempt_entry(a) for a in attempts],
+        [pick(f, FORECAST_COLUMNS) for f in forecasts],
+        [pick(t, TRADE_COLUMNS) for t in trades],
+    )
+
+
+def assemble_decision(
+    decision: dict[str, Any],
+    lineage: dict[str, Any] | None,
+    universe: tuple[int, str | None],
+    attempts: Iterable[dict[str, Any]],
+    forecasts: Iterable[dict[str, Any]],
+    executions: Iterable[dict[str, Any]],
+) -> dict[str, Any]:
+    """The body of a ``decision`` record from entries already picked: the decision
+    (``DECISION_COLUMNS``), the lineage, the universe's (markets, sha256), the attempts
+    (:func:`attempt_entry`), forecasts and executions, each sorted here by id. Readers that
+    cannot hold every row at once (``arena verify``) pick as they read and assemble here."""
+    attempt_entries = sorted(attempts, key=lambda a: a["attempt_id"])
+    markets, sha256 = universe
     return {
-        "decision": pick(decision, DECISION_COLUMNS),
-        "lineage": pick(agent, LINEAGE_COLUMNS),
-        "universe": {
-            "universe_id": decision["universe_id"],
-            "markets": len(universe_rows),
-            "sha256": universe_hash(universe_rows) if universe_rows else None,
-        },
+        "decision": decision,
+        "lineage": lineage,
+        "universe": {"universe_id": decision["universe_id"], "markets": markets, "sha256": sha256},
         "prompt_sha256": attempt_entries[0]["request_sha256"] if attempt_entries else None,
         "attempts": attempt_entries,
-        "forecasts": sorted(
-            (pick(f, FORECAST_COLUMNS) for f in forecasts), key=lambda f: f["forecast_id"]
-        ),
-        "executions": sorted((pick(t, TRADE_COLUMNS) for t in trades), key=lambda t: t["trade_id"]),
+        "forecasts": sorted(forecasts, key=lambda f: f["forecast_id"]),
+        "executions": sorted(executions, key=lambda t: t["trade_id"]),
     }
 
 
