@@ -21,7 +21,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.store.db import make_engine, session_factory, upgrade
+from arena.store.db import current_revision, head_revision, make_engine, session_factory, upgrade
 from arena.store.models import Base
 
 PG_ENV = "ARENA_TEST_POSTGRES_URL"
@@ -100,6 +100,8 @@ def _sqlite_database(tmp_path: Path) -> Iterator[Database]:
 def _postgres_database(request: pytest.FixtureRequest) -> Iterator[Database]:
     url = request.getfixturevalue("postgres_url")
     engine = make_engine(url)
+    if current_revision(engine) != head_revision():  # a migration test left it downgraded
+        upgrade(engine)
     _truncate_all(engine)
     yield Database(url, engine, session_factory(engine))
     engine.dispose()

@@ -29,6 +29,7 @@ from arena.domain.markets import MarketView, stored_prices, valid_prices
 from arena.domain.states import Job, MarketStatus
 from arena.errors import ClobError, UniverseUnavailable
 from arena.jobs.books import record_hash_mismatches, record_outage, store_marks
+from arena.record.chain import seal_universe
 from arena.store import schema
 from arena.store.db import transaction
 from arena.store.models import DecisionUniverse, Market, UniverseMarket
@@ -176,6 +177,7 @@ def freeze_universe(
         ]
         if rows:
             session.execute(insert(UniverseMarket), rows)
+        seal_universe(session, universe_id)  # its hash, for the records of its decisions
     return universe_id
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, select
+from sqlalchemy import and_, exists, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import iso_utc
@@ -62,6 +62,7 @@ from arena.store.models import (
     Cohort,
     Decision,
     DecisionAttempt,
+    DecisionUniverse,
     Forecast,
     Position,
     Record,
@@ -155,11 +156,30 @@ def record_decision(
     )
 
 
+def seal_universe(session: Session, universe_id: int) -> str | None:
+    """Hash a universe just frozen (in its transaction) and store the hash on it."""
+    rows = text_rows(session, UNIVERSE_MARKETS, UniverseMarket.universe_id == universe_id)
+    sha256 = universe_hash(rows) if rows else None
+    universe = session.get(DecisionUniverse, universe_id)
+    if universe is not None:
+        universe.content_sha256 = sha256
+    return sha256
+
+
 def _universe(session: Session, universe_id: int | None) -> tuple[int, str | None]:
-    """(markets, sha256) of a frozen universe: universes never change once written, so each
-    database connection hashes each one once."""
+    """(markets, sha256) of a frozen universe: the hash stored when it was frozen, else (a
+    universe frozen before the chain) hashed once per database connection: universes never
+    change once written."""
     if universe_id is None:
         return 0, None
+    sealed = session.execute(
+        select(DecisionUniverse.content_sha256, func.count(UniverseMarket.market_id))
+        .join(UniverseMarket, UniverseMarket.universe_id == DecisionUniverse.id, isouter=True)
+        .where(DecisionUniverse.id == universe_id)
+        .group_by(DecisionUniverse.content_sha256)
+    ).one_or_none()
+    if sealed is not None and sealed[0] is not None:
+        return int(sealed[1]), sealed[0]
     cache: dict[int, tuple[int, str | None]] = session.connection().info.setdefault(
         _UNIVERSE_HASHES, {}
     )

@@ -136,6 +136,7 @@ class DecisionUniverse(Base):
     pricing: Mapped[str]
     universe_size: Mapped[int]
     market_count: Mapped[int]
+    content_sha256: Mapped[str | None]
 
 
 class UniverseMarket(Base):

@@ -177,6 +177,9 @@ decision_universes = Table(
     Column("pricing", String(8), server_default="gamma", nullable=False),  # books frozen?
     Column("universe_size", Integer, nullable=False),
     Column("market_count", Integer, nullable=False),
+    # sha256 of the universe as shown (arena.record.records.universe_hash), set when frozen;
+    # null for universes frozen before the record chain (hashed when first recorded)
+    Column("content_sha256", String(64)),
     UniqueConstraint("run_slot", "frozen_at"),
 )
 

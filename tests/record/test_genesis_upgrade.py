@@ -17,8 +17,8 @@ from tests.store.test_migration_pricing import _downgrade
 
 
 def test_db_upgrade_chains_what_was_stored_before(db: Database, tmp_path: Path) -> None:
-    _downgrade(db, "0006")  # before the chain: no records table
-    build_arena(db.factory)
+    build_arena(db.factory)  # written through the ORM: nothing chained
+    _downgrade(db, "0006")  # back before the chain: no records table
     config = write_config(tmp_path / "config.yaml", db.url)
     first = run_arena("--config", str(config), "db", "upgrade", env=cli_env(), cwd=tmp_path)
     assert first.returncode == 0, first.stderr

@@ -1,7 +1,8 @@
 """The record chain: ``records`` (every completed decision, settled position and started cohort
 as canonical JSON, hash-chained), ``record_head`` (the one row every append locks, so the chain
 never forks), ``commitments`` (signed heads) and ``anchor_deliveries`` (each commitment's
-delivery to each anchor).
+delivery to each anchor); ``decision_universes.content_sha256``, the hash of each universe as
+shown, set when it is frozen so a decision's record does not hash it again.
 
 What was stored before this revision is chained by the genesis pass that ``arena db upgrade``
 runs after migrating (``arena.record.chain.chain_backlog``), marked "chained after the fact".
@@ -26,6 +27,8 @@ GENESIS_HASH = "0" * 64
 
 
 def upgrade() -> None:
+    # Plain ADD COLUMN: SQLite adds it in place (no copy of a table foreign keys point at).
+    op.add_column("decision_universes", sa.Column("content_sha256", sa.String(64), nullable=True))
     op.create_table(
         "records",
         sa.Column("seq", sa.BigInteger(), autoincrement=False, nullable=False),
@@ -93,3 +96,5 @@ def downgrade() -> None:
     op.drop_table("commitments")
     op.drop_table("record_head")
     op.drop_table("records")
+    # Plain DROP COLUMN (SQLite 3.35+): no batch copy of a table foreign keys point at.
+    op.drop_column("decision_universes", "content_sha256")
