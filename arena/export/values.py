@@ -21,9 +21,16 @@ BATCH_BYTES = 4 * 1024 * 1024
 
 
 def batches(
-    session: Session, statement: Select, columns: tuple[ExportColumn, ...], batch_rows: int
+    session: Session,
+    statement: Select,
+    columns: tuple[ExportColumn, ...],
+    batch_rows: int,
+    *,
+    stream: bool = True,
 ) -> Iterator[list[tuple[Any, ...]]]:
-    """Rows converted to export values, in lists of at most ``batch_rows`` / ~BATCH_BYTES."""
+    """Rows converted to export values, in lists of at most ``batch_rows`` / ~BATCH_BYTES;
+    streamed (``yield_per``: a server-side cursor on PostgreSQL) unless ``stream`` is off, for
+    reads of a few rows where a cursor's extra round trips would cost more than the rows."""
     # Only the columns whose values change are converted (text and integers come as they are).
     converters = [
         (i, convert)
@@ -33,7 +40,9 @@ def batches(
     textual = [i for i, column in enumerate(columns) if column.kind in (Kind.TEXT, Kind.JSON)]
     batch: list[tuple[Any, ...]] = []
     size = 0
-    result = session.execute(statement.execution_options(yield_per=batch_rows))
+    result = session.execute(
+        statement.execution_options(yield_per=batch_rows) if stream else statement
+    )
     for raw in result:
         values = list(raw)
         for i, convert in converters:
@@ -138,8 +147,9 @@ def text_value(column: ExportColumn, value: Any) -> Any:
 
 
 def text_rows(session: Session, spec: TableSpec, *where: Any) -> list[dict[str, Any]]:
-    """The rows of one exported table that match ``where``, as their JSON-lines values (with
-    prompts): exactly what ``arena export --format jsonl`` writes for them."""
+    """The rows of one exported table that match ``where`` (a few: they are read at once), as
+    their JSON-lines values (with prompts): exactly what ``arena export --format jsonl``
+    writes for them."""
     statement = spec.query(ExportFilters(), True).where(*where)
     names = [column.name for column in spec.columns]
     return [
@@ -147,6 +157,6 @@ def text_rows(session: Session, spec: TableSpec, *where: Any) -> list[dict[str, 
             name: text_value(column, value)
             for name, column, value in zip(names, spec.columns, row, strict=True)
         }
-        for batch in batches(session, statement, spec.columns, BATCH_ROWS)
+        for batch in batches(session, statement, spec.columns, BATCH_ROWS, stream=False)
         for row in batch
     ]
