@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 DEMO_SKILLS = (0.9, 0.7, 0.5, 0.3, 0.1)  # one simulated model family per skill
 DEMO_RESAMPLES = 500  # fewer than analysis.resamples, to stay quick; stated in the output
 DEMO_MARKER = ".arena-demo"  # written into --out by the demo that created or adopted it
-DEMO_FILES = ("demo.db", "demo.db-wal", "demo.db-shm", "demo.db-journal", "export")
+DEMO_FILES = (
+    "demo.db", "demo.db-wal", "demo.db-shm", "demo.db-journal", "export", "published",
+)  # fmt: skip
 
 
 def prepare_out(out: Path) -> None:
@@ -63,7 +65,7 @@ def prepare_out(out: Path) -> None:
                 "(choose a new or empty directory)"
             )
         (out / DEMO_MARKER).write_text(
-            "made by `arena demo`; a later demo may replace demo.db and export/ here\n",
+            "made by `arena demo`; a later demo may replace demo.db, export/ and published/ here\n",
             encoding="utf-8",
         )
         for name in DEMO_FILES:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,9 @@ def test_a_demo_reruns_in_its_own_directory(tmp_path: Path) -> None:
     assert code == 0, stderr[-2000:]
     assert (out / "mine.txt").read_text() == "a file the user put there"
     assert (out / "export" / "manifest.json").is_file()
+    # the rerun's dataset is a new one, not a second version of the first demo's
+    manifest = json.loads((out / "published" / "manifest.json").read_text())
+    assert manifest["version"] == 1
 
 
 def test_prepare_out_adopts_an_empty_directory_and_clears_only_demo_files(
@@ -74,6 +78,8 @@ def test_prepare_out_adopts_an_empty_directory_and_clears_only_demo_files(
     (out / "demo.db").write_text("old")
     (out / "export").mkdir()
     (out / "export" / "trades.csv").write_text("old")
+    (out / "published").mkdir()
+    (out / "published" / "manifest.json").write_text("old")
     (out / "keep.txt").write_text("keep")
     prepare_out(out)
     assert sorted(p.name for p in out.iterdir()) == [DEMO_MARKER, "keep.txt"]
