@@ -22,6 +22,7 @@ import argparse
 import logging
 import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -31,8 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, func, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import func, select
 
 import arena.jobs.commit as commit_module
 import arena.jobs.decide as decide_module
@@ -41,6 +41,9 @@ from arena.demo_world import Simulation, WorldPlan
 from arena.domain.states import Methodology
 from arena.store.db import make_engine, session_factory, upgrade
 from arena.store.models import Decision, Record
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_snapshot import postgres_database
 
 SUNDAY = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -51,17 +54,8 @@ def database(backend: str, postgres_url: str | None, workdir: Path) -> Iterator[
         yield f"sqlite:///{workdir / f'chain-{uuid.uuid4().hex[:8]}.db'}"
         return
     assert postgres_url
-    admin_url = make_url(postgres_url).set(drivername="postgresql+psycopg")
-    name = f"arena_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield admin_url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with postgres_database(postgres_url) as url:
+        yield url
 
 
 def settings_for(url: str, families: int, markets: int) -> Settings:
