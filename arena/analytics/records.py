@@ -28,6 +28,14 @@ Columns (:data:`COLUMNS` is the reference; times are aware UTC, held as ``dateti
 ``source``              ``panel`` (the weekly forecast panel) or ``bet`` (the probability stated
                         on a bet); null counts as ``panel``. Analyses use panel forecasts only
                         unless told otherwise: bets are on markets the model chose.
+``pricing``             the cohort's pricing mode, ``book`` or ``gamma``: what
+                        ``market_probability`` is (the side's frozen mid in ``book``, Gamma's
+                        display price in ``gamma``) and whether a taker fee applies.
+``fee_rate``, ``fee_exponent``  the market's taker fee schedule ``fee(p) = rate * (p (1 - p)) **
+                        exponent`` per share (mode ``book``); null when unknown.
+``category``            the market's category (Gamma's event tags); null is "other".
+``question_type``       a researcher's own grouping of questions for the difficulty fit
+                        (``AnalysisOptions.fit_by_type``); null is one type.
 ``forecast_id``, ``cohort_id``, ``agent_id``, ``decision_id``: carried for reference.
 """
 
@@ -59,8 +67,11 @@ STRING_COLUMNS = (
     "market_id",
     "outcome",
     "event_group",
+    "pricing",
+    "category",
+    "question_type",
 )
-FLOAT_COLUMNS = ("probability", "market_probability", "resolved_value")
+FLOAT_COLUMNS = ("probability", "market_probability", "resolved_value", "fee_rate", "fee_exponent")
 TIME_COLUMNS = ("forecast_at", "week_start", "scheduled_close_at", "resolved_at")
 COLUMNS = STRING_COLUMNS + FLOAT_COLUMNS + TIME_COLUMNS
 
@@ -88,9 +99,14 @@ class Forecasts:
     market_id: NDArray[np.object_]
     outcome: NDArray[np.object_]
     event_group: NDArray[np.object_]
+    pricing: NDArray[np.object_]
+    category: NDArray[np.object_]
+    question_type: NDArray[np.object_]
     probability: NDArray[np.float64]
     market_probability: NDArray[np.float64]
     resolved_value: NDArray[np.float64]
+    fee_rate: NDArray[np.float64]
+    fee_exponent: NDArray[np.float64]
     forecast_at: NDArray[np.datetime64]
     week_start: NDArray[np.datetime64]
     scheduled_close_at: NDArray[np.datetime64]
