@@ -152,13 +152,14 @@ def ranking(
     f, q, brier = panel.forecaster[cells], panel.question[cells], panel.brier[cells]
     market_brier = (questions.market_probability - questions.resolved_value) ** 2
     _check_known(panel, options.fit_exclude)
+    in_fit = np.array([name not in options.fit_exclude for name in panel.forecasters], dtype=bool)
     result = difficulty_adjusted(
         Cells(f, q, brier, n_f, len(questions)),
         market_brier=market_brier,
         market_weight=options.market_weight,
         question_weight=prep.weights,
         scope=FitScope(
-            in_fit=np.array([name not in options.fit_exclude for name in panel.forecasters]),
+            in_fit=in_fit,
             question_type=factorize(questions.question_type)[0] if options.fit_by_type else None,
         ),
     )
