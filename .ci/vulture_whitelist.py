@@ -95,3 +95,11 @@ _.differences
 _.decision_markers
 _.max_points
 _.markdown
+# calibration in depth: dataclass fields read through asdict()
+_.mce
+_.ace
+_.log_loss
+_.spherical
+_.overconfidence
+# forecasts column for the per-type difficulty fit (AnalysisOptions.fit_by_type)
+_.question_type

@@ -15,6 +15,7 @@ least ``min_clusters`` clusters; below that it is reported as insufficient, neve
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from datetime import datetime
 from itertools import pairwise
@@ -23,18 +24,30 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from arena.analytics.calibration import Calibration, calibrate
+from arena.analytics.calibration import BIN_RULE, Calibration, calibrate
 from arena.analytics.difficulty import Cells, FitScope, difficulty_adjusted, provisional
+from arena.analytics.market import market_rows
 from arena.analytics.options import (
     AnalysisOptions,
     Prepared,
     clean,
+    cluster_intervals,
+    cluster_t,
     configured_options,
     is_nan,
     prepare,
     slices,
     sort_value,
     with_at,
+)
+from arena.analytics.ordering import (
+    POWER_ASSUMPTIONS,
+    RANK_SAMPLE,
+    JointResamples,
+    bootstrap_bounds,
+    joint_cluster_bootstrap,
+    rank_probabilities,
+    weeks_to_separate,
 )
 from arena.analytics.proxy_report import proxy_ranking
 from arena.analytics.questions import Panel, factorize
@@ -45,15 +58,14 @@ from arena.analytics.significance import (
     head_to_head_scores,
     peer_scores,
     sign_test,
-    weighted_bootstrap_interval,
     weighted_mean,
-    weighted_t_interval,
 )
 from arena.errors import ForecastsError
 
 __all__ = [
     "AnalysisOptions",
     "Prepared",
+    "against_market",
     "calibration_report",
     "calibration_results",
     "configured_options",
@@ -62,6 +74,7 @@ __all__ = [
     "full_analysis",
     "head_to_head",
     "label_rows",
+    "power",
     "prepare",
     "proxy_ranking",
     "ranking",
@@ -75,6 +88,10 @@ RANKING_SAMPLE = (
 DROPPED_REASON = (
     "answered only by forecasters left out of the fit (fit_exclude) and without a market "
     "price to set the difficulty at market weight 1: no difficulty, so not scored"
+)
+MARKET_SAMPLE = (
+    "alpha and the return count scored questions with the price the forecaster was shown; the "
+    "copy index counts every question with a price, resolved or not"
 )
 CALIBRATION_SAMPLE = (
     "n counts scored forecast rows: every agent's forecast of a question counts, so a family "
@@ -110,29 +127,6 @@ def label_rows(report: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]
         if row["forecaster"] in labels:
             row["display_name"] = labels[row["forecaster"]]
     return report
-
-
-def _intervals(
-    values: NDArray[np.float64],
-    weights: NDArray[np.float64],
-    clusters: NDArray[np.object_],
-    options: AnalysisOptions,
-) -> tuple[Any, Any, str, str | None]:
-    """Cluster-robust t and cluster bootstrap, and whether the sample meets the minimum."""
-    t = weighted_t_interval(values, weights, options.confidence, clusters=clusters)
-    boot = weighted_bootstrap_interval(
-        values,
-        weights,
-        confidence=options.confidence,
-        resamples=options.bootstrap_resamples,
-        seed=options.seed,
-        clusters=clusters,
-    )
-    if t.status != OK:
-        return t, boot, INSUFFICIENT, t.reason
-    if t.n_clusters < options.min_clusters:
-        return t, boot, INSUFFICIENT, f"fewer than {options.min_clusters} independent clusters"
-    return t, boot, OK, None
 
 
 def ranking(
@@ -174,13 +168,21 @@ def ranking(
         min_days=options.min_days,
         min_questions=options.min_questions,
     )
+    joint = joint_cluster_bootstrap(
+        Cells(f, q, cell_adjusted, n_f, len(questions)),
+        cell_w,
+        cell_c,
+        resamples=options.bootstrap_resamples,
+        seed=options.seed,
+    )
     rows = []
     for i, (name, mine) in enumerate(zip(panel.forecasters, slices(f, n_f), strict=True)):
-        t, boot, interval, reason = _intervals(
-            cell_adjusted[mine], cell_w[mine], cell_c[mine], options
-        )
+        t, interval, reason = cluster_t(cell_adjusted[mine], cell_w[mine], cell_c[mine], options)
         ok = interval == OK
         score = result.adjusted[i]
+        boot_low, boot_high = (
+            bootstrap_bounds(joint, i, score, options.confidence) if ok else (math.nan, math.nan)
+        )
         enough = len(mine) > 0 and t.n_clusters >= options.min_clusters
         rows.append(
             {
@@ -198,13 +200,14 @@ def ranking(
                 "adjusted_brier": result.adjusted[i],
                 "ci_low": brier_bound(t.low, score) if ok else None,
                 "ci_high": brier_bound(t.high, score) if ok else None,
-                "bootstrap_low": brier_bound(boot.low, score) if ok else None,
-                "bootstrap_high": brier_bound(boot.high, score) if ok else None,
+                "bootstrap_low": brier_bound(boot_low, score) if ok else None,
+                "bootstrap_high": brier_bound(boot_high, score) if ok else None,
                 "peer_score": _masked_mean(peers[mine], cell_w[mine]),
                 "provisional": bool(is_provisional[i]),
                 "first_forecast_at": to_datetime(panel.forecaster_first_at[i]),
                 "component": int(component[i]) if component[i] >= 0 else None,
                 "reference": False,
+                "index": i,
             }
         )
     rows.append(_market_row(prep, result.gamma, result.shift, market_brier))
@@ -215,6 +218,7 @@ def ranking(
     unranked = [r for r in rows if r["status"] != OK]
     for row in unranked:
         row["rank"] = None
+    _add_rank_probabilities(rows, joint)
     return clean(
         {
             "kind": "difficulty_adjusted_brier",
@@ -228,10 +232,92 @@ def ranking(
             "dropped_questions": result.n_dropped,
             "dropped_reason": DROPPED_REASON if result.n_dropped else None,
             "sample": RANKING_SAMPLE,
+            "rank_sample": RANK_SAMPLE,
             "rows": ranked + unranked,
             "differences": _neighbour_differences(ranked, prep, options),
         }
     )
+
+
+def against_market(
+    forecasts: Any,
+    options: AnalysisOptions | None = None,
+    prep: Prepared | None = None,
+    *,
+    at: datetime | None = None,
+) -> dict:
+    """Skill against the market per forecaster: alpha (Brier and log), the market-copy index
+    and the return against the odds before and after the fee (:mod:`arena.analytics.market`)."""
+    options = with_at(options, at)
+    prep = prep or prepare(forecasts, options)
+    return clean(
+        {
+            "kind": "against_market",
+            "as_of": to_datetime(prep.as_of),
+            "options": options.to_dict(),
+            "resampling": options.resampling(),
+            "sample": MARKET_SAMPLE,
+            "rows": market_rows(prep, options),
+        }
+    )
+
+
+def power(
+    forecasts: Any,
+    options: AnalysisOptions | None = None,
+    prep: Prepared | None = None,
+    *,
+    at: datetime | None = None,
+    ranked: dict | None = None,
+) -> dict:
+    """Weeks to separate each adjacent pair of the ranking (:mod:`arena.analytics.ordering`);
+    ``ranked`` is the :func:`ranking` of the same data, computed when not given."""
+    options = with_at(options, at)
+    prep = prep or prepare(forecasts, options)
+    ranked = ranked or ranking(forecasts, options, prep)
+    rows = []
+    for item in ranked["differences"]:
+        ok = item["status"] == OK
+        more = (
+            weeks_to_separate(item["mean"], item["se"], item["weeks_seen"], item["separated"])
+            if ok
+            else {"more_weeks": None, "weeks_needed": None, "verdict": INSUFFICIENT}
+        )
+        rows.append(
+            {
+                "a": item["upper"],
+                "b": item["lower"],
+                "delta": item["mean"] if ok else INSUFFICIENT,
+                "se": item["se"] if ok else INSUFFICIENT,
+                "weeks_seen": item["weeks_seen"],
+                "separated": bool(item["separated"]),
+                "n_questions": item["n_questions"],
+                "n_clusters": item["n_clusters"],
+                **more,
+            }
+        )
+    return clean(
+        {
+            "kind": "weeks_to_separate",
+            "as_of": to_datetime(prep.as_of),
+            "options": options.to_dict(),
+            "assumptions": POWER_ASSUMPTIONS,
+            "rows": rows,
+        }
+    )
+
+
+def _add_rank_probabilities(rows: list[dict[str, Any]], joint: JointResamples) -> None:
+    """``p_rank_1``, ``p_top_3``, ``rank_low`` and ``rank_high`` of each ranked forecaster from
+    the joint resamples (:mod:`arena.analytics.ordering`); None for the others."""
+    ranked = [r for r in rows if r["status"] == OK and not r["reference"]]
+    columns = [r["index"] for r in ranked]
+    for row, found in zip(ranked, rank_probabilities(joint.means[:, columns]), strict=True):
+        row.update(found)
+    for row in rows:
+        row.pop("index", None)
+        for key in ("p_rank_1", "p_top_3", "rank_low", "rank_high"):
+            row.setdefault(key, None)
 
 
 def _neighbour_differences(
@@ -270,19 +356,23 @@ def difference(
 def _difference(prep: Prepared, upper: str, lower: str, options: AnalysisOptions) -> dict:
     common, score_a, score_b = _common(prep, upper, lower, prep.panel.brier)
     item: dict[str, Any] = {"upper": upper, "lower": lower, "n_questions": len(common)}
-    t, boot, status, reason = _intervals(
+    t, boot, status, reason = cluster_intervals(
         score_a - score_b, prep.weights[common], prep.clusters[common], options
     )
     ok = status == OK
+    weeks = int(np.unique(prep.questions.week_start[common]).size)
     item.update(
         status=status,
         reason=reason,
         n_clusters=t.n_clusters,
         mean=t.mean,
+        se=t.se if ok else None,
+        weeks_seen=weeks,
         ci_low=t.low if ok else None,
         ci_high=t.high if ok else None,
         bootstrap_low=boot.low if ok else None,
         bootstrap_high=boot.high if ok else None,
+        separated=ok and (t.low > 0 or t.high < 0),
     )
     return item
 
@@ -332,7 +422,7 @@ def head_to_head(
     common, score_a, score_b = _common(prep, a, b, score)
     values = head_to_head_scores(score_a, score_b, options.h2h_score)
     w, clusters = prep.weights[common], prep.clusters[common]
-    t, boot, status, reason = _intervals(values, w, clusters, options)
+    t, boot, status, reason = cluster_intervals(values, w, clusters, options)
     if len(common) < options.min_common_questions:
         status = INSUFFICIENT
         reason = f"{len(common)} common scored questions, fewer than {options.min_common_questions}"
@@ -398,6 +488,7 @@ def calibration_report(
             "as_of": to_datetime(prep.as_of),
             "options": options.to_dict(),
             "sample": CALIBRATION_SAMPLE,
+            "bin_rule": BIN_RULE,
             "rows": [r.to_dict() for r in results if r.n > 0],
         }
     )
@@ -410,12 +501,16 @@ def full_analysis(
     *,
     at: datetime | None = None,
 ) -> dict:
-    """Ranking, proxy ranking, calibration and (for ``pair``) head-to-head in one dict."""
+    """Ranking, skill against the market, weeks to separate, proxy ranking, calibration and
+    (for ``pair``) head-to-head in one dict."""
     options = with_at(options, at)
     prep = prepare(forecasts, options)
+    ranked = ranking(forecasts, options, prep)
     report = {
         "resampling": options.resampling(),
-        "ranking": ranking(forecasts, options, prep),
+        "ranking": ranked,
+        "market": against_market(forecasts, options, prep),
+        "power": power(forecasts, options, prep, ranked=ranked),
         "proxy": proxy_ranking(forecasts, options, prep),
         "calibration": calibration_report(forecasts, options, prep),
     }

@@ -131,7 +131,15 @@ def test_calibration_with_plot(tmp_path: Path) -> None:
 def test_report_everything(tmp_path: Path) -> None:
     export = str(_write_export(tmp_path))
     report = _json(["analyze", "report", "--from-export", export, "--pair", "alpha", "beta", *AT])
-    assert set(report) == {"resampling", "ranking", "proxy", "calibration", "head_to_head"}
+    assert set(report) == {
+        "resampling",
+        "ranking",
+        "market",
+        "power",
+        "proxy",
+        "calibration",
+        "head_to_head",
+    }
     # one resample count everywhere: the config's default (issue 15, finding 3)
     assert report["resampling"] == {"resamples": 10_000, "seed": 0}
     assert report["ranking"]["resampling"] == report["head_to_head"]["resampling"]
