@@ -25,7 +25,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from arena.analytics.calibration import BIN_RULE, Calibration, calibrate
-from arena.analytics.difficulty import Cells, FitScope, difficulty_adjusted, provisional
+from arena.analytics.difficulty import (
+    Cells,
+    DifficultyAdjusted,
+    FitScope,
+    difficulty_adjusted,
+    provisional,
+)
 from arena.analytics.market import market_rows
 from arena.analytics.options import (
     AnalysisOptions,
@@ -143,20 +149,9 @@ def ranking(
     panel, questions = prep.panel, prep.questions
     cells = np.flatnonzero(prep.scorable[panel.question])
     n_f = len(panel.forecasters)
-    f, q, brier = panel.forecaster[cells], panel.question[cells], panel.brier[cells]
+    f, q = panel.forecaster[cells], panel.question[cells]
     market_brier = (questions.market_probability - questions.resolved_value) ** 2
-    _check_known(panel, options.fit_exclude)
-    in_fit = np.array([name not in options.fit_exclude for name in panel.forecasters], dtype=bool)
-    result = difficulty_adjusted(
-        Cells(f, q, brier, n_f, len(questions)),
-        market_brier=market_brier,
-        market_weight=options.market_weight,
-        question_weight=prep.weights,
-        scope=FitScope(
-            in_fit=in_fit,
-            question_type=factorize(questions.question_type)[0] if options.fit_by_type else None,
-        ),
-    )
+    result = fit_difficulty(prep, options, cells)
     cells, f, q = cells[result.scored], f[result.scored], q[result.scored]
     cell_adjusted, component = result.cell_adjusted[result.scored], result.forecaster_component
     cell_w, cell_c = prep.weights[q], prep.clusters[q]
@@ -394,6 +389,33 @@ def _common(
     score_a, score_b = by_question(a), by_question(b)
     common = np.flatnonzero(~np.isnan(score_a) & ~np.isnan(score_b))
     return common, score_a[common], score_b[common]
+
+
+def fit_difficulty(
+    prep: Prepared, options: AnalysisOptions, cells: NDArray[np.int64]
+) -> DifficultyAdjusted:
+    """The difficulty-adjusted scores of the panel ``cells`` (scorable ones), with the
+    market's weight, the question weights, the fit sample and the per-type fits of
+    ``options``: one fit for the ranking and everything scored with its difficulties."""
+    panel, questions = prep.panel, prep.questions
+    _check_known(panel, options.fit_exclude)
+    in_fit = np.array([name not in options.fit_exclude for name in panel.forecasters], dtype=bool)
+    return difficulty_adjusted(
+        Cells(
+            panel.forecaster[cells],
+            panel.question[cells],
+            panel.brier[cells],
+            len(panel.forecasters),
+            len(questions),
+        ),
+        market_brier=(questions.market_probability - questions.resolved_value) ** 2,
+        market_weight=options.market_weight,
+        question_weight=prep.weights,
+        scope=FitScope(
+            in_fit=in_fit,
+            question_type=factorize(questions.question_type)[0] if options.fit_by_type else None,
+        ),
+    )
 
 
 def _check_known(panel: Panel, names: tuple[str, ...]) -> None:
