@@ -1,8 +1,9 @@
 """How sure the ordering is (methodology, "How sure the ordering is").
 
 **One bootstrap for the ranking's intervals and its rank probabilities.** The clusters of the
-ranked forecasters' scored cells (markets and event groups,
-:func:`arena.analytics.weights.cluster_labels`) get dense codes in sorted label order. Resample
+scored cells of every forecaster in the panel (those left unranked for too few clusters
+included; markets and event groups, :func:`arena.analytics.weights.cluster_labels`) get dense
+codes in sorted label order. Resample
 ``r`` draws ``G`` cluster codes with replacement: the rows of
 ``numpy.random.default_rng(seed).integers(0, G, size=(R, G))``, drawn in consecutive chunks of
 rows (the same stream). In each resample every forecaster's difficulty-adjusted score is
