@@ -47,8 +47,8 @@ from arena.analytics.report import AnalysisOptions, difference, power, prepare
 RESAMPLES = 20
 PILOT_WEEKS = 8
 ORACLE_WEEKS = 200
-# pairs of noise levels in log-odds (lower is better): true Brier gaps of about 0.05 to 0.09
-PAIRS = ((0.3, 1.3), (0.3, 1.6), (0.3, 2.0))
+# pairs of noise levels in log-odds (lower is better): true Brier gaps of about 0.03 to 0.05
+PAIRS = ((0.6, 1.3), (0.3, 1.2), (0.3, 1.3))
 NAMES = ("better", "worse")
 
 
@@ -141,8 +141,8 @@ def run(tournaments: int, seed: int, oracle_count: int, pilot_weeks: int) -> lis
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tournaments", type=int, default=200, help="pilots per gap")
-    parser.add_argument("--oracle", type=int, default=100, help="tournaments for the oracle")
+    parser.add_argument("--tournaments", type=int, default=150, help="pilots per gap")
+    parser.add_argument("--oracle", type=int, default=60, help="tournaments for the oracle")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--pilot", type=int, default=PILOT_WEEKS, help="weeks of each pilot")
     parser.add_argument(
