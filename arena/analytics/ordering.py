@@ -26,8 +26,9 @@ cluster-robust standard error over the ``W`` weeks seen. Separated when the inte
 0; otherwise ``W_80 = W * ((z_0.975 + z_0.8) * se / |delta|)^2`` weeks give 80% power at
 two-sided 5%, and ``ceil(W_80 - W)`` more weeks are needed, or "not separable at this gap"
 above :data:`MAX_WEEKS`; below :data:`MIN_WEEKS` weeks seen an unseparated pair is
-"insufficient" (one week says nothing about how the variance falls with more). This assumes the weeks to come have the same panel size and the same
-variance per week as the weeks seen (:data:`POWER_ASSUMPTIONS`).
+"insufficient" (one week says nothing about how the variance falls with more). This assumes
+the weeks to come have the same panel size and the same variance per week as the weeks seen
+(:data:`POWER_ASSUMPTIONS`).
 """
 
 from __future__ import annotations
