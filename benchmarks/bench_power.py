@@ -89,21 +89,26 @@ def _separated(bench: ModuleType, seed: int, weeks: int, sigmas: tuple[float, fl
     return bool(diff["ci_high"] < 0), bool(diff["ci_low"] > 0)
 
 
-def _oracle_weeks(bench: ModuleType, seed: int, sigmas: tuple[float, float], gap: float,
-                  options: AnalysisOptions, count: int) -> int:  # fmt: skip
-    """Weeks for 80% power from the true gap and the true per-week variance of the difference
-    (``W * se^2`` averaged over ``count`` long tournaments): the formula of ``power`` fed with
-    the truth instead of a pilot's estimates."""
+def _per_week_variance(bench: ModuleType, seed: int, sigmas: tuple[float, float],
+                       options: AnalysisOptions, count: int, weeks: int) -> float:  # fmt: skip
+    """The true per-week variance of the pair's difference, ``W * se^2`` averaged over ``count``
+    tournaments of ``weeks`` weeks: fed with the true gap into the formula of ``power``, it
+    gives the oracle's weeks."""
     per_week = []
     for k in range(count):
-        data = bench.simulate(seed + k, weeks=ORACLE_WEEKS, sigmas=sigmas, names=NAMES)
+        data = bench.simulate(seed + k, weeks=weeks, sigmas=sigmas, names=NAMES)
         diff = difference(data, NAMES[0], NAMES[1], options)
         per_week.append(diff["weeks_seen"] * diff["se"] ** 2)
-    factor = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
-    return math.ceil(float(np.mean(per_week)) * (factor / gap) ** 2)
+    return float(np.mean(per_week))
 
 
-def run(tournaments: int, seed: int, oracle_count: int, pilot_weeks: int) -> list[Row]:
+def run(
+    tournaments: int,
+    seed: int,
+    oracle_count: int,
+    pilot_weeks: int,
+    oracle_weeks: int = ORACLE_WEEKS,
+) -> list[Row]:
     """Pilot, predict and check every gap of :data:`PAIRS` (module docstring)."""
     bench = _coverage_bench()
     options = AnalysisOptions(bootstrap_resamples=RESAMPLES, seed=seed, min_questions=1)
@@ -113,7 +118,11 @@ def run(tournaments: int, seed: int, oracle_count: int, pilot_weeks: int) -> lis
         gap = float(truth.brier[1] - truth.brier[0])
         row = Row(sigmas, gap)
         base = seed * 1_000_003 + p * 100_000
-        row.oracle_weeks = _oracle_weeks(bench, base + 90_000, sigmas, gap, options, oracle_count)
+        variance = _per_week_variance(
+            bench, base + 90_000, sigmas, options, oracle_count, oracle_weeks
+        )
+        factor = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+        row.oracle_weeks = math.ceil(variance * (factor / gap) ** 2)
         for k in range(tournaments):
             pilot = bench.simulate(base + k, weeks=pilot_weeks, sigmas=sigmas, names=NAMES)
             pairs = power(pilot, options, prepare(pilot, options))["rows"]
@@ -141,7 +150,7 @@ def run(tournaments: int, seed: int, oracle_count: int, pilot_weeks: int) -> lis
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tournaments", type=int, default=150, help="pilots per gap")
+    parser.add_argument("--tournaments", type=int, default=210, help="pilots per gap")
     parser.add_argument("--oracle", type=int, default=60, help="tournaments for the oracle")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--pilot", type=int, default=PILOT_WEEKS, help="weeks of each pilot")
@@ -151,20 +160,21 @@ def main(argv: list[str] | None = None) -> None:
         help="the smallest size, in seconds: what CI runs to see the benchmark still works",
     )
     args = parser.parse_args(argv)
+    oracle_weeks = ORACLE_WEEKS
     if args.smoke:
-        args.tournaments, args.oracle = 2, 2
+        args.tournaments, args.oracle, oracle_weeks = 1, 1, 20
     started = time.perf_counter()
     print(
         f"power benchmark: {args.tournaments} pilots of {args.pilot} weeks per gap, each "
         f"checked on a fresh tournament of the predicted length; oracle from {args.oracle} "
-        f"tournaments of {ORACLE_WEEKS} weeks; seed {args.seed}; target: 80% separate"
+        f"tournaments of {oracle_weeks} weeks; seed {args.seed}; target: 80% separate"
     )
     header = (
         f"{'sigmas':<11} {'gap':>7} {'oracle W':>8} {'sep@oracle':>10} {'median W':>8} "
         f"{'checked':>7} {'separate':>8} {'wrong':>5} {'already':>7} {'never':>5}"
     )
     print(header)
-    rows = run(args.tournaments, args.seed, args.oracle, args.pilot)
+    rows = run(args.tournaments, args.seed, args.oracle, args.pilot, oracle_weeks)
     for row in rows:
         at_oracle = float(np.mean(row.oracle_separated)) if row.oracle_separated else math.nan
         share = float(np.mean(row.separated)) if row.separated else math.nan
