@@ -25,7 +25,7 @@ from tests.analytics.results_arena import build_arena
 from tests.conftest import Database
 from tests.store.test_migration_pricing import _downgrade
 
-AT = datetime(2026, 12, 20, tzinfo=UTC)
+AT = datetime(2027, 1, 15, tzinfo=UTC)  # after the markets close
 SETTINGS = Settings.model_validate({"analysis": {"resamples": 40, "seed": 3}})
 
 
