@@ -255,10 +255,15 @@ def _strings(raw: Any, n: int) -> NDArray[np.object_]:
 
 def _arrow_strings(raw: pa.ChunkedArray | pa.Array) -> NDArray[np.object_]:
     """:func:`_strings` of an arrow text or integer column, at arrow's speed: trimmed, and
-    empty text missing."""
+    empty text missing. Equal values share one Python string (ids repeat a lot)."""
+    if isinstance(raw, pa.ChunkedArray):
+        raw = raw.combine_chunks()
     text = pc.utf8_trim_whitespace(pc.cast(raw, pa.string()))
     text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
-    return np.asarray(text.to_numpy(zero_copy_only=False), dtype=object)
+    encoded = pc.dictionary_encode(text)
+    distinct = np.array([*encoded.dictionary.to_pylist(), None], dtype=object)
+    index = pc.fill_null(encoded.indices, len(distinct) - 1).to_numpy(zero_copy_only=False)
+    return distinct[index]
 
 
 def _floats(raw: Any, n: int, name: str) -> NDArray[np.float64]:

@@ -52,9 +52,7 @@ def test_forecasts_are_read_as_the_export_writes_them(db: Database, tmp_path: Pa
     assert len(forecasts) == exported.num_rows > 0
 
 
-def test_the_stored_result_is_the_full_analysis_of_an_export(
-    db: Database, tmp_path: Path
-) -> None:
+def test_the_stored_result_is_the_full_analysis_of_an_export(db: Database, tmp_path: Path) -> None:
     build_arena(db.factory)
     report = refresh_analysis(db.factory, SETTINGS, AT)
     assert report.computed and report.forecasts > 0
