@@ -89,7 +89,17 @@ _.bootstrap_low
 _.bootstrap_high
 _.peer_score
 _.n_scored_questions
+_.dropped_questions
+_.dropped_reason
 _.differences
 _.decision_markers
 _.max_points
 _.markdown
+# calibration in depth: dataclass fields read through asdict()
+_.mce
+_.ace
+_.log_loss
+_.spherical
+_.overconfidence
+# forecasts column for the per-type difficulty fit (AnalysisOptions.fit_by_type)
+_.question_type

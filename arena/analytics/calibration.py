@@ -1,6 +1,7 @@
-"""Calibration: reliability diagram data, expected calibration error, Brier decomposition.
+"""Calibration: reliability diagram data, calibration errors, Brier decomposition, log loss.
 
-Forecasts are put in ``n_bins`` equal-width bins of [0, 1] (1.0 goes in the last bin). For bin
+Forecasts are put in ``n_bins`` equal-width bins ``[lo, hi)`` of [0, 1], the last bin closed at
+1 (:data:`BIN_RULE`). For bin
 k with ``n_k`` forecasts, mean forecast ``f_k`` and observed frequency ``o_k``, over N forecasts
 with base rate ``o``:
 
@@ -10,6 +11,17 @@ with base rate ``o``:
   ``REL - RES + UNC`` equals exactly the *binned* Brier score, the Brier score of the forecasts
   replaced by their bin means. It differs from the raw Brier by the within-bin spread of the
   forecasts (both are reported).
+
+Calibration in depth (methodology, "Calibration in depth"):
+
+* MCE = the largest ``|f_k - o_k|`` over the non-empty bins;
+* ACE = ECE over ``n_bins`` *equal-mass* bins: the forecasts sorted by probability (ties in
+  row order) and cut into ``n_bins`` runs of ``floor`` or ``ceil(N / n_bins)`` forecasts;
+* log loss = ``-mean(ln p_true)`` with ``p_true`` the probability given to what happened,
+  clipped to [0.001, 0.999] like every log score here;
+* spherical score = ``mean(p_true / sqrt(p^2 + (1 - p)^2))``, in (0, 1], higher is better;
+* overconfidence = ``mean(max(p, 1 - p))`` minus the share of forecasts whose favoured side
+  happened (a forecast of exactly 0.5 favours YES). Positive when overconfident.
 
 Every resolved forecast counts (each agent's forecast separately): calibration is a property
 of forecasts, not a ranking.
@@ -27,6 +39,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from arena.analytics.significance import check_values
 
+LOG_EPS = 0.001  # the clip of every log score (arena.analytics.questions.LOG_EPS)
+BIN_RULE = (
+    "bins are [lo, hi) of equal width, the last bin closed at 1; ACE uses equal-mass bins of "
+    "the sorted forecasts"
+)
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -42,6 +60,11 @@ class Calibration:
     ece: float
     base_rate: float
     bins: list[dict[str, float]]
+    mce: float = float("nan")
+    ace: float = float("nan")
+    log_loss: float = float("nan")
+    spherical: float = float("nan")
+    overconfidence: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable dict."""
@@ -100,6 +123,7 @@ def calibrate(
         for b in range(n_bins)
         if count[b] > 0
     ]
+    gap = np.abs(mean_f - freq)
     return Calibration(
         forecaster=forecaster,
         n=n,
@@ -108,10 +132,35 @@ def calibrate(
         reliability=reliability,
         resolution=resolution,
         uncertainty=uncertainty,
-        ece=float(np.sum(count * np.abs(mean_f - freq)) / n),
+        ece=float(np.sum(count * gap) / n),
         base_rate=base,
         bins=bins,
+        mce=float(np.max(gap[count > 0])),
+        ace=adaptive_calibration_error(p, o, n_bins),
+        log_loss=float(-np.mean(np.log(true_probability(p, o, LOG_EPS)))),
+        spherical=float(np.mean(true_probability(p, o) / np.sqrt(p**2 + (1.0 - p) ** 2))),
+        overconfidence=float(np.mean(np.maximum(p, 1.0 - p)) - np.mean((p >= 0.5) == (o == 1.0))),
     )
+
+
+def true_probability(
+    p: NDArray[np.float64], o: NDArray[np.float64], clip: float = 0.0
+) -> NDArray[np.float64]:
+    """The probability each forecast gave to what happened, clipped to [clip, 1 - clip]."""
+    clipped = np.clip(p, clip, 1.0 - clip) if clip else p
+    return np.where(o == 1.0, clipped, 1.0 - clipped)
+
+
+def adaptive_calibration_error(
+    p: NDArray[np.float64], o: NDArray[np.float64], n_bins: int
+) -> float:
+    """ECE over ``n_bins`` equal-mass bins of the forecasts sorted by probability (module
+    docstring); fewer bins when there are fewer forecasts than bins."""
+    order = np.argsort(p, kind="stable")
+    total = 0.0
+    for run in np.array_split(order, min(n_bins, len(p))):
+        total += len(run) * abs(float(np.mean(p[run])) - float(np.mean(o[run])))
+    return total / len(p)
 
 
 # Matplotlib's tab20 without its two greys, the strong shade of each hue first: grey and black

@@ -27,7 +27,16 @@ from arena.analytics.questions import (
     scorable,
 )
 from arena.analytics.records import Forecasts, to_datetime64
-from arena.analytics.significance import check_confidence, check_resamples
+from arena.analytics.significance import (
+    INSUFFICIENT,
+    OK,
+    BootstrapInterval,
+    TInterval,
+    check_confidence,
+    check_resamples,
+    weighted_bootstrap_interval,
+    weighted_t_interval,
+)
 from arena.analytics.weights import cluster_labels, question_weights
 from arena.clock import iso_utc
 from arena.errors import ForecastsError
@@ -45,12 +54,17 @@ class AnalysisOptions:
     """Knobs of the analysis; defaults follow the methodology (see each module).
 
     ``bootstrap_resamples`` and ``seed`` are stated in every report that resamples.
+    ``fit_exclude`` (forecaster ids, family or agent as ``by``) are scored and ranked but left
+    out of the difficulty fit; ``fit_by_type`` fits each ``question_type`` on its own
+    (:func:`arena.analytics.difficulty.difficulty_adjusted`).
     """
 
     as_of: datetime | None = None
     by: str = "family"
     sources: tuple[str, ...] = ("panel",)
     market_weight: float = 1.0
+    fit_exclude: tuple[str, ...] = ()
+    fit_by_type: bool = False
     group_weights: bool = True
     repeat_weights: bool = True
     min_days: float = 50.0
@@ -74,6 +88,9 @@ class AnalysisOptions:
             raise ValueError(f"by: {self.by!r} is not family or agent")
         if self.h2h_score not in ("log", "brier"):
             raise ValueError(f"h2h_score: {self.h2h_score!r} is not log or brier")
+        if isinstance(self.fit_exclude, str):
+            raise ValueError(f"fit_exclude: {self.fit_exclude!r} is not a list of forecaster ids")
+        object.__setattr__(self, "fit_exclude", tuple(self.fit_exclude))
         if not 0.0 <= self.market_weight <= 1.0:
             raise ValueError(f"market_weight: {self.market_weight!r} is not in [0, 1]")
         for name, least in (
@@ -171,6 +188,61 @@ def prepare(forecasts: Any, options: AnalysisOptions) -> Prepared:
         scorable(questions, as_of),
         as_of,
     )
+
+
+def cluster_t(
+    values: NDArray[np.float64],
+    weights: NDArray[np.float64],
+    clusters: NDArray[np.object_],
+    options: AnalysisOptions,
+) -> tuple[TInterval, str, str | None]:
+    """The cluster-robust t interval, and whether the sample meets the minimum."""
+    t = weighted_t_interval(values, weights, options.confidence, clusters=clusters)
+    if t.status != OK:
+        return t, INSUFFICIENT, t.reason
+    if t.n_clusters < options.min_clusters:
+        return t, INSUFFICIENT, f"fewer than {options.min_clusters} independent clusters"
+    return t, OK, None
+
+
+def cluster_intervals(
+    values: NDArray[np.float64],
+    weights: NDArray[np.float64],
+    clusters: NDArray[np.object_],
+    options: AnalysisOptions,
+) -> tuple[TInterval, BootstrapInterval, str, str | None]:
+    """Cluster-robust t and cluster bootstrap, and whether the sample meets the minimum."""
+    t, status, reason = cluster_t(values, weights, clusters, options)
+    boot = weighted_bootstrap_interval(
+        values,
+        weights,
+        confidence=options.confidence,
+        resamples=options.bootstrap_resamples,
+        seed=options.seed,
+        clusters=clusters,
+    )
+    return t, boot, status, reason
+
+
+def interval_object(
+    intervals: tuple[TInterval, BootstrapInterval, str, str | None],
+) -> dict[str, Any] | str:
+    """An interval as JSON shows it (interface.md): ``{"estimate", "low", "high"}`` from the
+    cluster-robust t, with the cluster bootstrap's bounds, the p-value of "the mean is 0" and
+    the clusters beside them; the string ``"insufficient"`` below the minimum sample
+    (``intervals`` is what :func:`cluster_intervals` returns)."""
+    t, boot, status, _reason = intervals
+    if status != OK:
+        return INSUFFICIENT
+    return {
+        "estimate": t.mean,
+        "low": t.low,
+        "high": t.high,
+        "bootstrap_low": boot.low,
+        "bootstrap_high": boot.high,
+        "p_value": t.p_value,
+        "n_clusters": t.n_clusters,
+    }
 
 
 def slices(labels: NDArray[np.int64], n: int) -> list[NDArray[np.int64]]:

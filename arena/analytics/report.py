@@ -15,6 +15,7 @@ least ``min_clusters`` clusters; below that it is reported as insufficient, neve
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from datetime import datetime
 from itertools import pairwise
@@ -23,12 +24,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from arena.analytics.calibration import Calibration, calibrate
-from arena.analytics.difficulty import Cells, difficulty_adjusted, provisional
+from arena.analytics.calibration import BIN_RULE, Calibration, calibrate
+from arena.analytics.difficulty import Cells, FitScope, difficulty_adjusted, provisional
+from arena.analytics.market import market_rows
 from arena.analytics.options import (
     AnalysisOptions,
     Prepared,
     clean,
+    cluster_intervals,
+    cluster_t,
     configured_options,
     is_nan,
     prepare,
@@ -36,7 +40,17 @@ from arena.analytics.options import (
     sort_value,
     with_at,
 )
+from arena.analytics.ordering import (
+    POWER_ASSUMPTIONS,
+    RANK_SAMPLE,
+    JointResamples,
+    bootstrap_bounds,
+    joint_cluster_bootstrap,
+    rank_probabilities,
+    weeks_to_separate,
+)
 from arena.analytics.proxy_report import proxy_ranking
+from arena.analytics.questions import Panel, factorize
 from arena.analytics.records import to_datetime
 from arena.analytics.significance import (
     INSUFFICIENT,
@@ -44,15 +58,14 @@ from arena.analytics.significance import (
     head_to_head_scores,
     peer_scores,
     sign_test,
-    weighted_bootstrap_interval,
     weighted_mean,
-    weighted_t_interval,
 )
 from arena.errors import ForecastsError
 
 __all__ = [
     "AnalysisOptions",
     "Prepared",
+    "against_market",
     "calibration_report",
     "calibration_results",
     "configured_options",
@@ -61,6 +74,7 @@ __all__ = [
     "full_analysis",
     "head_to_head",
     "label_rows",
+    "power",
     "prepare",
     "proxy_ranking",
     "ranking",
@@ -70,6 +84,14 @@ MARKET_REFERENCE = "(market)"
 RANKING_SAMPLE = (
     "n counts scored questions (one market outcome in one week): a question a family answered "
     "from several cohorts counts once, at the mean of its agents' forecasts"
+)
+DROPPED_REASON = (
+    "answered only by forecasters left out of the fit (fit_exclude) and without a market "
+    "price to set the difficulty at market weight 1: no difficulty, so not scored"
+)
+MARKET_SAMPLE = (
+    "alpha and the return count scored questions with the price the forecaster was shown; the "
+    "copy index counts every question with a price, resolved or not"
 )
 CALIBRATION_SAMPLE = (
     "n counts scored forecast rows: every agent's forecast of a question counts, so a family "
@@ -107,29 +129,6 @@ def label_rows(report: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]
     return report
 
 
-def _intervals(
-    values: NDArray[np.float64],
-    weights: NDArray[np.float64],
-    clusters: NDArray[np.object_],
-    options: AnalysisOptions,
-) -> tuple[Any, Any, str, str | None]:
-    """Cluster-robust t and cluster bootstrap, and whether the sample meets the minimum."""
-    t = weighted_t_interval(values, weights, options.confidence, clusters=clusters)
-    boot = weighted_bootstrap_interval(
-        values,
-        weights,
-        confidence=options.confidence,
-        resamples=options.bootstrap_resamples,
-        seed=options.seed,
-        clusters=clusters,
-    )
-    if t.status != OK:
-        return t, boot, INSUFFICIENT, t.reason
-    if t.n_clusters < options.min_clusters:
-        return t, boot, INSUFFICIENT, f"fewer than {options.min_clusters} independent clusters"
-    return t, boot, OK, None
-
-
 def ranking(
     forecasts: Any,
     options: AnalysisOptions | None = None,
@@ -146,12 +145,20 @@ def ranking(
     n_f = len(panel.forecasters)
     f, q, brier = panel.forecaster[cells], panel.question[cells], panel.brier[cells]
     market_brier = (questions.market_probability - questions.resolved_value) ** 2
+    _check_known(panel, options.fit_exclude)
+    in_fit = np.array([name not in options.fit_exclude for name in panel.forecasters], dtype=bool)
     result = difficulty_adjusted(
         Cells(f, q, brier, n_f, len(questions)),
         market_brier=market_brier,
         market_weight=options.market_weight,
         question_weight=prep.weights,
+        scope=FitScope(
+            in_fit=in_fit,
+            question_type=factorize(questions.question_type)[0] if options.fit_by_type else None,
+        ),
     )
+    cells, f, q = cells[result.scored], f[result.scored], q[result.scored]
+    cell_adjusted, component = result.cell_adjusted[result.scored], result.forecaster_component
     cell_w, cell_c = prep.weights[q], prep.clusters[q]
     peers = peer_scores(q, panel.log_score[cells])
     is_provisional = provisional(
@@ -161,13 +168,21 @@ def ranking(
         min_days=options.min_days,
         min_questions=options.min_questions,
     )
+    joint = joint_cluster_bootstrap(
+        Cells(f, q, cell_adjusted, n_f, len(questions)),
+        cell_w,
+        cell_c,
+        resamples=options.bootstrap_resamples,
+        seed=options.seed,
+    )
     rows = []
     for i, (name, mine) in enumerate(zip(panel.forecasters, slices(f, n_f), strict=True)):
-        t, boot, interval, reason = _intervals(
-            result.cell_adjusted[mine], cell_w[mine], cell_c[mine], options
-        )
+        t, interval, reason = cluster_t(cell_adjusted[mine], cell_w[mine], cell_c[mine], options)
         ok = interval == OK
         score = result.adjusted[i]
+        boot_low, boot_high = (
+            bootstrap_bounds(joint, i, score, options.confidence) if ok else (math.nan, math.nan)
+        )
         enough = len(mine) > 0 and t.n_clusters >= options.min_clusters
         rows.append(
             {
@@ -185,13 +200,14 @@ def ranking(
                 "adjusted_brier": result.adjusted[i],
                 "ci_low": brier_bound(t.low, score) if ok else None,
                 "ci_high": brier_bound(t.high, score) if ok else None,
-                "bootstrap_low": brier_bound(boot.low, score) if ok else None,
-                "bootstrap_high": brier_bound(boot.high, score) if ok else None,
+                "bootstrap_low": brier_bound(boot_low, score) if ok else None,
+                "bootstrap_high": brier_bound(boot_high, score) if ok else None,
                 "peer_score": _masked_mean(peers[mine], cell_w[mine]),
                 "provisional": bool(is_provisional[i]),
                 "first_forecast_at": to_datetime(panel.forecaster_first_at[i]),
-                "component": int(result.fit.forecaster_component[i]) if len(mine) else None,
+                "component": int(component[i]) if component[i] >= 0 else None,
                 "reference": False,
+                "index": i,
             }
         )
     rows.append(_market_row(prep, result.gamma, result.shift, market_brier))
@@ -202,6 +218,7 @@ def ranking(
     unranked = [r for r in rows if r["status"] != OK]
     for row in unranked:
         row["rank"] = None
+    _add_rank_probabilities(rows, joint)
     return clean(
         {
             "kind": "difficulty_adjusted_brier",
@@ -210,13 +227,97 @@ def ranking(
             "resampling": options.resampling(),
             "n_scored_questions": int(np.unique(q).size),
             "n_clusters": int(np.unique(cell_c).size),
-            "n_components": result.fit.n_components,
+            "n_components": result.n_components,
             "shift": result.shift,
+            "dropped_questions": result.n_dropped,
+            "dropped_reason": DROPPED_REASON if result.n_dropped else None,
             "sample": RANKING_SAMPLE,
+            "rank_sample": RANK_SAMPLE,
             "rows": ranked + unranked,
             "differences": _neighbour_differences(ranked, prep, options),
         }
     )
+
+
+def against_market(
+    forecasts: Any,
+    options: AnalysisOptions | None = None,
+    prep: Prepared | None = None,
+    *,
+    at: datetime | None = None,
+) -> dict:
+    """Skill against the market per forecaster: alpha (Brier and log), the market-copy index
+    and the return against the odds before and after the fee (:mod:`arena.analytics.market`)."""
+    options = with_at(options, at)
+    prep = prep or prepare(forecasts, options)
+    return clean(
+        {
+            "kind": "against_market",
+            "as_of": to_datetime(prep.as_of),
+            "options": options.to_dict(),
+            "resampling": options.resampling(),
+            "sample": MARKET_SAMPLE,
+            "rows": market_rows(prep, options),
+        }
+    )
+
+
+def power(
+    forecasts: Any,
+    options: AnalysisOptions | None = None,
+    prep: Prepared | None = None,
+    *,
+    at: datetime | None = None,
+    ranked: dict | None = None,
+) -> dict:
+    """Weeks to separate each adjacent pair of the ranking (:mod:`arena.analytics.ordering`);
+    ``ranked`` is the :func:`ranking` of the same data, computed when not given."""
+    options = with_at(options, at)
+    prep = prep or prepare(forecasts, options)
+    ranked = ranked or ranking(forecasts, options, prep)
+    rows = []
+    for item in ranked["differences"]:
+        ok = item["status"] == OK
+        more = (
+            weeks_to_separate(item["mean"], item["se"], item["weeks_seen"], item["separated"])
+            if ok
+            else {"more_weeks": None, "weeks_needed": None, "verdict": INSUFFICIENT}
+        )
+        rows.append(
+            {
+                "a": item["upper"],
+                "b": item["lower"],
+                "delta": item["mean"] if ok else INSUFFICIENT,
+                "se": item["se"] if ok else INSUFFICIENT,
+                "weeks_seen": item["weeks_seen"],
+                "separated": bool(item["separated"]),
+                "n_questions": item["n_questions"],
+                "n_clusters": item["n_clusters"],
+                **more,
+            }
+        )
+    return clean(
+        {
+            "kind": "weeks_to_separate",
+            "as_of": to_datetime(prep.as_of),
+            "options": options.to_dict(),
+            "assumptions": POWER_ASSUMPTIONS,
+            "rows": rows,
+        }
+    )
+
+
+def _add_rank_probabilities(rows: list[dict[str, Any]], joint: JointResamples) -> None:
+    """``p_rank_1``, ``p_top_3``, ``rank_low`` and ``rank_high`` of each ranked forecaster from
+    the joint resamples (:mod:`arena.analytics.ordering`); None for the others."""
+    ranked = [r for r in rows if r["status"] == OK and not r["reference"]]
+    columns = [r["index"] for r in ranked]
+    for row, found in zip(ranked, rank_probabilities(joint.means[:, columns]), strict=True):
+        row.update(found)
+    for row in rows:
+        row.pop("index", None)
+        for key in ("p_rank_1", "p_top_3", "rank_low", "rank_high"):
+            row.setdefault(key, None)
 
 
 def _neighbour_differences(
@@ -255,19 +356,23 @@ def difference(
 def _difference(prep: Prepared, upper: str, lower: str, options: AnalysisOptions) -> dict:
     common, score_a, score_b = _common(prep, upper, lower, prep.panel.brier)
     item: dict[str, Any] = {"upper": upper, "lower": lower, "n_questions": len(common)}
-    t, boot, status, reason = _intervals(
+    t, boot, status, reason = cluster_intervals(
         score_a - score_b, prep.weights[common], prep.clusters[common], options
     )
     ok = status == OK
+    weeks = int(np.unique(prep.questions.week_start[common]).size)
     item.update(
         status=status,
         reason=reason,
         n_clusters=t.n_clusters,
         mean=t.mean,
+        se=t.se if ok else None,
+        weeks_seen=weeks,
         ci_low=t.low if ok else None,
         ci_high=t.high if ok else None,
         bootstrap_low=boot.low if ok else None,
         bootstrap_high=boot.high if ok else None,
+        separated=ok and (t.low > 0 or t.high < 0),
     )
     return item
 
@@ -277,11 +382,7 @@ def _common(
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
     """The scorable questions both ``a`` and ``b`` answered, and each one's score on them."""
     panel = prep.panel
-    for name in (a, b):
-        if name not in panel.forecasters:
-            raise ForecastsError(
-                f"unknown forecaster {name!r}; known: {', '.join(panel.forecasters)}"
-            )
+    _check_known(panel, (a, b))
     ok = prep.scorable[panel.question]
 
     def by_question(name: str) -> NDArray[np.float64]:
@@ -293,6 +394,15 @@ def _common(
     score_a, score_b = by_question(a), by_question(b)
     common = np.flatnonzero(~np.isnan(score_a) & ~np.isnan(score_b))
     return common, score_a[common], score_b[common]
+
+
+def _check_known(panel: Panel, names: tuple[str, ...]) -> None:
+    """Raise :class:`ForecastsError` for the first of ``names`` the panel does not hold."""
+    for name in names:
+        if name not in panel.forecasters:
+            raise ForecastsError(
+                f"unknown forecaster {name!r}; known: {', '.join(panel.forecasters)}"
+            )
 
 
 def head_to_head(
@@ -312,7 +422,7 @@ def head_to_head(
     common, score_a, score_b = _common(prep, a, b, score)
     values = head_to_head_scores(score_a, score_b, options.h2h_score)
     w, clusters = prep.weights[common], prep.clusters[common]
-    t, boot, status, reason = _intervals(values, w, clusters, options)
+    t, boot, status, reason = cluster_intervals(values, w, clusters, options)
     if len(common) < options.min_common_questions:
         status = INSUFFICIENT
         reason = f"{len(common)} common scored questions, fewer than {options.min_common_questions}"
@@ -378,6 +488,7 @@ def calibration_report(
             "as_of": to_datetime(prep.as_of),
             "options": options.to_dict(),
             "sample": CALIBRATION_SAMPLE,
+            "bin_rule": BIN_RULE,
             "rows": [r.to_dict() for r in results if r.n > 0],
         }
     )
@@ -390,12 +501,16 @@ def full_analysis(
     *,
     at: datetime | None = None,
 ) -> dict:
-    """Ranking, proxy ranking, calibration and (for ``pair``) head-to-head in one dict."""
+    """Ranking, skill against the market, weeks to separate, proxy ranking, calibration and
+    (for ``pair``) head-to-head in one dict."""
     options = with_at(options, at)
     prep = prepare(forecasts, options)
+    ranked = ranking(forecasts, options, prep)
     report = {
         "resampling": options.resampling(),
-        "ranking": ranking(forecasts, options, prep),
+        "ranking": ranked,
+        "market": against_market(forecasts, options, prep),
+        "power": power(forecasts, options, prep, ranked=ranked),
         "proxy": proxy_ranking(forecasts, options, prep),
         "calibration": calibration_report(forecasts, options, prep),
     }

@@ -278,18 +278,30 @@ def weighted_bootstrap_interval(
             stop = min(resamples, start + chunk)
             picks = np.searchsorted(cumulative, rng.random((stop - start, draws)) * total, "right")
             means[start:stop] = x[np.minimum(picks, len(x) - 1)].mean(axis=1)
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.nanquantile(means, [tail, 1.0 - tail])
-    if clustered:  # the cluster-robust t's small-sample factors: G / (G - 1) and t_{G-1} / z
+    if clustered:
         centre = float(np.sum(w * x) / np.sum(w))
-        level = 1.0 - tail
-        ratio = float(stats.t.ppf(level, n_clusters - 1) / stats.norm.ppf(level))
-        inflate = float(np.sqrt(n_clusters / (n_clusters - 1.0))) * ratio
-        low, high = centre + inflate * (low - centre), centre + inflate * (high - centre)
+        low, high = cluster_percentile_interval(means, centre, n_clusters, confidence)
+    else:
+        tail = (1.0 - confidence) / 2.0
+        low, high = np.nanquantile(means, [tail, 1.0 - tail])
     return BootstrapInterval(
         float(np.nanmean(means)), float(low), float(high), float(np.mean(means > 0)),
         draws, resamples, seed, confidence, n_clusters, clustered,
     )  # fmt: skip
+
+
+def cluster_percentile_interval(
+    means: NDArray[np.float64], centre: float, n_clusters: int, confidence: float
+) -> tuple[float, float]:
+    """The cluster bootstrap's interval from its resampled ``means``: the percentiles, their
+    distances from the sample mean ``centre`` stretched by the cluster-robust t's small-sample
+    factors ``sqrt(G / (G - 1))`` and ``t_{G-1} / z`` (module docstring)."""
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.nanquantile(means, [tail, 1.0 - tail])
+    level = 1.0 - tail
+    ratio = float(stats.t.ppf(level, n_clusters - 1) / stats.norm.ppf(level))
+    inflate = float(np.sqrt(n_clusters / (n_clusters - 1.0))) * ratio
+    return float(centre + inflate * (low - centre)), float(centre + inflate * (high - centre))
 
 
 def _cluster_means(

@@ -184,7 +184,15 @@ def test_full_analysis_is_json_and_renders() -> None:
     report = full_analysis(data, AnalysisOptions(bootstrap_resamples=200), pair=("good", "bad"))
     text = json.dumps(report)
     assert "NaN" not in text
-    assert set(report) == {"resampling", "ranking", "proxy", "calibration", "head_to_head"}
+    assert set(report) == {
+        "resampling",
+        "ranking",
+        "market",
+        "power",
+        "proxy",
+        "calibration",
+        "head_to_head",
+    }
     console = Console(record=True, width=120)
     console.print(ranking_table(report["ranking"]))
     console.print(head_to_head_table(report["head_to_head"]))
