@@ -51,10 +51,12 @@ def leaderboard(
 @router.get("/ranking", response_model=schemas.Ranking)
 def ranking(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
     """Methodology v2: the difficulty-adjusted Brier ranking with 95% intervals (`ranking` is
-    null until forecasts resolve)."""
+    null until forecasts resolve, and while the analysis is being computed: `pending`). It is
+    the stored analysis the daemon computed after its last write, as of `as_of` and computed
+    at `computed_at`; no request computes it."""
     report = standings.v2_ranking(ctx, session)
     methodology = standings.methodology_in_use(ctx, session, None)
-    return {"methodology": methodology, "ranking": report}
+    return {"methodology": methodology, "ranking": report, **standings.v2_status(ctx, session)}
 
 
 @router.get(

@@ -37,7 +37,8 @@ def leaderboard(
 ) -> HTMLResponse:
     rows = standings.leaderboard(ctx, session, cohort)
     methodology = standings.methodology_in_use(ctx, session, cohort)
-    ranking = standings.v2_ranking(ctx, session) if methodology == Methodology.V2 else None
+    v2 = methodology == Methodology.V2
+    ranking = standings.v2_ranking(ctx, session) if v2 else None
     return html(
         request,
         "leaderboard.html",
@@ -47,6 +48,7 @@ def leaderboard(
             "cohorts": standings.cohort_rows(session),
             "methodology": methodology,
             "ranking": ranking,
+            "analysis": standings.v2_status(ctx, session) if v2 else None,
             "family_names": standings.family_names(session) if ranking else {},
             "columns": LEADERBOARD_COLUMNS,
             "ranking_columns": RANKING_COLUMNS,

@@ -632,6 +632,12 @@ class Ranking(Open):
 
     methodology: str
     ranking: RankingReport | None
+    pending: bool = Field(
+        description="No analysis stored yet: it is being computed (ranking null meanwhile)."
+    )
+    as_of: Instant | None = Field(description="The instant the served analysis is as of.")
+    computed_at: Instant | None = Field(description="When the served analysis was computed.")
+    resamples: int | None = Field(description="Bootstrap resamples of its intervals.")
 
 
 class Series(Open):

@@ -222,7 +222,11 @@ def test_the_models_keep_every_field(site: Site) -> None:
             direct = (
                 records.status(ctx, session, ctx.now(), ctx.now())
                 if path.endswith("status")
-                else {"methodology": "v2", "ranking": standings.v2_ranking(ctx, session)}
+                else {
+                    "methodology": "v2",
+                    "ranking": standings.v2_ranking(ctx, session),
+                    **standings.v2_status(ctx, session),
+                }
             )
             assert keys(body) == keys(direct), path
 
