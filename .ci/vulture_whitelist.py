@@ -93,3 +93,25 @@ _.differences
 _.decision_markers
 _.max_points
 _.markdown
+_.p_rank_1  # and the research measures (issue 24)
+_.p_top_3
+_.rank_low
+_.rank_high
+_.rank_sample
+_.ace
+_.assumptions
+_.bin_rule
+_.copy_correlation
+_.copy_distance
+_.copy_questions
+_.follows_market
+_.log_loss
+_.mce
+_.mean_forecast
+_.more_weeks
+_.observed_frequency
+_.overconfidence
+_.return_per_dollar
+_.return_per_dollar_after_fee
+_.spherical
+_.weeks_needed

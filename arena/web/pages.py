@@ -37,7 +37,8 @@ def leaderboard(
 ) -> HTMLResponse:
     rows = standings.leaderboard(ctx, session, cohort)
     methodology = standings.methodology_in_use(ctx, session, cohort)
-    ranking = standings.v2_ranking(ctx, session) if methodology == Methodology.V2 else None
+    analysis = standings.v2_analysis(ctx, session) if methodology == Methodology.V2 else None
+    ranking = analysis["ranking"] if analysis else None
     return html(
         request,
         "leaderboard.html",
@@ -47,6 +48,8 @@ def leaderboard(
             "cohorts": standings.cohort_rows(session),
             "methodology": methodology,
             "ranking": ranking,
+            "market": analysis["market"] if analysis else None,
+            "power": analysis["power"] if analysis else None,
             "family_names": standings.family_names(session) if ranking else {},
             "columns": LEADERBOARD_COLUMNS,
             "ranking_columns": RANKING_COLUMNS,

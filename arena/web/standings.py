@@ -84,15 +84,24 @@ def methodology_in_use(ctx: WebContext, session: Session, cohort_id: int | None)
     return session.scalar(statement) or ctx.settings.methodology
 
 
-def v2_ranking(ctx: WebContext, session: Session) -> dict[str, Any] | None:
-    """The difficulty-adjusted Brier ranking with 95% intervals (methodology v2), exactly as
-    ``arena analyze ranking`` computes it at the same instant; None when no forecast is
-    resolved yet. Cached per data version: it bootstraps ``analysis.resamples`` times."""
+def v2_analysis(ctx: WebContext, session: Session) -> dict[str, Any] | None:
+    """Everything :func:`arena.analytics.report.full_analysis` computes over the stored
+    forecasts (``ranking``, ``market``, ``power``, ``proxy``, ``calibration``), exactly as
+    ``arena analyze report`` at the same instant; None when no forecast is resolved yet.
+    Cached per data version: it bootstraps ``analysis.resamples`` times."""
     if session.scalar(select(func.count(Forecast.scored_at))) == 0:
         return None
     return ctx.cache.get(
         ("v2", None), ctx.version(session), lambda: _compute_v2(ctx, session, ctx.now())
     )
+
+
+def v2_ranking(ctx: WebContext, session: Session) -> dict[str, Any] | None:
+    """The difficulty-adjusted Brier ranking with 95% intervals (methodology v2), exactly as
+    ``arena analyze ranking`` computes it at the same instant: the ``ranking`` of
+    :func:`v2_analysis` (None when there is none)."""
+    analysis = v2_analysis(ctx, session)
+    return None if analysis is None else analysis["ranking"]
 
 
 def family_names(session: Session) -> dict[str, str]:
@@ -106,15 +115,15 @@ def family_names(session: Session) -> dict[str, str]:
 
 def _compute_v2(ctx: WebContext, session: Session, as_of: datetime) -> dict[str, Any] | None:
     from arena.analytics.records import Forecasts, ForecastsError
-    from arena.analytics.report import configured_options, ranking
+    from arena.analytics.report import configured_options, full_analysis
     from arena.export.writer import table_columns
 
     forecasts = Forecasts.from_columns(table_columns(session, "forecasts"))
     options = configured_options(ctx.settings, as_of=as_of)
     try:
-        report = ranking(forecasts, options)
+        report = full_analysis(forecasts, options)
     except ForecastsError as exc:  # nothing to rank yet (e.g. no panel forecast at as_of)
-        log.info("v2 ranking: %s", exc)
+        log.info("v2 analysis: %s", exc)
         return None
     return jsonable(report)
 
@@ -246,6 +255,23 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
         "cohorts": per_cohort,
         "recent_decisions": decisions(session, Page(1, RECENT_DECISIONS), family_id=family_id),
         "calibration": calibration(session, family_id),
+        "research": research(v2_analysis(ctx, session), family_id),
+    }
+
+
+def research(analysis: dict[str, Any] | None, family_id: str) -> dict[str, Any] | None:
+    """The family's row of ``analysis`` (:func:`v2_analysis`) against the market and of its
+    calibration in depth, with the calibration's bin rule; None without an analysis."""
+    if analysis is None:
+        return None
+
+    def row_of(part: str) -> dict[str, Any] | None:
+        return next((r for r in analysis[part]["rows"] if r["forecaster"] == family_id), None)
+
+    return {
+        "market": row_of("market"),
+        "calibration": row_of("calibration"),
+        "bin_rule": analysis["calibration"]["bin_rule"],
     }
 
 
