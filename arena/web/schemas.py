@@ -320,7 +320,7 @@ Insufficient = Literal["insufficient"]
 
 
 class Interval(Open):
-    """A mean with its 95% cluster-robust t interval (``low``, ``high``), the cluster
+    """A mean with its 95% cluster-robust t interval (`low`, `high`), the cluster
     bootstrap's bounds, the p-value of "the mean is 0" and the independent clusters."""
 
     estimate: float
@@ -376,7 +376,7 @@ class AgainstMarket(Open):
 
 
 class PowerRow(Open):
-    """Two forecasters adjacent in the ranking (``a`` above ``b``): the Brier gap on their
+    """Two forecasters adjacent in the ranking (`a` above `b`): the Brier gap on their
     common questions, its standard error, and the weeks to separate them."""
 
     a: str
