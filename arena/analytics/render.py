@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from arena import numbers
+from arena.analytics.market import in_skill_order
 from arena.analytics.significance import INSUFFICIENT
 from arena.csv_safe import csv_text
 from arena.terminal import TerminalColumn, fitted_table
@@ -225,7 +226,7 @@ MARKET_COLUMNS = [
 
 def market_table(report: dict[str, Any], wide: bool = False) -> Table:
     """Skill against the market: alpha (Brier, log), market-copy index, return against the
-    odds before and after the fee."""
+    odds before and after the fee; the highest alpha first."""
     resampling = report["resampling"]
     caption = (
         f"as of {report['as_of']}; α Brier: mean (m-o)^2 - (p-o)^2, α log: mean ln p(o) - "
@@ -238,7 +239,7 @@ def market_table(report: dict[str, Any], wide: bool = False) -> Table:
     )
     return fitted_table(
         MARKET_COLUMNS,
-        report["rows"],
+        in_skill_order(report["rows"]),
         wide=wide,
         title="Against the market (alpha > 0: better than the price shown)",
         caption=caption,

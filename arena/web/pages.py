@@ -3,6 +3,8 @@ JSON API from the page's own origin."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
@@ -49,6 +51,7 @@ def leaderboard(
             "methodology": methodology,
             "ranking": ranking,
             "market": analysis["market"] if analysis else None,
+            "market_rows": _in_skill_order(analysis["market"]["rows"]) if analysis else [],
             "power": analysis["power"] if analysis else None,
             "family_names": standings.family_names(session) if ranking else {},
             "columns": LEADERBOARD_COLUMNS,
@@ -59,6 +62,14 @@ def leaderboard(
             "next_decision_run": next_slot(ctx.settings, Job.DECISION_RUN, ctx.now()).isoformat(),
         },
     )
+
+
+def _in_skill_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of the "against the market" table, highest alpha first (numpy loads only for
+    a page that has an analysis to show)."""
+    from arena.analytics.market import in_skill_order
+
+    return in_skill_order(rows)
 
 
 @router.get("/families/{family_id}", response_class=HTMLResponse)

@@ -74,8 +74,18 @@ def test_market_and_power_routes_are_the_analysis_of_the_stored_forecasts(
     valued = [r for r in report["rows"] if isinstance(r["alpha_brier"], dict)]
     assert valued, report["rows"]
     assert all({"estimate", "low", "high"} <= set(r["alpha_brier"]) for r in valued)
-    # the demo's market-follower baseline is flagged (issue 24, "Done when")
+    # the demo's market-follower baseline is flagged, and the simulated families' alphas are
+    # in skill order, the most skilled above 0 (issue 24, "Done when")
     assert any(r["follows_market"] for r in report["rows"])
+    simulated = sorted(
+        (r for r in valued if r["forecaster"].startswith("sim-skill-")),
+        key=lambda r: r["forecaster"],
+        reverse=True,
+    )
+    if site.backend == "sqlite":  # the demo's families, sim-skill-90 the most skilled
+        assert simulated[0]["forecaster"] == "sim-skill-90"
+        estimates = [r["alpha_brier"]["estimate"] for r in simulated]
+        assert estimates == sorted(estimates, reverse=True) and estimates[0] > 0
 
     answer = client.get("/api/v1/power").json()
     assert answer["methodology"] == "v2"
@@ -123,6 +133,12 @@ def test_the_leaderboard_shows_the_market_table_and_weeks_to_separate(client: Te
     names = {r["family_id"]: r["display_name"] for r in client.get("/api/v1/leaderboard").json()}
     page = without_scripts(client.get("/").text)
     assert "Against the market" in page
+    # highest alpha first, "insufficient" last
+    table = page[page.index('id="against-market"') :]
+    order = re.findall(r'<tr data-forecaster="([^"]+)">', table[: table.index("</table>")])
+    alphas = {r["forecaster"]: r["alpha_brier"] for r in analysis["market"]["rows"]}
+    keys = [(0, -alphas[f]["estimate"]) if isinstance(alphas[f], dict) else (1, 0.0) for f in order]
+    assert sorted(order) == sorted(alphas) and keys == sorted(keys)
     for item in analysis["market"]["rows"]:
         row = row_of(page, "against-market", item["forecaster"])
         assert f">{escape(names.get(item['forecaster'], item['forecaster']))}</a>" in row
