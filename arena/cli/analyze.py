@@ -100,6 +100,23 @@ MarketWeight = Annotated[
         show_default=False,
     ),
 ]
+FitExclude = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fit-exclude",
+        metavar="ID",
+        help="Score and rank this forecaster, but leave its forecasts out of the question "
+        "difficulty fit (as ForecastBench does for baselines and ensembles). Repeatable.",
+        show_default=False,
+    ),
+]
+FitByType = Annotated[
+    bool,
+    typer.Option(
+        "--fit-by-type",
+        help="Fit question difficulty separately for each question_type of the forecasts.",
+    ),
+]
 Weights = Annotated[
     bool,
     typer.Option(
@@ -148,6 +165,8 @@ class AnalyzeFlags:
     output_format: FormatOption = "table"
     at: AtOption = None
     market_weight: MarketWeight = None
+    fit_exclude: FitExclude = None
+    fit_by_type: FitByType = False
     weights: Weights = True
     bootstrap: Bootstrap = None
     seed: Seed = None
@@ -169,6 +188,8 @@ def _options(ctx: typer.Context, flags: AnalyzeFlags, **extra: Any) -> AnalysisO
         by=flags.by,
         sources=("panel", "bet") if flags.with_bets else ("panel",),
         market_weight=flags.market_weight,
+        fit_exclude=tuple(flags.fit_exclude or ()),
+        fit_by_type=flags.fit_by_type,
         group_weights=flags.weights,
         repeat_weights=flags.weights,
         **extra,
@@ -259,6 +280,8 @@ def _first_columns(report: dict[str, Any]) -> tuple[str, ...]:
     "output_format",
     "at",
     "market_weight",
+    "fit_exclude",
+    "fit_by_type",
     "weights",
     "min_days",
     "min_questions",
@@ -419,6 +442,8 @@ def market_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     "at",
     "market_weight",
     "weights",
+    "fit_exclude",
+    "fit_by_type",
     "bootstrap",
     "seed",
     "by",
@@ -523,6 +548,8 @@ def parse_pair(value: str | None) -> tuple[str, str] | None:
     "at",
     "pair",
     "market_weight",
+    "fit_exclude",
+    "fit_by_type",
     "bootstrap",
     "seed",
     "wide",

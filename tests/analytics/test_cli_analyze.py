@@ -401,3 +401,20 @@ def test_report_table_and_csv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     report = _json(base)  # JSON stays the default
     market = [r for r in rows if r["section"] == "market"]
     assert [r["forecaster"] for r in market] == [r["forecaster"] for r in report["market"]["rows"]]
+
+
+def test_the_fit_sample_and_fit_by_type_flags(tmp_path: Path) -> None:
+    export = str(_write_export(tmp_path))
+    fit = ["--fit-exclude", "beta", "--fit-exclude", "gamma", "--fit-by-type"]
+    ranking = _json(["analyze", "ranking", "--from-export", export, "-f", "json", *AT, *fit])
+    assert ranking["options"]["fit_exclude"] == ["beta", "gamma"]
+    assert ranking["options"]["fit_by_type"] is True
+    assert ranking["dropped_questions"] == 0
+    assert {r["forecaster"] for r in ranking["rows"]} >= {"alpha", "beta", "gamma"}
+    report = _json(["analyze", "report", "--from-export", export, *AT, "--bootstrap", "20", *fit])
+    assert report["ranking"]["options"]["fit_exclude"] == ["beta", "gamma"]
+    assert report["ranking"]["options"]["fit_by_type"] is True
+    unknown = ["analyze", "ranking", "--from-export", export, *AT, "--fit-exclude", "zeta"]
+    result = runner.invoke(_app(), unknown)
+    assert result.exit_code != 0
+    assert "unknown forecaster 'zeta'; known: alpha, beta, gamma" in str(result.exception)
