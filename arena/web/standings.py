@@ -283,6 +283,23 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
         "cohorts": per_cohort,
         "recent_decisions": decisions(session, Page(1, RECENT_DECISIONS), family_id=family_id),
         "calibration": calibration(session, family_id),
+        "research": research(v2_analysis(ctx, session), family_id),
+    }
+
+
+def research(analysis: dict[str, Any] | None, family_id: str) -> dict[str, Any] | None:
+    """The family's row of ``analysis`` (:func:`v2_analysis`) against the market and of its
+    calibration in depth, with the calibration's bin rule; None without an analysis."""
+    if analysis is None:
+        return None
+
+    def row_of(part: str) -> dict[str, Any] | None:
+        return next((r for r in analysis[part]["rows"] if r["forecaster"] == family_id), None)
+
+    return {
+        "market": row_of("market"),
+        "calibration": row_of("calibration"),
+        "bin_rule": analysis["calibration"]["bin_rule"],
     }
 
 
