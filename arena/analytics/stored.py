@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from arena import __version__
 from arena.clock import iso_utc
 from arena.config import Settings
 from arena.errors import ForecastsError
@@ -95,7 +96,8 @@ def refresh_analysis(
                 AnalysisResult.name == V2
             )
         ).one_or_none()
-    version = _digest(columns, [options.bootstrap_resamples, options.seed, options.market_weight])
+    settings_used = [options.bootstrap_resamples, options.seed, options.market_weight]
+    version = _digest(columns, [__version__, *settings_used])  # a new release analyses anew
     forecasts = Forecasts.from_columns(columns)
     del columns
     if stored is not None and stored[0] == version and now - stored[1] < MAX_AGE:

@@ -290,7 +290,7 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
 def research(analysis: dict[str, Any] | None, family_id: str) -> dict[str, Any] | None:
     """The family's row of ``analysis`` (:func:`v2_analysis`) against the market and of its
     calibration in depth, with the calibration's bin rule; None without an analysis."""
-    if analysis is None:
+    if analysis is None or "market" not in analysis:  # none, or stored by an older release
         return None
 
     def row_of(part: str) -> dict[str, Any] | None:
@@ -299,7 +299,7 @@ def research(analysis: dict[str, Any] | None, family_id: str) -> dict[str, Any] 
     return {
         "market": row_of("market"),
         "calibration": row_of("calibration"),
-        "bin_rule": analysis["calibration"]["bin_rule"],
+        "bin_rule": analysis["calibration"].get("bin_rule"),
     }
 
 
