@@ -101,3 +101,10 @@ _.spherical
 _.overconfidence
 # forecasts column for the per-type difficulty fit (AnalysisOptions.fit_by_type)
 _.question_type
+
+# the category and horizon breakdown (arena/web/breakdown.py, arena/web/schemas.py)
+_.LE7  # Horizon member, reached by value from ?horizon=
+_.D8TO30  # Horizon member, reached by value
+_.GT30  # Horizon member, reached by value
+_.HORIZON  # By member, reached by value from ?by=
+_.horizon_rule  # Breakdown response model field

@@ -26,6 +26,7 @@ from arena.cli.common import (
 )
 from arena.cli.composed import with_options
 from arena.cli.style import command_group
+from arena.cli.where import CategoryOption, HorizonOption, ledger_scope, scoped_forecasts
 from arena.errors import OptionError, UserError
 from arena.terminal import show
 
@@ -152,6 +153,8 @@ class AnalyzeFlags:
     by: By = "family"
     with_bets: WithBets = False
     wide: WideOption = False
+    category: CategoryOption = None
+    horizon: HorizonOption = None
 
 
 def _options(ctx: typer.Context, flags: AnalyzeFlags, **extra: Any) -> AnalysisOptions:
@@ -186,6 +189,11 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
         if rows == 0:
             raise UserError("no forecasts stored yet (methodology v2 records them)")
         return _read_export(Path(tmp))
+
+
+def _scoped(forecasts: Forecasts, flags: AnalyzeFlags, options: AnalysisOptions) -> Forecasts:
+    """The forecasts of ``--category`` and ``--horizon`` (horizons as known at ``--at``)."""
+    return scoped_forecasts(forecasts, flags.category, flags.horizon, options.as_of)
 
 
 def family_names(ctx: typer.Context, from_export: Path | None) -> dict[str, str]:
@@ -231,6 +239,8 @@ def _emit(
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "market_weight",
     "weights",
     "min_days",
@@ -263,7 +273,7 @@ def ranking_command(
     Only resolved questions past their scheduled close count (early closers wait).
     """
     options = _options(ctx, flags, min_days=min_days, min_questions=min_questions)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().ranking(forecasts, options)
     _emit(ctx, report, flags, _render().ranking_table, forecasts)
 
@@ -276,6 +286,8 @@ def ranking_command(
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "score",
     "weights",
     "bootstrap",
@@ -313,7 +325,7 @@ def h2h_command(
     """
     one_of("--score", score, ("log", "brier"))
     options = _options(ctx, flags, h2h_score=score)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().head_to_head(forecasts, family_a, family_b, options)
     _emit(ctx, report, flags, _render().head_to_head_table)
 
@@ -324,6 +336,8 @@ def h2h_command(
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "include_baselines",
     "include_resolved",
     "by",
@@ -352,7 +366,7 @@ def proxy_command(
         proxy_include_baselines=include_baselines,
         proxy_include_resolved=include_resolved,
     )
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().proxy_ranking(forecasts, options)
     _emit(ctx, report, flags, _render().proxy_table, forecasts)
 
@@ -363,6 +377,8 @@ def proxy_command(
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "bins",
     "plot",
     "by",
@@ -387,7 +403,7 @@ def calibration_command(
 ) -> None:
     """Reliability data, expected calibration error and Brier decomposition per forecaster."""
     options = _options(ctx, flags, n_bins=bins)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     prep = _report().prepare(forecasts, options)
     report = _report().calibration_report(forecasts, options, prep)
     if plot is not None:
@@ -436,6 +452,8 @@ def parse_pair(value: str | None) -> tuple[str, str] | None:
     AnalyzeFlags,
     "from_export",
     "at",
+    "category",
+    "horizon",
     "pair",
     "market_weight",
     "bootstrap",
@@ -457,8 +475,78 @@ def report_command(
     """Everything at once (ranking, proxy, calibration, optional head-to-head) as JSON."""
     pair_names = parse_pair(pair)
     options = _options(ctx, flags)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     typer.echo(json.dumps(_report().full_analysis(forecasts, options, pair_names), indent=2))
+
+
+@analyze_app.command("breakdown")
+@with_options(
+    AnalyzeFlags,
+    "by_group",
+    "from_export",
+    "breakdown_format",
+    "at",
+    "category",
+    "horizon",
+    "bootstrap",
+    "seed",
+    "with_bets",
+    "wide",
+)
+def breakdown_command(
+    ctx: typer.Context,
+    flags: AnalyzeFlags,
+    by_group: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            metavar="category|horizon",
+            help="One row per family and category, or "
+            "per family and horizon bucket (le7, 8to30, gt30 days).",
+        ),
+    ] = "category",
+    breakdown_format: Annotated[
+        str,
+        typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json or csv."),
+    ] = "table",
+) -> None:
+    """Every family per market category or horizon bucket: positions, P/L, cost, scored bets
+    and Brier (the ledger, from the database), and forecasts, scored questions and the
+    difficulty-adjusted Brier with its interval (the forecasts, at --at). A group with fewer
+    than 30 scored questions (bets) for a family is provisional for it; markets without a
+    category are "other"; unresolved markets are bucketed by their scheduled end."""
+    import sys
+
+    from arena.analytics.breakdown_view import (
+        breakdown_report,
+        breakdown_table,
+        write_breakdown_csv,
+    )
+
+    one_of("--format", breakdown_format, ("table", "json", "csv"))
+    one_of("--by", by_group, ("category", "horizon"))
+    options = _options(ctx, flags)
+    scope = ledger_scope(ctx, flags.category, flags.horizon)
+    try:
+        forecasts: Forecasts | None = scoped_forecasts(
+            load_forecasts(ctx, flags.from_export),
+            flags.category,
+            flags.horizon,
+            options.as_of,
+            checked=True,
+        )
+    except UserError:
+        if flags.from_export is not None:
+            raise
+        forecasts = None  # methodology v1: positions and bets only
+    with state(ctx).reader()() as session:
+        report = breakdown_report(session, forecasts, by_group, options, scope=scope)
+    if breakdown_format == "json":
+        typer.echo(json.dumps(report, indent=2))
+    elif breakdown_format == "csv":
+        write_breakdown_csv(report, sys.stdout)
+    else:
+        show(console, breakdown_table(report, wide=flags.wide), flags.wide)
 
 
 def register(app: typer.Typer) -> None:

@@ -373,6 +373,7 @@ FORECASTS = TableSpec(
         col("scheduled_close_at", Market.end_date),
         col("resolved_at", Market.resolved_at),
         col("resolved_value", Forecast.resolved_value),
+        col("category", Market.category),  # the analyses' --category and breakdown
     ),
     lambda statement: (
         statement.select_from(Forecast)

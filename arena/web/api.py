@@ -13,10 +13,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from arena.web import breakdown as where
 from arena.web import records, schemas, standings
+from arena.web.breakdown import By, ByParam, HorizonParam
 from arena.web.curves import MAX_POINTS, CurveRange, curves
 from arena.web.deps import ContextDep, SessionDep
 from arena.web.params import (
+    CategoryParam,
     CheckedRoute,
     CohortId,
     CohortParam,
@@ -41,11 +44,32 @@ BY_ID: schemas.Responses = {**NOT_FOUND, **INVALID}
 
 @router.get("/leaderboard", response_model=list[schemas.Standing], responses=BY_ID)
 def leaderboard(
-    ctx: ContextDep, session: SessionDep, cohort: CohortParam = None
+    ctx: ContextDep,
+    session: SessionDep,
+    cohort: CohortParam = None,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
 ) -> list[dict[str, Any]]:
     """Standings per family: the same rows and fields as `arena leaderboard --format json`
-    (404 for an unknown cohort)."""
-    return standings.leaderboard(ctx, session, cohort)
+    (404 for an unknown cohort). With `category` or `horizon`: the money and scores of the
+    matching positions and bets only, as `arena leaderboard --category/--horizon` (an unknown
+    category is a 422 listing the known ones)."""
+    return where.leaderboard(ctx, session, cohort, category, horizon)
+
+
+@router.get("/breakdown", response_model=schemas.Breakdown, responses=INVALID)
+def breakdown(
+    ctx: ContextDep,
+    session: SessionDep,
+    by: ByParam = By.CATEGORY,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
+) -> dict[str, Any]:
+    """Every family per market category (`by=category`) or horizon bucket (`by=horizon`):
+    positions, P/L, cost, scored bets and Brier, and forecasts, scored questions and the
+    difficulty-adjusted Brier with its interval; the same as
+    `arena analyze breakdown --by ... --format json` at the server's instant."""
+    return where.breakdown(ctx, session, by, category, horizon)
 
 
 @router.get("/ranking", response_model=schemas.Ranking)

@@ -3,6 +3,8 @@ JSON API from the page's own origin."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
@@ -13,12 +15,15 @@ from arena.analytics.leaderboard_columns import (
 )
 from arena.domain.states import Job, Methodology
 from arena.slots import next_slot
+from arena.web import breakdown as where
 from arena.web import records, standings
 from arena.web.api import methodology_text
+from arena.web.breakdown import By, ByParam, Horizon, HorizonParam
 from arena.web.columns import RANKING_COLUMNS
 from arena.web.deps import ContextDep, SessionDep
 from arena.web.markdown import render_markdown
 from arena.web.params import (
+    CategoryParam,
     CheckedRoute,
     CohortParam,
     MarketFilterDep,
@@ -33,9 +38,14 @@ router = APIRouter(include_in_schema=False, route_class=CheckedRoute)
 
 @router.get("/", response_class=HTMLResponse)
 def leaderboard(
-    request: Request, ctx: ContextDep, session: SessionDep, cohort: CohortParam = None
+    request: Request,
+    ctx: ContextDep,
+    session: SessionDep,
+    cohort: CohortParam = None,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
 ) -> HTMLResponse:
-    rows = standings.leaderboard(ctx, session, cohort)
+    rows = where.leaderboard(ctx, session, cohort, category, horizon)
     methodology = standings.methodology_in_use(ctx, session, cohort)
     ranking = standings.v2_ranking(ctx, session) if methodology == Methodology.V2 else None
     return html(
@@ -54,8 +64,35 @@ def leaderboard(
             "execution_columns": EXECUTION_COLUMNS,
             "min_scored_bets": ctx.settings.benchmark.min_scored_bets,
             "next_decision_run": next_slot(ctx.settings, Job.DECISION_RUN, ctx.now()).isoformat(),
+            **where_selector(session, category, horizon),
         },
     )
+
+
+def where_selector(
+    session: SessionDep, category: str | None, horizon: Horizon | None
+) -> dict[str, Any]:
+    """What the category and horizon selector of a page shows."""
+    return {
+        "categories": where.categories(session),
+        "category": category,
+        "horizon": None if horizon is None else horizon.value,
+        "horizons": [h.value for h in Horizon],
+    }
+
+
+@router.get("/breakdown", response_class=HTMLResponse)
+def breakdown(
+    request: Request,
+    ctx: ContextDep,
+    session: SessionDep,
+    by: ByParam = By.CATEGORY,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
+) -> HTMLResponse:
+    data = where.breakdown(ctx, session, by, category, horizon)
+    context = {"data": data, "by": by.value, **where_selector(session, category, horizon)}
+    return html(request, "breakdown.html", context)
 
 
 @router.get("/families/{family_id}", response_class=HTMLResponse)
