@@ -444,6 +444,7 @@ def _decision(source: _Source, seat: _Seat, week: int, run_at: datetime) -> None
 
 
 def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
+    from arena.analytics.breakdown_view import breakdown_report  # imported before the clock
     from arena.analytics.leaderboard import compute_leaderboard
     from arena.export.writer import ExportTarget, export
 
@@ -457,7 +458,7 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
         rows = len(compute_leaderboard(factory))
         detail = f"{rows} families"
     elif kind == "breakdown":
-        detail = _breakdown(factory)
+        detail = _breakdown(factory, breakdown_report)
     else:
         assert out is not None
         manifest = export(factory, ExportTarget(out, "parquet"))
@@ -468,10 +469,9 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     return {"seconds": seconds, "baseline_mib": baseline, "peak_mib": rss_mib(), "detail": detail}
 
 
-def _breakdown(factory: Any) -> str:
+def _breakdown(factory: Any, breakdown_report: Any) -> str:
     """``arena analyze breakdown --by category`` as the dashboard computes it: the ledger
     side, and the forecast side when the database holds forecasts (this one holds none)."""
-    from arena.analytics.breakdown_view import breakdown_report
     from arena.analytics.options import AnalysisOptions
     from arena.analytics.records import Forecasts
     from arena.export.writer import table_columns

@@ -72,11 +72,17 @@ def breakdown(
     return where.breakdown(ctx, session, by, category, horizon)
 
 
-@router.get("/ranking", response_model=schemas.Ranking)
-def ranking(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
+@router.get("/ranking", response_model=schemas.Ranking, responses=INVALID)
+def ranking(
+    ctx: ContextDep,
+    session: SessionDep,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
+) -> dict[str, Any]:
     """Methodology v2: the difficulty-adjusted Brier ranking with 95% intervals (`ranking` is
-    null until forecasts resolve)."""
-    report = standings.v2_ranking(ctx, session)
+    null until forecasts resolve); with `category` or `horizon`, on the forecasts of those
+    markets only, as `arena analyze ranking --category/--horizon`."""
+    report = where.v2_ranking(ctx, session, category, horizon)
     methodology = standings.methodology_in_use(ctx, session, None)
     return {"methodology": methodology, "ranking": report}
 

@@ -18,6 +18,7 @@ from arena.errors import OptionError
 from arena.jsonable import jsonable
 from arena.web.context import WebContext
 from arena.web.standings import leaderboard as whole_leaderboard
+from arena.web.standings import v2_ranking as whole_v2_ranking
 
 
 class Horizon(enum.StrEnum):
@@ -78,6 +79,42 @@ def leaderboard(
             )
         ),
     )
+
+
+def v2_ranking(
+    ctx: WebContext, session: Session, category: str | None, horizon: Horizon | None
+) -> dict[str, Any] | None:
+    """The v2 ranking (as ``standings.v2_ranking``) on the forecasts of the category and
+    horizon bucket, as ``arena analyze ranking --category/--horizon`` at the app's instant."""
+    scope = scope_of(session, category, horizon)
+    whole = whole_v2_ranking(ctx, session)
+    if not scope or whole is None:
+        return whole
+    return ctx.cache.get(
+        ("v2", scope.category, scope.horizon),
+        ctx.version(session),
+        lambda: _scoped_ranking(ctx, session, scope),
+    )
+
+
+def _scoped_ranking(ctx: WebContext, session: Session, scope: Scope) -> dict[str, Any] | None:
+    from arena.analytics.groups import restrict
+    from arena.analytics.records import Forecasts, ForecastsError
+    from arena.analytics.report import configured_options, ranking
+    from arena.export.writer import table_columns
+
+    options = configured_options(ctx.settings, as_of=ctx.now())
+    forecasts = restrict(
+        Forecasts.from_columns(table_columns(session, "forecasts")),
+        category=scope.category,
+        horizon=scope.horizon,
+        as_of=options.as_of,
+        checked=True,
+    )
+    try:
+        return jsonable(ranking(forecasts, options))
+    except ForecastsError:  # nothing of this category or horizon to rank
+        return None
 
 
 def breakdown(

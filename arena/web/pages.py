@@ -47,7 +47,8 @@ def leaderboard(
 ) -> HTMLResponse:
     rows = where.leaderboard(ctx, session, cohort, category, horizon)
     methodology = standings.methodology_in_use(ctx, session, cohort)
-    ranking = standings.v2_ranking(ctx, session) if methodology == Methodology.V2 else None
+    v2 = methodology == Methodology.V2
+    ranking = where.v2_ranking(ctx, session, category, horizon) if v2 else None
     return html(
         request,
         "leaderboard.html",

@@ -212,6 +212,12 @@ def test_cli_api_and_python_agree(world: Database, tmp_path: Path) -> None:
             api = client.get(f"/api/v1/breakdown?by={by}").json()
             assert cli["ledger"] == api["ledger"]
             assert cli["forecasts"]["rows"] == api["forecasts"]["rows"]
+        api_ranking = client.get("/api/v1/ranking?category=politics").json()["ranking"]
+        cli_ranking = _cli_json(world, "analyze", "ranking", "--category", "politics", "-f", "json")
+        assert [(r["forecaster"], r["n_questions"]) for r in api_ranking["rows"]] == [
+            (r["forecaster"], r["n_questions"]) for r in cli_ranking["rows"]
+        ]
+        assert client.get("/api/v1/ranking?category=Nonsense").status_code == 422
     cli = _cli_json(world, "analyze", "breakdown", "--at", AT, "--format", "json")
     export(world.factory, ExportTarget(tmp_path / "export", "csv"))
     python = breakdown(
