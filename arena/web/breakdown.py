@@ -112,9 +112,11 @@ def _scoped_ranking(ctx: WebContext, session: Session, scope: Scope) -> dict[str
         checked=True,
     )
     try:
-        return jsonable(ranking(forecasts, options))
+        report = ranking(forecasts, options)
     except ForecastsError:  # nothing of this category or horizon to rank
         return None
+    # null, as the whole ranking is, until a question of the category or horizon scores
+    return jsonable(report) if report["n_scored_questions"] else None
 
 
 def breakdown(
