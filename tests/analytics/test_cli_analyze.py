@@ -195,7 +195,14 @@ def test_without_an_export_it_reads_the_database(
 
 def test_every_command_has_help() -> None:
     group = typer.main.get_command(_app()).commands["analyze"]  # type: ignore[attr-defined]
-    assert set(group.commands) == {"ranking", "h2h", "proxy", "calibration", "report"}
+    assert set(group.commands) == {
+        "ranking",
+        "h2h",
+        "proxy",
+        "calibration",
+        "report",
+        "breakdown",
+    }
     for name, command in group.commands.items():
         assert (command.help or "").strip(), name
         for param in command.params:
