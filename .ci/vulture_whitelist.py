@@ -121,3 +121,10 @@ _.observed_frequency
 _.return_per_dollar
 _.return_per_dollar_after_fee
 _.weeks_needed
+
+# the category and horizon breakdown (arena/web/breakdown.py, arena/web/schemas.py)
+_.LE7  # Horizon member, reached by value from ?horizon=
+_.D8TO30  # Horizon member, reached by value
+_.GT30  # Horizon member, reached by value
+_.HORIZON  # By member, reached by value from ?by=
+_.horizon_rule  # Breakdown response model field

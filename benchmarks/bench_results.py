@@ -1,4 +1,7 @@
-"""Time and peak memory of ``arena leaderboard`` and of a full Parquet export, at two sizes.
+"""Time and peak memory of the leaderboard, the category breakdown and a Parquet export.
+
+Measured: ``arena leaderboard``, ``arena analyze breakdown --by category`` (its database side:
+this arena holds no forecasts) and a full Parquet export, at two sizes.
 
 Generates a large stored arena: ``50 * scale`` cohorts x 7 families x 52 weekly decisions, each
 with a ~45 KB prompt (system prompt plus a 500-market list drawn from 2,000 synthetic markets)
@@ -154,6 +157,9 @@ def market_lines(rng: random.Random) -> list[tuple[str, list[str], D]]:
     return lines
 
 
+BENCH_CATEGORIES = ("Politics", "Sports", "Crypto", "Economy", "Tech", "Culture", None)
+
+
 def generate(engine: Engine, scale: float, seed: int = 1) -> dict[str, int]:
     rng = random.Random(seed)
     loader = Loader(engine)
@@ -194,6 +200,8 @@ def generate(engine: Engine, scale: float, seed: int = 1) -> dict[str, int]:
                 "resolution_state": "resolved_winner" if settled else None,
                 "winning_outcome": ("YES" if number % 2 else "NO") if settled else None,
                 "resolved_at": START + 40 * WEEK if settled else None,
+                # the category breakdown's groups: six named, one in seven "other" (None)
+                "category": BENCH_CATEGORIES[number % len(BENCH_CATEGORIES)],
             },
         )
         for week in range(WEEKS):
@@ -436,6 +444,7 @@ def _decision(source: _Source, seat: _Seat, week: int, run_at: datetime) -> None
 
 
 def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
+    from arena.analytics.breakdown_view import breakdown_report  # imported before the clock
     from arena.analytics.leaderboard import compute_leaderboard
     from arena.export.writer import ExportTarget, export
 
@@ -448,6 +457,8 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     if kind == "leaderboard":
         rows = len(compute_leaderboard(factory))
         detail = f"{rows} families"
+    elif kind == "breakdown":
+        detail = _breakdown(factory, breakdown_report)
     else:
         assert out is not None
         manifest = export(factory, ExportTarget(out, "parquet"))
@@ -456,6 +467,22 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     engine.dispose()
     return {"seconds": seconds, "baseline_mib": baseline, "peak_mib": rss_mib(), "detail": detail}
+
+
+def _breakdown(factory: Any, breakdown_report: Any) -> str:
+    """``arena analyze breakdown --by category`` as the dashboard computes it: the ledger
+    side, and the forecast side when the database holds forecasts (this one holds none)."""
+    from arena.analytics.options import AnalysisOptions
+    from arena.analytics.records import Forecasts
+    from arena.export.writer import table_columns
+
+    with factory() as session:
+        forecasts: Forecasts | None = Forecasts.from_columns(table_columns(session, "forecasts"))
+        if forecasts is not None and len(forecasts) == 0:
+            forecasts = None
+        report = breakdown_report(session, forecasts, "category", AnalysisOptions())
+    groups = len({row["group"] for row in report["ledger"]})
+    return f"{len(report['ledger'])} family x category rows, {groups} categories"
 
 
 def run_measure(kind: str, url: str, out: Path | None) -> dict[str, Any]:
@@ -496,7 +523,7 @@ def bench_scale(scale: float, args: argparse.Namespace, workdir: Path) -> None:
         if not args.postgres_url:
             size = (workdir / f"arena_{scale}.db").stat().st_size
             print(f"  database file {size / 2**20:,.0f} MiB")
-        for kind in ("leaderboard", "export"):
+        for kind in ("leaderboard", "breakdown", "export"):
             out = workdir / f"export_{scale}" if kind == "export" else None
             result = run_measure(kind, url, out)
             print(
@@ -529,7 +556,9 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="the smallest size, in seconds: what CI runs to see the benchmark still works",
     )
-    parser.add_argument("--measure", choices=("leaderboard", "export"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--measure", choices=("leaderboard", "breakdown", "export"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

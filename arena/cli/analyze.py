@@ -27,6 +27,7 @@ from arena.cli.common import (
 )
 from arena.cli.composed import with_options
 from arena.cli.style import command_group
+from arena.cli.where import CategoryOption, HorizonOption, ledger_scope, scoped_forecasts
 from arena.errors import OptionError, UserError
 from arena.terminal import show
 
@@ -173,6 +174,8 @@ class AnalyzeFlags:
     by: By = "family"
     with_bets: WithBets = False
     wide: WideOption = False
+    category: CategoryOption = None
+    horizon: HorizonOption = None
 
 
 def _options(ctx: typer.Context, flags: AnalyzeFlags, **extra: Any) -> AnalysisOptions:
@@ -209,6 +212,11 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
         if rows == 0:
             raise UserError("no forecasts stored yet (methodology v2 records them)")
         return _read_export(Path(tmp))
+
+
+def _scoped(forecasts: Forecasts, flags: AnalyzeFlags, options: AnalysisOptions) -> Forecasts:
+    """The forecasts of ``--category`` and ``--horizon`` (horizons as known at ``--at``)."""
+    return scoped_forecasts(forecasts, flags.category, flags.horizon, options.as_of)
 
 
 def family_names(ctx: typer.Context, from_export: Path | None) -> dict[str, str]:
@@ -279,6 +287,8 @@ def _first_columns(report: dict[str, Any]) -> tuple[str, ...]:
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "market_weight",
     "fit_exclude",
     "fit_by_type",
@@ -313,7 +323,7 @@ def ranking_command(
     Only resolved questions past their scheduled close count (early closers wait).
     """
     options = _options(ctx, flags, min_days=min_days, min_questions=min_questions)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().ranking(forecasts, options)
     _emit(ctx, report, flags, _render().ranking_table, forecasts)
 
@@ -326,6 +336,8 @@ def ranking_command(
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "score",
     "weights",
     "bootstrap",
@@ -363,7 +375,7 @@ def h2h_command(
     """
     one_of("--score", score, ("log", "brier"))
     options = _options(ctx, flags, h2h_score=score)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().head_to_head(forecasts, family_a, family_b, options)
     _emit(ctx, report, flags, _render().head_to_head_table)
 
@@ -374,6 +386,8 @@ def h2h_command(
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "include_baselines",
     "include_resolved",
     "by",
@@ -402,7 +416,7 @@ def proxy_command(
         proxy_include_baselines=include_baselines,
         proxy_include_resolved=include_resolved,
     )
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().proxy_ranking(forecasts, options)
     _emit(ctx, report, flags, _render().proxy_table, forecasts)
 
@@ -413,6 +427,8 @@ def proxy_command(
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "bootstrap",
     "seed",
     "by",
@@ -429,7 +445,7 @@ def market_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     below 5 clusters. CSV flattens each interval into _estimate, _low and _high columns.
     """
     options = _options(ctx, flags)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().against_market(forecasts, options)
     _emit(ctx, report, flags, _render().market_table, forecasts)
 
@@ -440,6 +456,8 @@ def market_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "market_weight",
     "weights",
     "fit_exclude",
@@ -459,7 +477,7 @@ def power_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     weeks seen (the table states it; "assumptions" in --format json).
     """
     options = _options(ctx, flags)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().power(forecasts, options)
     _emit(ctx, report, flags, _render().power_table, forecasts)
 
@@ -470,6 +488,8 @@ def power_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "bins",
     "plot",
     "by",
@@ -496,7 +516,7 @@ def calibration_command(
     and calibration in depth: MCE, ACE, log loss, spherical score, overconfidence (the bin
     rule is written under the table, and as "bin_rule" in --format json)."""
     options = _options(ctx, flags, n_bins=bins)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     prep = _report().prepare(forecasts, options)
     report = _report().calibration_report(forecasts, options, prep)
     if plot is not None:
@@ -546,6 +566,8 @@ def parse_pair(value: str | None) -> tuple[str, str] | None:
     "from_export",
     "report_format",
     "at",
+    "category",
+    "horizon",
     "pair",
     "market_weight",
     "fit_exclude",
@@ -577,7 +599,7 @@ def report_command(
     fmt = one_of("--format", report_format, ANALYZE_FORMATS)
     pair_names = parse_pair(pair)
     options = _options(ctx, flags)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().full_analysis(forecasts, options, pair_names)
     if fmt == "json":
         typer.echo(json.dumps(report, indent=2))
@@ -604,6 +626,76 @@ def report_command(
         show(console, table(sections[name], wide=flags.wide), flags.wide)
     if "head_to_head" in report:
         show(console, render.head_to_head_table(report["head_to_head"], flags.wide), flags.wide)
+
+
+@analyze_app.command("breakdown")
+@with_options(
+    AnalyzeFlags,
+    "by_group",
+    "from_export",
+    "breakdown_format",
+    "at",
+    "category",
+    "horizon",
+    "bootstrap",
+    "seed",
+    "with_bets",
+    "wide",
+)
+def breakdown_command(
+    ctx: typer.Context,
+    flags: AnalyzeFlags,
+    by_group: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            metavar="category|horizon",
+            help="One row per family and category, or "
+            "per family and horizon bucket (le7, 8to30, gt30 days).",
+        ),
+    ] = "category",
+    breakdown_format: Annotated[
+        str,
+        typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json or csv."),
+    ] = "table",
+) -> None:
+    """Every family per market category or horizon bucket: positions, P/L, cost, scored bets
+    and Brier (the ledger, from the database), and forecasts, scored questions and the
+    difficulty-adjusted Brier with its interval (the forecasts, at --at). A group with fewer
+    than 30 scored questions (bets) for a family is provisional for it; markets without a
+    category are "other"; unresolved markets are bucketed by their scheduled end."""
+    import sys
+
+    from arena.analytics.breakdown_view import (
+        breakdown_report,
+        breakdown_table,
+        write_breakdown_csv,
+    )
+
+    one_of("--format", breakdown_format, ("table", "json", "csv"))
+    one_of("--by", by_group, ("category", "horizon"))
+    options = _options(ctx, flags)
+    scope = ledger_scope(ctx, flags.category, flags.horizon)
+    try:
+        forecasts: Forecasts | None = scoped_forecasts(
+            load_forecasts(ctx, flags.from_export),
+            flags.category,
+            flags.horizon,
+            options.as_of,
+            checked=True,
+        )
+    except UserError:
+        if flags.from_export is not None:
+            raise
+        forecasts = None  # methodology v1: positions and bets only
+    with state(ctx).reader()() as session:
+        report = breakdown_report(session, forecasts, by_group, options, scope=scope)
+    if breakdown_format == "json":
+        typer.echo(json.dumps(report, indent=2))
+    elif breakdown_format == "csv":
+        write_breakdown_csv(report, sys.stdout)
+    else:
+        show(console, breakdown_table(report, wide=flags.wide), flags.wide)
 
 
 def register(app: typer.Typer) -> None:

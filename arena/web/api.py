@@ -14,11 +14,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from sqlalchemy.orm import Session
 
+from arena.web import breakdown as where
 from arena.web import records, schemas, standings
+from arena.web.breakdown import By, ByParam, HorizonParam
 from arena.web.context import WebContext
 from arena.web.curves import MAX_POINTS, CurveRange, curves
 from arena.web.deps import ContextDep, SessionDep
 from arena.web.params import (
+    CategoryParam,
     CheckedRoute,
     CohortId,
     CohortParam,
@@ -43,20 +46,51 @@ BY_ID: schemas.Responses = {**NOT_FOUND, **INVALID}
 
 @router.get("/leaderboard", response_model=list[schemas.Standing], responses=BY_ID)
 def leaderboard(
-    ctx: ContextDep, session: SessionDep, cohort: CohortParam = None
+    ctx: ContextDep,
+    session: SessionDep,
+    cohort: CohortParam = None,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
 ) -> list[dict[str, Any]]:
     """Standings per family: the same rows and fields as `arena leaderboard --format json`
-    (404 for an unknown cohort)."""
-    return standings.leaderboard(ctx, session, cohort)
+    (404 for an unknown cohort). With `category` or `horizon`: the money and scores of the
+    matching positions and bets only, as `arena leaderboard --category/--horizon` (an unknown
+    category is a 422 listing the known ones)."""
+    return where.leaderboard(ctx, session, cohort, category, horizon)
 
 
-@router.get("/ranking", response_model=schemas.Ranking)
-def ranking(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
+@router.get("/breakdown", response_model=schemas.Breakdown, responses=INVALID)
+def breakdown(
+    ctx: ContextDep,
+    session: SessionDep,
+    by: ByParam = By.CATEGORY,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
+) -> dict[str, Any]:
+    """Every family per market category (`by=category`) or horizon bucket (`by=horizon`):
+    positions, P/L, cost, scored bets and Brier, and forecasts, scored questions and the
+    difficulty-adjusted Brier with its interval; the same as
+    `arena analyze breakdown --by ... --format json` at the server's instant."""
+    return where.breakdown(ctx, session, by, category, horizon)
+
+
+@router.get("/ranking", response_model=schemas.Ranking, responses=INVALID)
+def ranking(
+    ctx: ContextDep,
+    session: SessionDep,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
+) -> dict[str, Any]:
     """Methodology v2: the difficulty-adjusted Brier ranking with 95% intervals (`ranking` is
     null until forecasts resolve, and while the analysis is being computed: `pending`). It is
     the stored analysis the daemon computed after its last write, as of `as_of` and computed
-    at `computed_at`; no request computes it."""
-    return {**_part(ctx, session, "ranking"), "ranking": standings.v2_ranking(ctx, session)}
+    at `computed_at`; no request computes it. With `category` or `horizon` it is the ranking of
+    the forecasts of those markets only, as `arena analyze ranking --category/--horizon`,
+    computed at the first such request after a write and then cached."""
+    return {
+        **_part(ctx, session, "ranking"),
+        "ranking": where.v2_ranking(ctx, session, category, horizon),
+    }
 
 
 @router.get("/market", response_model=schemas.AgainstMarket)

@@ -840,3 +840,60 @@ def allowed_values(parameter: dict[str, Any], document: dict[str, Any]) -> list[
         found.extend(node.get("enum", []))
         pending.extend(node.get("anyOf", []))
     return found
+
+
+# -- breakdown by category or horizon (issue 25) -----------------------------------------------
+
+
+class IntervalEstimate(Open):
+    """An interval: the estimate and its bounds."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+
+
+class LedgerGroupRow(Open):
+    """One family in one category or horizon bucket: its positions, their P/L and cost
+    (money as decimal text), its scored bets and their mean Brier."""
+
+    group: str
+    family_id: str
+    positions: int
+    open_positions: int
+    pnl: DecimalText
+    cost: DecimalText
+    scored_bets: int
+    brier: float | None
+    provisional: bool = Field(description="Fewer than 30 scored bets in the group.")
+
+
+class ForecastGroupRow(Open):
+    """One forecaster in one category or horizon bucket: forecasts, scored questions, Brier,
+    and the difficulty-adjusted Brier with its cluster-robust interval."""
+
+    group: str
+    forecaster: str
+    forecasts: int
+    questions: int
+    brier: float | None
+    adjusted: IntervalEstimate | Literal["insufficient"]
+    provisional: bool = Field(description="Fewer than 30 scored questions in the group.")
+
+
+class ForecastBreakdown(Open):
+    """The forecast side, as of an instant."""
+
+    by: str
+    as_of: Instant | None
+    groups: list[str]
+    rows: list[ForecastGroupRow]
+
+
+class Breakdown(Open):
+    """Every family per category or horizon bucket: `arena analyze breakdown --format json`."""
+
+    by: Literal["category", "horizon"]
+    horizon_rule: str
+    ledger: list[LedgerGroupRow]
+    forecasts: ForecastBreakdown | None

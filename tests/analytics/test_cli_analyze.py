@@ -209,6 +209,7 @@ def test_every_command_has_help() -> None:
         "proxy",
         "calibration",
         "report",
+        "breakdown",
     }
     for name, command in group.commands.items():
         assert (command.help or "").strip(), name

@@ -18,6 +18,7 @@ from schemathesis.engine import Status, events
 from arena.domain.states import MarketStatus
 from arena.web import records, standings
 from arena.web.app import create_app
+from arena.web.breakdown import By, breakdown
 from arena.web.context import Page
 from arena.web.curves import MAX_POINTS, CurveRange, curves
 from arena.web.params import MarketSort
@@ -216,6 +217,9 @@ def test_the_models_keep_every_field(site: Site) -> None:
         for path, value in expected.items():
             assert client.get(path).json() == value, path
         # answers that move with the clock: the same fields at every depth
+        for path in ("/api/v1/breakdown?by=category", "/api/v1/breakdown?by=horizon"):
+            by = By(path.rsplit("=", 1)[1])
+            assert client.get(path).json() == breakdown(ctx, session, by), path
         analysis = standings.v2_analysis(ctx, session)
         assert analysis is not None
         for path in ("/api/v1/status", "/api/v1/ranking", "/api/v1/market", "/api/v1/power"):
@@ -259,6 +263,8 @@ def answers(client: TestClient) -> dict[str, str]:
         "/api/v1/status": "/api/v1/status",
         "/api/v1/record": "/api/v1/record",
         "/api/v1/methodology": "/api/v1/methodology",
+        "/api/v1/breakdown?by=category": "/api/v1/breakdown",
+        "/api/v1/breakdown?by=horizon": "/api/v1/breakdown",
     }
 
 
