@@ -26,7 +26,7 @@ from arena.cli.common import (
 )
 from arena.cli.composed import with_options
 from arena.cli.style import command_group
-from arena.errors import OptionError, UserError
+from arena.errors import ForecastsError, OptionError, UserError
 from arena.terminal import show
 
 if TYPE_CHECKING:
@@ -399,6 +399,83 @@ def calibration_command(
         console.print(f"reliability diagram written to {plot}")
 
 
+RISK_FORMATS = ("table", "json", "csv")
+RiskFormat = Annotated[
+    str,
+    typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json or csv."),
+]
+RiskValue = Annotated[
+    str,
+    typer.Option(
+        "--value",
+        metavar="mark|exit",
+        help="Value the portfolio at the mark, or at exit (selling into the bids; mode book "
+        "cohorts only: gamma cohorts are listed without figures).",
+    ),
+]
+
+
+def load_snapshots(ctx: typer.Context, from_export: Path | None, value: str) -> Any:
+    """The snapshots to analyse: an export directory's (its manifest checked first), or the
+    configured database's, read in one streamed query."""
+    from arena.analytics.snapshot_columns import read_export_snapshots, read_stored_snapshots
+
+    if from_export is not None:
+        from arena.export.directory import verify_export
+
+        directory = from_export if from_export.is_dir() else from_export.parent
+        verify_export(directory)
+        return read_export_snapshots(directory, value)
+    with state(ctx).reader()() as session:
+        return read_stored_snapshots(session, value)
+
+
+@analyze_app.command("risk")
+@with_options(AnalyzeFlags, "from_export", "at", "bootstrap", "seed", "by", "wide")
+def risk_command(
+    ctx: typer.Context,
+    flags: AnalyzeFlags,
+    value: RiskValue = "mark",
+    output_format: RiskFormat = "table",
+) -> None:
+    """Risk and return of each family's (or agent's) portfolio curve: Sharpe and Sortino of
+    the weekly returns (annualised by sqrt(52)), maximum drawdown in % and $ with its duration
+    and recovery, Calmar; each with a block-bootstrap interval, "insufficient" below 8 weeks.
+
+    \b
+    Example (a database's snapshots, or an export's):
+      arena analyze risk --by agent
+      arena analyze risk --value exit --from-export exports/2026-11 -f csv
+    """
+    import sys
+
+    from arena.analytics.risk_report import risk, write_csv
+
+    one_of("--value", value, ("mark", "exit"))
+    one_of("--format", output_format, RISK_FORMATS)
+    options = _options(ctx, flags)
+    snapshots = load_snapshots(ctx, flags.from_export, value)
+    report = risk(snapshots, options, value=value)
+    if output_format == "json":
+        typer.echo(json.dumps(report, indent=2))
+    elif output_format == "csv":
+        write_csv(_risk_labelled(ctx, report, flags), sys.stdout)
+    else:
+        report = _risk_labelled(ctx, report, flags)
+        show(console, _render().risk_table(report, wide=flags.wide), flags.wide)
+
+
+def _risk_labelled(ctx: typer.Context, report: dict[str, Any], flags: AnalyzeFlags) -> Any:
+    """``report`` with each family's display name (an agent: its family's name and id)."""
+    names = family_names(ctx, flags.from_export)
+    for row in report["rows"]:
+        family = names.get(row["family_id"]) or row["family_id"]
+        row["display_name"] = (
+            family if flags.by == "family" else f"{family} · agent {row['forecaster']}"
+        )
+    return report
+
+
 class PairCommand(TyperCommand):
     """``analyze report``, whose ``--pair`` is written ``A,B`` (as its help shows) or, as
     before, ``A B``: the older two-word form is joined into the new one before parsing."""
@@ -458,7 +535,20 @@ def report_command(
     pair_names = parse_pair(pair)
     options = _options(ctx, flags)
     forecasts = load_forecasts(ctx, flags.from_export)
-    typer.echo(json.dumps(_report().full_analysis(forecasts, options, pair_names), indent=2))
+    report = _report().full_analysis(forecasts, options, pair_names)
+    report["risk"] = _risk_report(ctx, flags, options)
+    typer.echo(json.dumps(report, indent=2))
+
+
+def _risk_report(ctx: typer.Context, flags: AnalyzeFlags, options: Any) -> Any:
+    """The risk part of ``analyze report``: at the mark, per the report's forecaster; a note
+    when there are no snapshots to read (an export of the forecasts alone)."""
+    from arena.analytics.risk_report import risk
+
+    try:
+        return risk(load_snapshots(ctx, flags.from_export, "mark"), options)
+    except ForecastsError as exc:
+        return {"kind": "risk", "status": "insufficient", "reason": str(exc)}
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,165 @@
+"""``risk``: risk and return of the portfolio per family or agent, as a JSON-serialisable dict.
+
+The measures and their definitions are :mod:`arena.analytics.risk_measures`; this module takes
+the snapshot data a researcher or an entry point has (:class:`Snapshots`, an export directory,
+or a DataFrame of the export's snapshot columns), cuts it at ``as_of`` and states what every
+report states (options, resampling, annualisation). The public function lives here, not in
+``risk_measures``, so ``from arena.analytics import risk`` is always the function.
+"""
+
+from __future__ import annotations
+
+import csv
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from arena.analytics.options import AnalysisOptions, clean, with_at
+from arena.analytics.records import to_datetime, to_datetime64
+from arena.analytics.risk_measures import (
+    ANNUALISATION,
+    MIN_WEEKS,
+    Snapshots,
+    risk_rows,
+)
+from arena.analytics.significance import INSUFFICIENT
+from arena.analytics.snapshot_columns import (
+    read_export_snapshots,
+    snapshot_columns,
+    value_column,
+)
+from arena.csv_safe import safe_cell
+from arena.errors import ForecastsError
+
+FIGURES = ("sharpe", "sortino", "max_drawdown_pct", "calmar")
+NO_EXIT_VALUE = "no exit value: only mode book cohorts value a portfolio at exit (gamma: mark only)"
+RISK_SAMPLE = (
+    "complete weeks of the curve since its cohort's start; a family's weekly return is the "
+    "mean of its agents' returns of that calendar week"
+)
+
+
+def as_snapshots(data: Any, value: str = "mark") -> Snapshots:
+    """:class:`Snapshots` as is; an export directory read; a DataFrame (or mapping of columns)
+    of the export's snapshots merged with its agents' ``starting_balance`` and cohorts'
+    ``week_start`` converted."""
+    value_column(value)
+    if isinstance(data, Snapshots):
+        return data
+    if isinstance(data, str | Path):
+        return read_export_snapshots(Path(data), value)
+    return snapshot_columns(data, value=value)
+
+
+def risk(
+    snapshots: Any,
+    options: AnalysisOptions | None = None,
+    *,
+    by: str | None = None,
+    value: str = "mark",
+    at: datetime | None = None,
+) -> dict[str, Any]:
+    """Weekly-return Sharpe, Sortino, maximum drawdown (% and $, duration, recovered) and
+    Calmar per family (``by="family"``, the options' default) or agent, each with its
+    block-bootstrap interval or ``"insufficient"``, from the snapshots known at ``at`` (the
+    newest snapshot when not given). ``value="exit"`` values mode book portfolios at exit; an
+    agent without exit values (a gamma cohort) is listed with the reason, never as NaN."""
+    options = with_at(options, at)
+    by = by or options.by
+    if by not in ("family", "agent"):
+        raise ValueError(f"by: {by!r} is not family or agent")
+    data = as_snapshots(snapshots, value)
+    known = np.isfinite(data.value)
+    if options.as_of is not None:
+        as_of = to_datetime64(options.as_of)
+    elif len(data.taken_at):
+        as_of = data.taken_at.max()
+    else:
+        raise ForecastsError("no snapshots to analyse")
+    rows = risk_rows(data, as_of, by=by, resamples=options.bootstrap_resamples, seed=options.seed)
+    seen = data.taken_at <= as_of
+    valued = set(data.agent_id[seen & known].tolist())
+    unvalued = sorted(set(data.agent_id[seen].tolist()) - valued)
+    rows += _unvalued_rows(data, unvalued, by, value, {row["forecaster"] for row in rows})
+    return clean(
+        {
+            "kind": "risk",
+            "as_of": to_datetime(as_of),
+            "by": by,
+            "value": value,
+            "options": options.to_dict(),
+            "resampling": options.resampling(),
+            "annualisation": ANNUALISATION,
+            "min_weeks": MIN_WEEKS,
+            "sample": RISK_SAMPLE,
+            "rows": rows,
+            "without_value": [{"agent_id": agent, "reason": _reason(value)} for agent in unvalued],
+        }
+    )
+
+
+def _reason(value: str) -> str:
+    return NO_EXIT_VALUE if value == "exit" else "no snapshot value"
+
+
+def _unvalued_rows(
+    data: Snapshots, agents: list[str], by: str, value: str, present: set[str]
+) -> list[dict[str, Any]]:
+    """A row of ``"insufficient"`` figures, with the reason, for each forecaster whose
+    snapshots have no value (``--value exit`` on a gamma cohort), so it is listed, not lost."""
+    family_of = dict(zip(data.agent_id.tolist(), data.family_id.tolist(), strict=True))
+    names = agents if by == "agent" else sorted({family_of[a] for a in agents})
+    return [
+        {
+            "forecaster": name,
+            "family_id": family_of[name] if by == "agent" else name,
+            "weeks": 0,
+            "max_drawdown_usd": None,
+            "drawdown_hours": None,
+            "recovered": None,
+            "insufficient_reason": _reason(value),
+            "min_weeks": MIN_WEEKS,
+            "annualisation": ANNUALISATION,
+            **dict.fromkeys(FIGURES, INSUFFICIENT),
+        }
+        for name in names
+        if name not in present
+    ]
+
+
+def csv_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's rows flattened for CSV: each interval as ``<name>``, ``<name>_low``,
+    ``<name>_high`` (empty when insufficient), forecaster names made spreadsheet-safe."""
+    flat = []
+    for row in report["rows"]:
+        item: dict[str, Any] = {
+            "forecaster": safe_cell(str(row["forecaster"])),
+            "display_name": safe_cell(str(row.get("display_name") or row["forecaster"])),
+            "family_id": safe_cell(str(row["family_id"])),
+            "weeks": row["weeks"],
+        }
+        for name in FIGURES:
+            figure = row[name]
+            interval = figure if isinstance(figure, dict) else {}
+            item[name] = interval.get("estimate")
+            item[f"{name}_low"] = interval.get("low")
+            item[f"{name}_high"] = interval.get("high")
+        item.update(
+            max_drawdown_usd=row["max_drawdown_usd"],
+            drawdown_hours=row["drawdown_hours"],
+            recovered=row["recovered"],
+            insufficient_reason=row["insufficient_reason"],
+        )
+        flat.append(item)
+    return flat
+
+
+def write_csv(report: dict[str, Any], handle: IO[str]) -> None:
+    """The report's rows as CSV (:func:`csv_rows`), with a header line."""
+    rows = csv_rows(report)
+    columns = list(rows[0]) if rows else ["forecaster"]
+    writer = csv.DictWriter(handle, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
