@@ -84,24 +84,46 @@ def weekly_returns(curve: Curve, as_of: np.datetime64) -> tuple[NDArray[np.datet
     return ends.astype("datetime64[us]"), returns
 
 
-def drawdown(times: NDArray[np.int64], values: NDArray[np.float64]) -> Drawdown:
-    """The maximum drawdown of the points ``values`` at integer ``times`` (microseconds)."""
+@dataclass(frozen=True)
+class DrawdownSpan:
+    """Where the maximum drawdown of a series lies: the positions of its peak, its trough and
+    its end (the first point back at the peak, or the last point when it has not recovered)."""
+
+    fraction: float  # of the peak, in (0, 1]
+    peak: int
+    trough: int
+    end: int
+    recovered: bool
+
+
+def drawdown_span(values: NDArray[np.float64]) -> DrawdownSpan | None:
+    """The maximum drawdown of ``values`` and where it lies; None when the series never falls
+    below a running peak."""
     if len(values) == 0:
-        return Drawdown(0.0, 0.0, 0.0, True)
+        return None
     peaks = np.maximum.accumulate(values)
     with np.errstate(invalid="ignore", divide="ignore"):
         falls = np.where(peaks > 0, 1.0 - values / peaks, 0.0)
     trough = int(np.argmax(falls))
     fraction = float(falls[trough])
     if fraction <= 0.0:
-        return Drawdown(0.0, 0.0, 0.0, True)
+        return None
     peak = peaks[trough]
     peak_at = int(np.flatnonzero(values[: trough + 1] == peak)[-1])
     back = np.flatnonzero(values[trough:] >= peak)
     recovered = len(back) > 0
     end = trough + int(back[0]) if recovered else len(values) - 1
-    hours = float(times[end] - times[peak_at]) / HOUR_US
-    return Drawdown(fraction, float(peak - values[trough]), hours, recovered)
+    return DrawdownSpan(fraction, peak_at, trough, end, recovered)
+
+
+def drawdown(times: NDArray[np.int64], values: NDArray[np.float64]) -> Drawdown:
+    """The maximum drawdown of the points ``values`` at integer ``times`` (microseconds)."""
+    span = drawdown_span(values)
+    if span is None:
+        return Drawdown(0.0, 0.0, 0.0, True)
+    hours = float(times[span.end] - times[span.peak]) / HOUR_US
+    dollars = float(values[span.peak] - values[span.trough])
+    return Drawdown(span.fraction, dollars, hours, span.recovered)
 
 
 def sharpe(returns: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -26,6 +26,7 @@ from arena.web.params import (
     now,
 )
 from arena.web.render import html
+from arena.web.risk import risk_report
 from arena.web.schemas import allowed_values
 
 router = APIRouter(include_in_schema=False, route_class=CheckedRoute)
@@ -47,7 +48,8 @@ def leaderboard(
             "cohorts": standings.cohort_rows(session),
             "methodology": methodology,
             "ranking": ranking,
-            "family_names": standings.family_names(session) if ranking else {},
+            "family_names": standings.family_names(session),
+            "risk": risk_report(ctx, session) if rows else None,
             "columns": LEADERBOARD_COLUMNS,
             "ranking_columns": RANKING_COLUMNS,
             "reliability_columns": RELIABILITY_COLUMNS,

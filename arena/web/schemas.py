@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from sqlalchemy import Column, Table
@@ -630,6 +630,17 @@ class Ranking(Open):
     ranking: RankingReport | None
 
 
+class SeriesDrawdown(Open):
+    """The largest fall of a curve's growth (1 + return) from a running peak over the range:
+    peak, trough and end (back at the peak, else the last point) in Unix seconds."""
+
+    peak: int
+    trough: int
+    end: int
+    pct: float
+    recovered: bool
+
+
 class Series(Open):
     """One family's curve: times (Unix seconds), its total value over its agents in dollars,
     its break-even (their summed starting balances) and its return in percent."""
@@ -643,6 +654,7 @@ class Series(Open):
     value: list[float]
     pct: list[float]
     base: list[float]
+    drawdown: SeriesDrawdown | None
 
 
 class Curves(Open):
@@ -657,6 +669,60 @@ class Curves(Open):
     decision_markers: list[int]
     max_points: int
     series: list[Series]
+
+
+# -- risk and return (`arena analyze risk`) ------------------------------------------------------
+
+
+class RiskInterval(Open):
+    """An estimate with its 95% moving-block bootstrap interval."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+RiskFigure = Annotated[
+    RiskInterval | Literal["insufficient"],
+    Field(description='The figure and its interval, or "insufficient" (reason beside it).'),
+]
+
+
+class RiskRow(Open):
+    """One family's (or agent's) risk and return, from its weekly returns."""
+
+    forecaster: str = Field(description="The family id, or the agent id with by=agent.")
+    family_id: str
+    weeks: int = Field(description="Complete weeks of the curve.")
+    sharpe: RiskFigure
+    sortino: RiskFigure
+    max_drawdown_pct: RiskFigure
+    max_drawdown_usd: float | None
+    drawdown_hours: float | None
+    recovered: bool | None = Field(description="null when the forecaster has no value.")
+    calmar: RiskFigure
+    insufficient_reason: str | None
+
+
+class WithoutValue(Open):
+    """An agent whose snapshots have no value of the asked kind (exit: gamma cohorts)."""
+
+    agent_id: str
+    reason: str
+
+
+class Risk(Open):
+    """Risk and return per family or agent, as `arena analyze risk --format json`."""
+
+    kind: str
+    as_of: Instant
+    by: str
+    value: str
+    resampling: dict[str, Any]
+    annualisation: str
+    min_weeks: int
+    rows: list[RiskRow]
+    without_value: list[WithoutValue]
 
 
 class Methodology(Open):

@@ -108,6 +108,29 @@
     return label;
   }
 
+  /* Each shown series' maximum drawdown over the range, shaded in its colour from the peak to
+     the recovery (or the last point); labelled when a single series is shown. */
+  function shadeDrawdowns(box, u, payload, layer) {
+    var ctx = u.ctx;
+    var shown = payload.series.filter(function (s, k) { return u.series[k + 1].show && s.drawdown; });
+    payload.series.forEach(function (s, k) {
+      if (!u.series[k + 1].show || !s.drawdown) { return; }
+      var left = Math.max(u.bbox.left, u.valToPos(s.drawdown.peak, "x", true));
+      var right = Math.min(u.bbox.left + u.bbox.width, u.valToPos(s.drawdown.end, "x", true));
+      if (right <= left) { return; }
+      ctx.globalAlpha = 0.12;
+      ctx.fillStyle = COLORS[k % COLORS.length];
+      ctx.fillRect(left, u.bbox.top, right - left, u.bbox.height);
+      ctx.globalAlpha = 1;
+      if (shown.length === 1) {
+        mark(layer, "chart-mark drawdown", "max drawdown \u2212" + s.drawdown.pct.toFixed(1) + "%" +
+          (s.drawdown.recovered ? ", recovered" : ", not recovered"),
+          u.valToPos(s.drawdown.peak, "x") + 3, 16);
+      }
+    });
+    box.dataset.drawdowns = String(shown.length);
+  }
+
   function overlay(box, payload, unit) {
     return function (u) {
       var layer = box._marks || el("div");  /* none yet during uPlot's first draw */
@@ -115,6 +138,7 @@
       var ctx = u.ctx;
       var width = u.over.clientWidth;
       ctx.save();
+      shadeDrawdowns(box, u, payload, layer);
       ctx.strokeStyle = MUTED;
       ctx.lineWidth = 1;
       ctx.setLineDash([6, 4]);
