@@ -431,12 +431,22 @@ def load_snapshots(ctx: typer.Context, from_export: Path | None, value: str) -> 
 
 
 @analyze_app.command("risk")
-@with_options(AnalyzeFlags, "from_export", "at", "bootstrap", "seed", "by", "wide")
+@with_options(
+    AnalyzeFlags,
+    "from_export",
+    "risk_format",
+    "value",
+    "at",
+    "bootstrap",
+    "seed",
+    "by",
+    "wide",
+)
 def risk_command(
     ctx: typer.Context,
     flags: AnalyzeFlags,
     value: RiskValue = "mark",
-    output_format: RiskFormat = "table",
+    risk_format: RiskFormat = "table",
 ) -> None:
     """Risk and return of each family's (or agent's) portfolio curve: Sharpe and Sortino of
     the weekly returns (annualised by sqrt(52)), maximum drawdown in % and $ with its duration
@@ -452,13 +462,13 @@ def risk_command(
     from arena.analytics.risk_report import risk, write_csv
 
     one_of("--value", value, ("mark", "exit"))
-    one_of("--format", output_format, RISK_FORMATS)
+    one_of("--format", risk_format, RISK_FORMATS)
     options = _options(ctx, flags)
     snapshots = load_snapshots(ctx, flags.from_export, value)
     report = risk(snapshots, options, value=value)
-    if output_format == "json":
+    if risk_format == "json":
         typer.echo(json.dumps(report, indent=2))
-    elif output_format == "csv":
+    elif risk_format == "csv":
         write_csv(_risk_labelled(ctx, report, flags), sys.stdout)
     else:
         report = _risk_labelled(ctx, report, flags)

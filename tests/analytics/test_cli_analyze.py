@@ -139,6 +139,7 @@ def test_report_everything(tmp_path: Path) -> None:
         "proxy",
         "calibration",
         "head_to_head",
+        "risk",
     }
     # one resample count everywhere: the config's default (issue 15, finding 3)
     assert report["resampling"] == {"resamples": 10_000, "seed": 0}
@@ -195,7 +196,7 @@ def test_without_an_export_it_reads_the_database(
 
 def test_every_command_has_help() -> None:
     group = typer.main.get_command(_app()).commands["analyze"]  # type: ignore[attr-defined]
-    assert set(group.commands) == {"ranking", "h2h", "proxy", "calibration", "report"}
+    assert set(group.commands) == {"ranking", "h2h", "proxy", "calibration", "report", "risk"}
     for name, command in group.commands.items():
         assert (command.help or "").strip(), name
         for param in command.params:
