@@ -182,10 +182,10 @@ RISK_COLUMNS = [
 def risk_table(report: dict[str, Any], wide: bool = False) -> Table:
     """Risk and return per forecaster: estimates (intervals with ``--wide``), the annualisation
     and the minimum number of weeks in the caption."""
-    value = "mark" if report["value"] == "mark" else "exit value (mode book)"
+    value = "the mark" if report["value"] == "mark" else "exit (mode book)"
     resampling = report["resampling"]
     caption = (
-        f"as of {report['as_of']}; value at {value}; {report['annualisation']}; "
+        f"as of {report['as_of']}; valued at {value}; {report['annualisation']}; "
         f"insuff.: fewer than {report['min_weeks']} complete weeks, or no defined value "
         "(no spread, no losing week, no drawdown, a curve that reached 0; reason in --format "
         "json); max DD: largest fall from a running peak (% and $), rec.: back at the peak; "
