@@ -1,4 +1,8 @@
-"""Time and peak memory of ``arena leaderboard`` and of a full Parquet export, at two sizes.
+"""Time and peak memory of the leaderboard, of risk for every agent and family, of an export.
+
+``arena leaderboard``; risk and return for every agent and family from all snapshots
+(``arena analyze risk``, also printing the snapshots read per second); a full Parquet export;
+each at two sizes.
 
 Generates a large stored arena: ``50 * scale`` cohorts x 7 families x 52 weekly decisions, each
 with a ~45 KB prompt (system prompt plus a 500-market list drawn from 2,000 synthetic markets)
@@ -448,6 +452,8 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     if kind == "leaderboard":
         rows = len(compute_leaderboard(factory))
         detail = f"{rows} families"
+    elif kind == "risk":
+        detail = measure_risk(factory)
     else:
         assert out is not None
         manifest = export(factory, ExportTarget(out, "parquet"))
@@ -456,6 +462,28 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     engine.dispose()
     return {"seconds": seconds, "baseline_mib": baseline, "peak_mib": rss_mib(), "detail": detail}
+
+
+def measure_risk(factory: Any) -> str:
+    """Risk for every agent and every family from all snapshots (issue 25): one read, then
+    both reports at the default resample count."""
+    from arena.analytics.options import AnalysisOptions
+    from arena.analytics.risk_report import risk
+    from arena.analytics.snapshot_columns import read_stored_snapshots
+
+    start = time.perf_counter()
+    with factory() as session:
+        snapshots = read_stored_snapshots(session)
+    read = time.perf_counter() - start
+    options = AnalysisOptions()
+    agents = risk(snapshots, options, by="agent")["rows"]
+    families = risk(snapshots, options, by="family")["rows"]
+    count = len(snapshots.value)
+    return (
+        f"{count:,} snapshots read in {read:.2f} s ({count / max(read, 1e-9):,.0f}/s), "
+        f"{len(agents)} agents + {len(families)} families, {options.bootstrap_resamples:,} "
+        "resamples"
+    )
 
 
 def run_measure(kind: str, url: str, out: Path | None) -> dict[str, Any]:
@@ -496,7 +524,7 @@ def bench_scale(scale: float, args: argparse.Namespace, workdir: Path) -> None:
         if not args.postgres_url:
             size = (workdir / f"arena_{scale}.db").stat().st_size
             print(f"  database file {size / 2**20:,.0f} MiB")
-        for kind in ("leaderboard", "export"):
+        for kind in ("leaderboard", "risk", "export"):
             out = workdir / f"export_{scale}" if kind == "export" else None
             result = run_measure(kind, url, out)
             print(
@@ -529,7 +557,9 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="the smallest size, in seconds: what CI runs to see the benchmark still works",
     )
-    parser.add_argument("--measure", choices=("leaderboard", "export"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--measure", choices=("leaderboard", "risk", "export"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

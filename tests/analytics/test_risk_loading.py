@@ -104,3 +104,23 @@ def test_exit_values_cover_book_cohorts_and_name_the_gamma_ones(stored: Database
     assert rows["4"]["weeks"] == 9  # cohort 2, a week younger, at exit value
     families = risk(exit_, OPTIONS, value="exit", at=AT)["rows"]
     assert {r["forecaster"]: r["insufficient_reason"] for r in families}["broke"] == NO_EXIT_VALUE
+
+
+def test_the_readme_risk_session_runs(
+    stored: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README.md's pandas example, run as written on a JSON-lines export."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    block = next(
+        part.split("```", 1)[0]
+        for part in readme.split("```python")[1:]
+        if "from arena.analytics import AnalysisOptions, risk" in part
+    )
+    export(stored.factory, ExportTarget(tmp_path / "demo-output" / "export", "jsonl"))
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, object] = {"Path": Path, "at": AT}
+    exec(block, scope)
+    assert scope["report"] == scope["same"]
+    assert scope["report"] == risk(
+        tmp_path / "demo-output" / "export", AnalysisOptions(bootstrap_resamples=2000), at=AT
+    )
