@@ -8,14 +8,15 @@ Every source gives the same columns: the agent (its id as text), its family, its
 cohort). Rows come ordered by agent and time.
 
 Reading is fast and its memory flat: from the store, one query of the ~7 agents' rows per
-cohort and one streamed query of the snapshots that selects only (agent, time, value), cast to
-a float and a plain timestamp in SQL so no per-row ``Decimal`` or ``datetime`` is built, folded
-partition by partition into numpy arrays.
+cohort and one streamed query of the snapshots that selects only (agent, time, value), as an
+integer, microseconds since the epoch and a float computed in SQL, so no per-row ``Decimal``
+or ``datetime`` is built, and unordered (a sort of the whole table costs more in SQL than in
+numpy), each partition converted to one numpy array.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pa_parquet
 from numpy.typing import NDArray
-from sqlalchemy import BigInteger, Float, String, cast, func, select, type_coerce
+from sqlalchemy import BigInteger, Float, Select, String, cast, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from arena.analytics.risk_measures import Snapshots
@@ -60,30 +61,45 @@ def read_stored_snapshots(session: Session, value: str = "mark") -> Snapshots:
         .order_by(Agent.id)
     ).all()
     agent_ids = np.array([row[0] for row in agents], dtype=np.int64)
-    statement = (
-        select(PortfolioSnapshot.agent_id, _micros(session), cast(column, Float))
-        .order_by(PortfolioSnapshot.agent_id, PortfolioSnapshot.taken_at)
-        .execution_options(yield_per=PARTITION)
-    )
-    ids, times, values = [], [], []
-    for part in session.execute(statement).partitions():
-        agent, taken, worth = zip(*part, strict=True)
-        ids.append(np.array(agent, dtype=np.int64))
-        times.append(_as_micros(taken))
-        values.append(np.array(worth, dtype=np.float64))  # None -> NaN
-    if not ids:
+    statement = select(PortfolioSnapshot.agent_id, _micros(session), cast(column, Float))
+    parts = []
+    for part in _stream(session, statement):
+        # microseconds since 1970 stay below 2**53: exact as float64, one conversion per part
+        parts.append(np.array(part, dtype=np.float64).reshape(-1, 3))  # None -> NaN
+    if not parts:
         return _empty()
-    row_agent = np.concatenate(ids)
-    at = np.searchsorted(agent_ids, row_agent)
+    rows = np.concatenate(parts)
+    row_agent, taken = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
+    order = np.lexsort((taken, row_agent))  # the table's order is no promise: sort here
+    at = np.searchsorted(agent_ids, row_agent[order])
     starts = np.array([_micros_of(row[2]) for row in agents], dtype=np.int64)
     return Snapshots(
         np.array([str(row[0]) for row in agents], dtype=object)[at],
         np.array([row[1] for row in agents], dtype=object)[at],
         starts[at].astype("datetime64[us]"),
         np.array([row[3] for row in agents], dtype=np.float64)[at],
-        np.concatenate(times).astype("datetime64[us]"),
-        np.concatenate(values),
+        taken[order].astype("datetime64[us]"),
+        rows[order, 2],
     )
+
+
+def _stream(session: Session, statement: Select[Any]) -> Iterator[Sequence[Any]]:
+    """The rows of ``statement`` as the driver's plain tuples, :data:`PARTITION` at a time,
+    through the session's connection (its transaction, so its snapshot): SQLAlchemy's row
+    objects cost more than the whole conversion. PostgreSQL streams from a server-side cursor
+    (memory stays flat); SQLite's cursor steps through the table as it is fetched."""
+    connection = session.connection()
+    sql = str(statement.compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
+    driver = connection.connection.dbapi_connection
+    assert driver is not None
+    postgres = connection.dialect.name == "postgresql"
+    cursor = driver.cursor(name="arena_snapshots") if postgres else driver.cursor()
+    try:
+        cursor.execute(sql)
+        while part := cursor.fetchmany(PARTITION):
+            yield part
+    finally:
+        cursor.close()
 
 
 def _sqlite(session: Session) -> bool:
@@ -91,17 +107,15 @@ def _sqlite(session: Session) -> bool:
 
 
 def _micros(session: Session) -> Any:
-    """``taken_at`` as the driver hands it over cheapest: SQLite's stored text (parsed by
-    numpy), PostgreSQL's microseconds since the epoch as an integer."""
+    """``taken_at`` as microseconds since the epoch, an integer computed in SQL. SQLite holds
+    the text ``YYYY-MM-DD HH:MM:SS.ffffff`` (always six digits): whole seconds by ``strftime``
+    plus the digits; PostgreSQL's ``extract(epoch)`` is exact to the microsecond."""
+    taken = PortfolioSnapshot.taken_at
     if _sqlite(session):
-        return type_coerce(PortfolioSnapshot.taken_at, String)
-    return cast(func.extract("epoch", PortfolioSnapshot.taken_at) * 1_000_000, BigInteger)
-
-
-def _as_micros(taken: tuple[Any, ...]) -> NDArray[np.int64]:
-    if taken and isinstance(taken[0], str):
-        return np.array(taken, dtype="datetime64[us]").astype(np.int64)
-    return np.array(taken, dtype=np.int64)
+        text = type_coerce(taken, String)
+        seconds = cast(func.strftime("%s", text), BigInteger)
+        return seconds * 1_000_000 + cast(func.substr(text, 21, 6), BigInteger)
+    return cast(func.extract("epoch", taken) * 1_000_000, BigInteger)
 
 
 def _micros_of(moment: Any) -> int:
