@@ -108,19 +108,28 @@
     return label;
   }
 
-  /* Each shown series' maximum drawdown over the range, shaded in its colour from the peak to
-     the recovery (or the last point); labelled when a single series is shown. */
+  /* Each shown series' maximum drawdown over the range, from the peak to the recovery (or the
+     last point), in its colour: the whole height, labelled, when one series is shown; else a
+     band per series along the bottom, so the shadings never cover each other. */
   function shadeDrawdowns(box, u, payload, layer) {
     var ctx = u.ctx;
     var shown = payload.series.filter(function (s, k) { return u.series[k + 1].show && s.drawdown; });
+    var band = 5 * (window.devicePixelRatio || 1);
+    var row = 0;
     payload.series.forEach(function (s, k) {
       if (!u.series[k + 1].show || !s.drawdown) { return; }
       var left = Math.max(u.bbox.left, u.valToPos(s.drawdown.peak, "x", true));
       var right = Math.min(u.bbox.left + u.bbox.width, u.valToPos(s.drawdown.end, "x", true));
+      row += 1;
       if (right <= left) { return; }
-      ctx.globalAlpha = 0.12;
       ctx.fillStyle = COLORS[k % COLORS.length];
-      ctx.fillRect(left, u.bbox.top, right - left, u.bbox.height);
+      if (shown.length === 1) {
+        ctx.globalAlpha = 0.12;
+        ctx.fillRect(left, u.bbox.top, right - left, u.bbox.height);
+      } else {
+        ctx.globalAlpha = 0.55;
+        ctx.fillRect(left, u.bbox.top + u.bbox.height - row * band, right - left, band - 1);
+      }
       ctx.globalAlpha = 1;
       if (shown.length === 1) {
         mark(layer, "chart-mark drawdown", "max drawdown \u2212" + s.drawdown.pct.toFixed(1) + "%" +
