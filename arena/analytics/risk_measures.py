@@ -188,7 +188,7 @@ def _block_index(weeks: int, resamples: int, seed: int) -> NDArray[np.intp]:
     starts = np.random.default_rng(seed).integers(0, weeks - block + 1, size=(resamples, blocks))
     index = (starts[:, :, None] + np.arange(block)).reshape(resamples, blocks * block)[:, :weeks]
     index = np.ascontiguousarray(index, dtype=np.intp)
-    index.flags.writeable = False
+    index.setflags(write=False)  # shared between calls: nobody may change it
     return index
 
 
