@@ -94,6 +94,7 @@ _.decision_markers
 _.max_points
 _.markdown
 _.max_drawdown_pct  # risk and return (/api/v1/risk)
+_.mean_weekly_return
 _.max_drawdown_usd
 _.drawdown_hours
 _.annualisation

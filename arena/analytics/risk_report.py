@@ -111,11 +111,15 @@ def _unvalued_rows(
     snapshots have no value (``--value exit`` on a gamma cohort), so it is listed, not lost."""
     family_of = dict(zip(data.agent_id.tolist(), data.family_id.tolist(), strict=True))
     names = agents if by == "agent" else sorted({family_of[a] for a in agents})
+    members = {name: sum(1 for a in agents if family_of[a] == name) for name in names}
     return [
         {
             "forecaster": name,
             "family_id": family_of[name] if by == "agent" else name,
+            **({} if by == "agent" else {"agents": members[name]}),
             "weeks": 0,
+            "mean_weekly_return": None,
+            "annualised_return": None,
             "max_drawdown_usd": None,
             "drawdown_hours": None,
             "recovered": None,

@@ -693,7 +693,10 @@ class RiskRow(Open):
 
     forecaster: str = Field(description="The family id, or the agent id with by=agent.")
     family_id: str
+    agents: int | None = Field(None, description="The family's agents (by=family only).")
     weeks: int = Field(description="Complete weeks of the curve.")
+    mean_weekly_return: float | None
+    annualised_return: float | None = Field(description="(V_W / V_0)^(52/W) - 1.")
     sharpe: RiskFigure
     sortino: RiskFigure
     max_drawdown_pct: RiskFigure
@@ -702,6 +705,8 @@ class RiskRow(Open):
     recovered: bool | None = Field(description="null when the forecaster has no value.")
     calmar: RiskFigure
     insufficient_reason: str | None
+    min_weeks: int
+    annualisation: str
 
 
 class WithoutValue(Open):
@@ -718,9 +723,11 @@ class Risk(Open):
     as_of: Instant
     by: str
     value: str
+    options: dict[str, Any]
     resampling: dict[str, Any]
     annualisation: str
     min_weeks: int
+    sample: str = Field(description="What a week and a family's weekly return are.")
     rows: list[RiskRow]
     without_value: list[WithoutValue]
 
