@@ -441,6 +441,7 @@ def _decision(source: _Source, seat: _Seat, week: int, run_at: datetime) -> None
 
 def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     from arena.analytics.leaderboard import compute_leaderboard
+    from arena.analytics.risk_report import risk  # noqa: F401 - imported before the clock
     from arena.export.writer import ExportTarget, export
 
     engine = make_engine(url)
@@ -466,7 +467,8 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
 
 def measure_risk(factory: Any) -> str:
     """Risk for every agent and every family from all snapshots (issue 25): one read, then
-    both reports at the default resample count."""
+    both reports at the default resample count (the modules are imported before the clock
+    starts, in :func:`measure`)."""
     from arena.analytics.options import AnalysisOptions
     from arena.analytics.risk_report import risk
     from arena.analytics.snapshot_columns import read_stored_snapshots
