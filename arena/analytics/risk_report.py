@@ -83,6 +83,8 @@ def risk(
     valued = set(data.agent_id[seen & known].tolist())
     unvalued = sorted(set(data.agent_id[seen].tolist()) - valued)
     rows += _unvalued_rows(data, unvalued, by, value, {row["forecaster"] for row in rows})
+    for row in rows:
+        row.setdefault("agents", None)  # a family's agents; one shape for every row
     return clean(
         {
             "kind": "risk",
@@ -116,7 +118,7 @@ def _unvalued_rows(
         {
             "forecaster": name,
             "family_id": family_of[name] if by == "agent" else name,
-            **({} if by == "agent" else {"agents": members[name]}),
+            "agents": None if by == "agent" else members[name],
             "weeks": 0,
             "mean_weekly_return": None,
             "annualised_return": None,

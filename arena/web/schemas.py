@@ -693,7 +693,7 @@ class RiskRow(Open):
 
     forecaster: str = Field(description="The family id, or the agent id with by=agent.")
     family_id: str
-    agents: int | None = Field(None, description="The family's agents (by=family only).")
+    agents: int | None = Field(description="The family's agents (null with by=agent).")
     weeks: int = Field(description="Complete weeks of the curve.")
     mean_weekly_return: float | None
     annualised_return: float | None = Field(description="(V_W / V_0)^(52/W) - 1.")
