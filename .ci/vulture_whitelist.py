@@ -89,6 +89,8 @@ _.bootstrap_low
 _.bootstrap_high
 _.peer_score
 _.n_scored_questions
+_.dropped_questions
+_.dropped_reason
 _.differences
 _.decision_markers
 _.max_points
@@ -111,3 +113,21 @@ _.spherical
 _.overconfidence
 # forecasts column for the per-type difficulty fit (AnalysisOptions.fit_by_type)
 _.question_type
+# the research measures in the JSON API's response models (issue 24)
+_.p_rank_1
+_.p_top_3
+_.rank_low
+_.rank_high
+_.rank_sample
+_.assumptions
+_.bin_rule
+_.copy_correlation
+_.copy_distance
+_.copy_questions
+_.follows_market
+_.mean_forecast
+_.more_weeks
+_.observed_frequency
+_.return_per_dollar
+_.return_per_dollar_after_fee
+_.weeks_needed

@@ -44,7 +44,7 @@ from arena.analytics.execution_quality import (
     book_mark,
     held_book_marks,
 )
-from arena.csv_safe import safe_cell
+from arena.csv_safe import csv_text
 from arena.domain.book import Pricing
 from arena.domain.ledger import ZERO, to_money
 from arena.domain.markets import stored_prices
@@ -451,12 +451,4 @@ def write_csv(standings: Iterable[FamilyStanding], out: IO[str]) -> None:
     writer.writerow(FIELDS)
     for standing in standings:
         data = standing.to_json()
-        writer.writerow(["" if data[name] is None else _csv_value(data[name]) for name in FIELDS])
-
-
-def _csv_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return safe_cell(value)  # the OWASP rule: numbers pass unchanged, formulas do not
-    return str(value)
+        writer.writerow([csv_text(data[name]) for name in FIELDS])

@@ -281,6 +281,25 @@ def risk_rows(
 ) -> list[dict[str, Any]]:
     """Risk and return per agent (``by="agent"``) or family, in one pass over the snapshots
     sorted by agent and time; snapshots after ``as_of`` and unknown values are left out."""
+    per_agent = agent_curves(snapshots, as_of)
+    if by == "agent":
+        return [
+            {
+                "forecaster": agent,
+                "family_id": family,
+                **risk_figures(returns, points, resamples=resamples, seed=seed),
+            }
+            for agent, family, _ends, returns, points in per_agent
+        ]
+    return _family_rows(per_agent, snapshots, resamples, seed)
+
+
+def agent_curves(
+    snapshots: Snapshots, as_of: np.datetime64
+) -> list[tuple[str, str, NDArray[np.datetime64], Any, Drawdown]]:
+    """One pass over the snapshots sorted by agent and time: per agent its id, family, week
+    ends, weekly returns and curve drawdown (snapshots after ``as_of`` and unknown values left
+    out)."""
     keep = (snapshots.taken_at <= as_of) & np.isfinite(snapshots.value)
     order = np.flatnonzero(keep)
     order = order[np.lexsort((snapshots.taken_at[order], snapshots.agent_id[order].astype(str)))]
@@ -304,16 +323,22 @@ def risk_rows(
         per_agent.append(
             (str(snapshots.agent_id[head]), str(snapshots.family_id[head]), ends, returns, points)
         )
-    if by == "agent":
-        return [
-            {
-                "forecaster": agent,
-                "family_id": family,
-                **risk_figures(returns, points, resamples=resamples, seed=seed),
-            }
-            for agent, family, _ends, returns, points in per_agent
-        ]
-    return _family_rows(per_agent, snapshots, resamples, seed)
+    return per_agent
+
+
+def family_weekly_returns(
+    per_agent: list[tuple[str, str, NDArray[np.datetime64], Any, Drawdown]],
+) -> dict[str, dict[np.datetime64, float]]:
+    """Each family's weekly return by week end: the mean of its agents' returns that week."""
+    collected: dict[str, dict[np.datetime64, list[float]]] = {}
+    for _agent, family, ends, returns, _points in per_agent:
+        weeks = collected.setdefault(family, {})
+        for end, value in zip(ends, returns, strict=True):
+            weeks.setdefault(end, []).append(float(value))
+    return {
+        family: {end: float(np.mean(values)) for end, values in sorted(weeks.items())}
+        for family, weeks in collected.items()
+    }
 
 
 def _family_rows(
@@ -322,21 +347,16 @@ def _family_rows(
     resamples: int,
     seed: int,
 ) -> list[dict[str, Any]]:
-    """A family's weekly return is the mean of its agents' returns of that calendar week; its
-    drawdown is that of its weekly index, in dollars per starting balance."""
+    """A family's weekly returns (:func:`family_weekly_returns`) and the drawdown of its weekly
+    index, in dollars per starting balance."""
     balance = float(np.nanmean(snapshots.balance)) if len(snapshots.balance) else 0.0
-    families: dict[str, dict[np.datetime64, list[float]]] = {}
-    for _agent, family, ends, returns, _points in per_agent:
-        weeks = families.setdefault(family, {})
-        for end, value in zip(ends, returns, strict=True):
-            weeks.setdefault(end, []).append(float(value))
+    families = family_weekly_returns(per_agent)
     rows = []
     for family in sorted(families):
         weeks = families[family]
-        order = sorted(weeks)
-        returns = np.array([np.mean(weeks[end]) for end in order])
+        returns = np.array(list(weeks.values()))
         index = np.r_[1.0, np.cumprod(1.0 + returns)]
-        stamps = np.array(order, dtype="datetime64[us]").astype(np.int64)
+        stamps = np.array(list(weeks), dtype="datetime64[us]").astype(np.int64)
         times = np.r_[stamps[0] - WEEK_US if len(stamps) else 0, stamps]
         points = drawdown(times, index * balance)
         rows.append(

@@ -9,10 +9,9 @@ report states (options, resampling, annualisation). The public function lives he
 
 from __future__ import annotations
 
-import csv
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +29,6 @@ from arena.analytics.snapshot_columns import (
     snapshot_columns,
     value_column,
 )
-from arena.csv_safe import safe_cell
 from arena.errors import ForecastsError
 
 FIGURES = ("sharpe", "sortino", "max_drawdown_pct", "calmar")
@@ -133,39 +131,3 @@ def _unvalued_rows(
         for name in names
         if name not in present
     ]
-
-
-def csv_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The report's rows flattened for CSV: each interval as ``<name>``, ``<name>_low``,
-    ``<name>_high`` (empty when insufficient), forecaster names made spreadsheet-safe."""
-    flat = []
-    for row in report["rows"]:
-        item: dict[str, Any] = {
-            "forecaster": safe_cell(str(row["forecaster"])),
-            "display_name": safe_cell(str(row.get("display_name") or row["forecaster"])),
-            "family_id": safe_cell(str(row["family_id"])),
-            "weeks": row["weeks"],
-        }
-        for name in FIGURES:
-            figure = row[name]
-            interval = figure if isinstance(figure, dict) else {}
-            item[name] = interval.get("estimate")
-            item[f"{name}_low"] = interval.get("low")
-            item[f"{name}_high"] = interval.get("high")
-        item.update(
-            max_drawdown_usd=row["max_drawdown_usd"],
-            drawdown_hours=row["drawdown_hours"],
-            recovered=row["recovered"],
-            insufficient_reason=row["insufficient_reason"],
-        )
-        flat.append(item)
-    return flat
-
-
-def write_csv(report: dict[str, Any], handle: IO[str]) -> None:
-    """The report's rows as CSV (:func:`csv_rows`), with a header line."""
-    rows = csv_rows(report)
-    columns = list(rows[0]) if rows else ["forecaster"]
-    writer = csv.DictWriter(handle, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)

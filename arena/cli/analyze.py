@@ -1,12 +1,14 @@
 """``arena analyze``: research statistics over forecasts (methodology v2).
 
-Every subcommand reads the forecasts of an export directory (``--from-export DIR``), so a
-researcher needs no database, and prints a table or JSON (``--format json``).
+Every subcommand reads the forecasts of an export directory (``--from-export DIR``), or the
+configured database's, and prints a table, JSON (``--format json``) or CSV (``--format csv``:
+one row per forecaster, per pair for ``power``).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -15,9 +17,8 @@ import typer
 from typer.core import TyperCommand
 
 from arena.cli.common import (
-    VIEW_FORMATS,
     AtOption,
-    ViewFormatOption,
+    FormatOption,
     WideOption,
     clock_for,
     console,
@@ -73,8 +74,9 @@ def _read_verified_export(path: Path) -> Forecasts:
 
 analyze_app = command_group(
     help="Research statistics over forecasts: difficulty-adjusted ranking, head-to-head, "
-    "proxy ranking, calibration."
+    "skill against the market, weeks to separate, proxy ranking, calibration."
 )
+ANALYZE_FORMATS = ("table", "json", "csv")
 
 FromExport = Annotated[
     Path | None,
@@ -96,6 +98,23 @@ MarketWeight = Annotated[
         help="Weight w of the market's own Brier in question difficulty "
         "(w*b_mkt + (1-w)*gamma_ols); default: v2.difficulty_weight (1).",
         show_default=False,
+    ),
+]
+FitExclude = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fit-exclude",
+        metavar="ID",
+        help="Score and rank this forecaster, but leave its forecasts out of the question "
+        "difficulty fit (as ForecastBench does for baselines and ensembles). Repeatable.",
+        show_default=False,
+    ),
+]
+FitByType = Annotated[
+    bool,
+    typer.Option(
+        "--fit-by-type",
+        help="Fit question difficulty separately for each question_type of the forecasts.",
     ),
 ]
 Weights = Annotated[
@@ -143,9 +162,11 @@ class AnalyzeFlags:
     the forecasts come from, how the result is printed, and how the statistics are taken."""
 
     from_export: FromExport = None
-    output_format: ViewFormatOption = "table"
+    output_format: FormatOption = "table"
     at: AtOption = None
     market_weight: MarketWeight = None
+    fit_exclude: FitExclude = None
+    fit_by_type: FitByType = False
     weights: Weights = True
     bootstrap: Bootstrap = None
     seed: Seed = None
@@ -158,7 +179,7 @@ def _options(ctx: typer.Context, flags: AnalyzeFlags, **extra: Any) -> AnalysisO
     """Options of one command; the resample count and seed default to the config's
     ``analysis`` section, so every entry point resamples alike."""
     one_of("--by", flags.by, ("family", "agent"))
-    one_of("--format", flags.output_format, VIEW_FORMATS)
+    one_of("--format", flags.output_format, ANALYZE_FORMATS)
     return _report().configured_options(
         state(ctx).settings,
         bootstrap_resamples=flags.bootstrap,
@@ -167,6 +188,8 @@ def _options(ctx: typer.Context, flags: AnalyzeFlags, **extra: Any) -> AnalysisO
         by=flags.by,
         sources=("panel", "bet") if flags.with_bets else ("panel",),
         market_weight=flags.market_weight,
+        fit_exclude=tuple(flags.fit_exclude or ()),
+        fit_by_type=flags.fit_by_type,
         group_weights=flags.weights,
         repeat_weights=flags.weights,
         **extra,
@@ -213,16 +236,41 @@ def _emit(
     render: Any,
     forecasts: Forecasts | None = None,
 ) -> None:
-    """Print ``report``: its JSON (forecasters by id), or its table, where each forecaster of
-    ``forecasts`` is named by its family's display name (and cohort, ``--by agent``)."""
-    if one_of("--format", flags.output_format, VIEW_FORMATS) == "json":
+    """Print ``report``: its JSON (forecasters by id), or its table or CSV, where each
+    forecaster of ``forecasts`` is named by its family's display name (and cohort, ``--by
+    agent``; CSV keeps the id in ``forecaster`` and adds ``display_name``)."""
+    fmt = one_of("--format", flags.output_format, ANALYZE_FORMATS)
+    if fmt == "json":
         typer.echo(json.dumps(report, indent=2, sort_keys=False))
         return
     if forecasts is not None:
-        names = family_names(ctx, flags.from_export)
-        labels = _report().forecaster_labels(forecasts, flags.by, names)
-        report = _report().label_rows(report, labels)
+        report = _labelled(ctx, report, flags, forecasts)
+    if fmt == "csv":
+        rows = report.get("rows", [report])  # head-to-head: one row, the report itself
+        _render().write_csv(rows, sys.stdout, first=_first_columns(report))
+        return
     show(console, render(report, wide=flags.wide), flags.wide)
+
+
+def _labelled(
+    ctx: typer.Context, report: dict[str, Any], flags: AnalyzeFlags, forecasts: Forecasts
+) -> dict[str, Any]:
+    """``report`` with display names: ``display_name`` on each forecaster's row, ``a_name``
+    and ``b_name`` on each pair of ``power``."""
+    names = family_names(ctx, flags.from_export)
+    labels = _report().forecaster_labels(forecasts, flags.by, names)
+    if report.get("kind") == "weeks_to_separate":
+        return _render().label_pairs(report, labels)
+    return _report().label_rows(report, labels)
+
+
+def _first_columns(report: dict[str, Any]) -> tuple[str, ...]:
+    """The CSV's leading columns: who the row is about."""
+    if report.get("kind") == "weeks_to_separate":
+        return ("a", "a_name", "b", "b_name")
+    if "rows" in report:
+        return ("forecaster", "display_name")
+    return ()
 
 
 @analyze_app.command("ranking")
@@ -232,6 +280,8 @@ def _emit(
     "output_format",
     "at",
     "market_weight",
+    "fit_exclude",
+    "fit_by_type",
     "weights",
     "min_days",
     "min_questions",
@@ -357,6 +407,63 @@ def proxy_command(
     _emit(ctx, report, flags, _render().proxy_table, forecasts)
 
 
+@analyze_app.command("market")
+@with_options(
+    AnalyzeFlags,
+    "from_export",
+    "output_format",
+    "at",
+    "bootstrap",
+    "seed",
+    "by",
+    "with_bets",
+    "wide",
+)
+def market_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
+    """Skill against the market: alpha in Brier and log terms against the price each
+    forecaster was shown (> 0: it beat that price), the market-copy index (correlation, mean
+    distance, "follows the market") and the return per $1 of betting against the odds, before
+    and after the taker fee.
+
+    Intervals are cluster-robust t (cluster bootstrap too in --format json); "insufficient"
+    below 5 clusters. CSV flattens each interval into _estimate, _low and _high columns.
+    """
+    options = _options(ctx, flags)
+    forecasts = load_forecasts(ctx, flags.from_export)
+    report = _report().against_market(forecasts, options)
+    _emit(ctx, report, flags, _render().market_table, forecasts)
+
+
+@analyze_app.command("power")
+@with_options(
+    AnalyzeFlags,
+    "from_export",
+    "output_format",
+    "at",
+    "market_weight",
+    "weights",
+    "fit_exclude",
+    "fit_by_type",
+    "bootstrap",
+    "seed",
+    "by",
+    "with_bets",
+    "wide",
+)
+def power_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
+    """Weeks to separate each adjacent pair of the ranking: the Brier gap on their common
+    questions, its standard error, and "separated", "about N more weeks" (for 80% power at
+    two-sided 5%) or "not separable at this gap".
+
+    Assumes the weeks to come have the same panel size, variance per week and gap as the
+    weeks seen (the table states it; "assumptions" in --format json).
+    """
+    options = _options(ctx, flags)
+    forecasts = load_forecasts(ctx, flags.from_export)
+    report = _report().power(forecasts, options)
+    _emit(ctx, report, flags, _render().power_table, forecasts)
+
+
 @analyze_app.command("calibration")
 @with_options(
     AnalyzeFlags,
@@ -385,7 +492,9 @@ def calibration_command(
         ),
     ] = None,
 ) -> None:
-    """Reliability data, expected calibration error and Brier decomposition per forecaster."""
+    """Reliability data, expected calibration error and Brier decomposition per forecaster,
+    and calibration in depth: MCE, ACE, log loss, spherical score, overconfidence (the bin
+    rule is written under the table, and as "bin_rule" in --format json)."""
     options = _options(ctx, flags, n_bins=bins)
     forecasts = load_forecasts(ctx, flags.from_export)
     prep = _report().prepare(forecasts, options)
@@ -399,11 +508,6 @@ def calibration_command(
         console.print(f"reliability diagram written to {plot}")
 
 
-RISK_FORMATS = ("table", "json", "csv")
-RiskFormat = Annotated[
-    str,
-    typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json or csv."),
-]
 RiskValue = Annotated[
     str,
     typer.Option(
@@ -434,7 +538,7 @@ def load_snapshots(ctx: typer.Context, from_export: Path | None, value: str) -> 
 @with_options(
     AnalyzeFlags,
     "from_export",
-    "risk_format",
+    "output_format",
     "value",
     "at",
     "bootstrap",
@@ -446,7 +550,6 @@ def risk_command(
     ctx: typer.Context,
     flags: AnalyzeFlags,
     value: RiskValue = "mark",
-    risk_format: RiskFormat = "table",
 ) -> None:
     """Risk and return of each family's (or agent's) portfolio curve: Sharpe and Sortino of
     the weekly returns (annualised by sqrt(52)), maximum drawdown in % and $ with its duration
@@ -459,17 +562,18 @@ def risk_command(
     """
     import sys
 
-    from arena.analytics.risk_report import risk, write_csv
+    from arena.analytics.risk_report import risk
 
     one_of("--value", value, ("mark", "exit"))
-    one_of("--format", risk_format, RISK_FORMATS)
+    fmt = one_of("--format", flags.output_format, ANALYZE_FORMATS)
     options = _options(ctx, flags)
     snapshots = load_snapshots(ctx, flags.from_export, value)
     report = risk(snapshots, options, value=value)
-    if risk_format == "json":
+    if fmt == "json":
         typer.echo(json.dumps(report, indent=2))
-    elif risk_format == "csv":
-        write_csv(_risk_labelled(ctx, report, flags), sys.stdout)
+    elif fmt == "csv":
+        rows = _risk_labelled(ctx, report, flags)["rows"]
+        _render().write_csv(rows, sys.stdout, first=("forecaster", "display_name"))
     else:
         report = _risk_labelled(ctx, report, flags)
         show(console, _render().risk_table(report, wide=flags.wide), flags.wide)
@@ -522,11 +626,15 @@ def parse_pair(value: str | None) -> tuple[str, str] | None:
 @with_options(
     AnalyzeFlags,
     "from_export",
+    "report_format",
     "at",
     "pair",
     "market_weight",
+    "fit_exclude",
+    "fit_by_type",
     "bootstrap",
     "seed",
+    "wide",
 )
 def report_command(
     ctx: typer.Context,
@@ -540,14 +648,48 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    report_format: FormatOption = "json",
 ) -> None:
-    """Everything at once (ranking, proxy, calibration, optional head-to-head) as JSON."""
+    """Everything at once: ranking (with rank probabilities), skill against the market, weeks
+    to separate, proxy ranking, calibration (in depth) and an optional head-to-head.
+
+    JSON by default; --format table prints each table in turn; --format csv writes one CSV
+    whose first column, "section", names the analysis each row comes from.
+    """
+    fmt = one_of("--format", report_format, ANALYZE_FORMATS)
     pair_names = parse_pair(pair)
     options = _options(ctx, flags)
     forecasts = load_forecasts(ctx, flags.from_export)
     report = _report().full_analysis(forecasts, options, pair_names)
     report["risk"] = _risk_report(ctx, flags, options)
-    typer.echo(json.dumps(report, indent=2))
+    if fmt == "json":
+        typer.echo(json.dumps(report, indent=2))
+        return
+    sections = {
+        name: _labelled(ctx, report[name], flags, forecasts)
+        for name in ("ranking", "market", "power", "proxy", "calibration")
+    }
+    if fmt == "csv":
+        rows = [{"section": name, **row} for name, part in sections.items() for row in part["rows"]]
+        if "head_to_head" in report:
+            rows.append({"section": "head_to_head", **report["head_to_head"]})
+        _render().write_csv(rows, sys.stdout, first=("section", "forecaster", "display_name"))
+        return
+    render = _render()
+    tables = {
+        "ranking": render.ranking_table,
+        "market": render.market_table,
+        "power": render.power_table,
+        "proxy": render.proxy_table,
+        "calibration": render.calibration_table,
+    }
+    for name, table in tables.items():
+        show(console, table(sections[name], wide=flags.wide), flags.wide)
+    if "head_to_head" in report:
+        show(console, render.head_to_head_table(report["head_to_head"], flags.wide), flags.wide)
+    if "rows" in report["risk"]:
+        risk = _risk_labelled(ctx, report["risk"], flags)
+        show(console, render.risk_table(risk, wide=flags.wide), flags.wide)
 
 
 def _risk_report(ctx: typer.Context, flags: AnalyzeFlags, options: Any) -> Any:

@@ -3,7 +3,8 @@
 * ``leaderboard.json``: exactly what ``arena leaderboard --format json`` prints
   (:func:`arena.analytics.leaderboard.standings`), read in the snapshot the tables come from.
 * ``analysis/report.json``: what ``arena analyze report --format json`` prints (ranking, proxy
-  ranking, calibration: :func:`arena.analytics.report.full_analysis`) over the published
+  ranking, skill against the market, weeks to separate, calibration:
+  :func:`arena.analytics.report.full_analysis`) over the published
   ``forecasts`` table, with the config's resample count and seed, as of the latest time in the
   data (the latest forecast or resolution: the analytics' own default for an export), never
   the time of publishing; so the same database gives the same bytes. With no forecast (a
@@ -26,10 +27,8 @@ from arena.config import Settings
 from arena.errors import ForecastsError
 from arena.export.writer import table_columns
 from arena.publish.dataset import Part
+from arena.publish.layout import LEADERBOARD, REPORT
 from arena.store.models import Forecast
-
-LEADERBOARD = "leaderboard.json"
-REPORT = "analysis/report.json"
 
 
 def leaderboard_part(settings: Settings) -> Part:

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from sqlalchemy.orm import Session
 
 from arena.web import records, schemas, standings
+from arena.web.context import WebContext
 from arena.web.curves import MAX_POINTS, CurveRange, curves
 from arena.web.deps import ContextDep, SessionDep
 from arena.web.params import (
@@ -52,10 +54,37 @@ def leaderboard(
 @router.get("/ranking", response_model=schemas.Ranking)
 def ranking(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
     """Methodology v2: the difficulty-adjusted Brier ranking with 95% intervals (`ranking` is
-    null until forecasts resolve)."""
-    report = standings.v2_ranking(ctx, session)
-    methodology = standings.methodology_in_use(ctx, session, None)
-    return {"methodology": methodology, "ranking": report}
+    null until forecasts resolve, and while the analysis is being computed: `pending`). It is
+    the stored analysis the daemon computed after its last write, as of `as_of` and computed
+    at `computed_at`; no request computes it."""
+    return {**_part(ctx, session, "ranking"), "ranking": standings.v2_ranking(ctx, session)}
+
+
+@router.get("/market", response_model=schemas.AgainstMarket)
+def market_skill(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
+    """Methodology v2: skill against the market per forecaster (alpha in Brier and log terms,
+    the market-copy index, the return per $1 against the odds before and after the fee), as
+    `arena analyze market --format json` (`market` is null until forecasts resolve)."""
+    return _part(ctx, session, "market")
+
+
+@router.get("/power", response_model=schemas.Power)
+def power(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
+    """Methodology v2: weeks to separate each adjacent pair of the ranking, with its
+    assumptions, as `arena analyze power --format json` (`power` is null until forecasts
+    resolve)."""
+    return _part(ctx, session, "power")
+
+
+def _part(ctx: WebContext, session: Session, name: str) -> dict[str, Any]:
+    """One part of the stored v2 analysis (:func:`arena.web.standings.v2_analysis`; null
+    without one) with the methodology in use and which analysis it comes from."""
+    analysis = standings.v2_analysis(ctx, session)
+    return {
+        "methodology": standings.methodology_in_use(ctx, session, None),
+        name: None if analysis is None else analysis.get(name),
+        **standings.v2_status(ctx, session),
+    }
 
 
 @router.get(

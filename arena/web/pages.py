@@ -3,6 +3,8 @@ JSON API from the page's own origin."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
@@ -38,7 +40,10 @@ def leaderboard(
 ) -> HTMLResponse:
     rows = standings.leaderboard(ctx, session, cohort)
     methodology = standings.methodology_in_use(ctx, session, cohort)
-    ranking = standings.v2_ranking(ctx, session) if methodology == Methodology.V2 else None
+    v2 = methodology == Methodology.V2
+    analysis = standings.v2_analysis(ctx, session) if v2 else None
+    ranking = standings.v2_ranking(ctx, session) if v2 else None
+    market = analysis.get("market") if analysis else None
     return html(
         request,
         "leaderboard.html",
@@ -48,6 +53,10 @@ def leaderboard(
             "cohorts": standings.cohort_rows(session),
             "methodology": methodology,
             "ranking": ranking,
+            "analysis": standings.v2_status(ctx, session) if v2 else None,
+            "market": market,
+            "market_rows": _in_skill_order(market["rows"]) if market else [],
+            "power": analysis.get("power") if analysis else None,
             "family_names": standings.family_names(session),
             "risk": risk_report(ctx, session) if rows else None,
             "columns": LEADERBOARD_COLUMNS,
@@ -58,6 +67,14 @@ def leaderboard(
             "next_decision_run": next_slot(ctx.settings, Job.DECISION_RUN, ctx.now()).isoformat(),
         },
     )
+
+
+def _in_skill_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of the "against the market" table, highest alpha first (numpy loads only for
+    a page that has an analysis to show)."""
+    from arena.analytics.market import in_skill_order
+
+    return in_skill_order(rows)
 
 
 @router.get("/families/{family_id}", response_class=HTMLResponse)

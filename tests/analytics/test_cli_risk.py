@@ -67,8 +67,8 @@ def test_csv_rows_match_the_json(exported: Path) -> None:
     assert [r["forecaster"] for r in rows] == [r["forecaster"] for r in report["rows"]]
     for line, row in zip(rows, report["rows"], strict=True):
         sharpe = row["sharpe"]
-        expected = str(sharpe["estimate"]) if isinstance(sharpe, dict) else ""
-        assert line["sharpe"] == expected and line["weeks"] == str(row["weeks"])
+        expected = str(sharpe["estimate"]) if isinstance(sharpe, dict) else "insufficient"
+        assert line["sharpe_estimate"] == expected and line["weeks"] == str(row["weeks"])
 
 
 def test_the_table_fits_80_columns_and_states_its_rules(exported: Path) -> None:

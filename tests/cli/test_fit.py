@@ -71,6 +71,9 @@ COMMANDS = [
     ["analyze", "h2h", "sim-skill-90", "sim-skill-10"],
     ["analyze", "proxy"],
     ["analyze", "calibration"],
+    ["analyze", "market"],
+    ["analyze", "power"],
+    ["analyze", "report", "--format", "table"],
 ]
 
 

@@ -216,13 +216,20 @@ def test_the_models_keep_every_field(site: Site) -> None:
         for path, value in expected.items():
             assert client.get(path).json() == value, path
         # answers that move with the clock: the same fields at every depth
-        for path in ("/api/v1/status", "/api/v1/ranking"):
+        analysis = standings.v2_analysis(ctx, session)
+        assert analysis is not None
+        for path in ("/api/v1/status", "/api/v1/ranking", "/api/v1/market", "/api/v1/power"):
             assert paths[path]
             body = client.get(path).json()
+            name = path.rsplit("/", 1)[1]
             direct = (
                 records.status(ctx, session, ctx.now(), ctx.now())
-                if path.endswith("status")
-                else {"methodology": "v2", "ranking": standings.v2_ranking(ctx, session)}
+                if name == "status"
+                else {
+                    "methodology": "v2",
+                    name: analysis[name],
+                    **standings.v2_status(ctx, session),
+                }
             )
             assert keys(body) == keys(direct), path
 
@@ -237,6 +244,8 @@ def answers(client: TestClient) -> dict[str, str]:
     return {
         "/api/v1/leaderboard": "/api/v1/leaderboard",
         "/api/v1/ranking": "/api/v1/ranking",
+        "/api/v1/market": "/api/v1/market",
+        "/api/v1/power": "/api/v1/power",
         "/api/v1/curves": "/api/v1/curves",
         f"/api/v1/families/{family}": "/api/v1/families/{family_id}",
         "/api/v1/cohorts": "/api/v1/cohorts",
