@@ -97,7 +97,7 @@ def test_the_page_shows_the_risk_table_with_its_formulas(
     assert '<abbr title="Sharpe = mean(r) / sd(r) &times; &radic;52' in table
     assert "Calmar = annualised return / maximum drawdown" in table
     alpha = next(r for r in client.get("/api/v1/risk").json()["rows"] if r["forecaster"] == "alpha")
-    row = table[table.index('data-family="alpha"') :]
+    row = table[table.index('data-risk-family="alpha"') :]
     row = row[: row.index("</tr>")]
     assert f"{alpha['sharpe']['estimate']:.2f}" in row and "Alpha" in row
     assert "insufficient" in table  # the flat family has no spread
