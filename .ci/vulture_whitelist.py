@@ -95,6 +95,16 @@ _.differences
 _.decision_markers
 _.max_points
 _.markdown
+_.max_drawdown_pct  # risk and return (/api/v1/risk)
+_.mean_weekly_return
+_.max_drawdown_usd
+_.drawdown_hours
+_.annualisation
+_.min_weeks
+_.without_value
+# enum members FastAPI offers as query values (arena/web/risk.py: ?by=agent, ?value=exit)
+_.AGENT
+_.EXIT
 # calibration in depth: dataclass fields read through asdict()
 _.mce
 _.ace

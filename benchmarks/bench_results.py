@@ -1,7 +1,10 @@
-"""Time and peak memory of the leaderboard, the category breakdown and a Parquet export.
+"""Time and peak memory of the leaderboard, the category breakdown, risk for every agent and
+family, and a Parquet export.
 
 Measured: ``arena leaderboard``, ``arena analyze breakdown --by category`` (its database side:
-this arena holds no forecasts) and a full Parquet export, at two sizes.
+this arena holds no forecasts), risk and return for every agent and family from all snapshots
+(``arena analyze risk``, also printing the snapshots read per second) and a full Parquet
+export, at two sizes.
 
 Generates a large stored arena: ``50 * scale`` cohorts x 7 families x 52 weekly decisions, each
 with a ~45 KB prompt (system prompt plus a 500-market list drawn from 2,000 synthetic markets)
@@ -446,6 +449,7 @@ def _decision(source: _Source, seat: _Seat, week: int, run_at: datetime) -> None
 def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     from arena.analytics.breakdown_view import breakdown_report  # imported before the clock
     from arena.analytics.leaderboard import compute_leaderboard
+    from arena.analytics.risk_report import risk  # noqa: F401 - imported before the clock
     from arena.export.writer import ExportTarget, export
 
     engine = make_engine(url)
@@ -459,6 +463,8 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
         detail = f"{rows} families"
     elif kind == "breakdown":
         detail = _breakdown(factory, breakdown_report)
+    elif kind == "risk":
+        detail = measure_risk(factory)
     else:
         assert out is not None
         manifest = export(factory, ExportTarget(out, "parquet"))
@@ -483,6 +489,29 @@ def _breakdown(factory: Any, breakdown_report: Any) -> str:
         report = breakdown_report(session, forecasts, "category", AnalysisOptions())
     groups = len({row["group"] for row in report["ledger"]})
     return f"{len(report['ledger'])} family x category rows, {groups} categories"
+
+
+def measure_risk(factory: Any) -> str:
+    """Risk for every agent and every family from all snapshots (issue 25): one read, then
+    both reports at the default resample count (the modules are imported before the clock
+    starts, in :func:`measure`)."""
+    from arena.analytics.options import AnalysisOptions
+    from arena.analytics.risk_report import risk
+    from arena.analytics.snapshot_columns import read_stored_snapshots
+
+    start = time.perf_counter()
+    with factory() as session:
+        snapshots = read_stored_snapshots(session)
+    read = time.perf_counter() - start
+    options = AnalysisOptions()
+    agents = risk(snapshots, options, by="agent")["rows"]
+    families = risk(snapshots, options, by="family")["rows"]
+    count = len(snapshots.value)
+    return (
+        f"{count:,} snapshots read in {read:.2f} s ({count / max(read, 1e-9):,.0f}/s), "
+        f"{len(agents)} agents + {len(families)} families, {options.bootstrap_resamples:,} "
+        "resamples"
+    )
 
 
 def run_measure(kind: str, url: str, out: Path | None) -> dict[str, Any]:
@@ -523,7 +552,7 @@ def bench_scale(scale: float, args: argparse.Namespace, workdir: Path) -> None:
         if not args.postgres_url:
             size = (workdir / f"arena_{scale}.db").stat().st_size
             print(f"  database file {size / 2**20:,.0f} MiB")
-        for kind in ("leaderboard", "breakdown", "export"):
+        for kind in ("leaderboard", "breakdown", "risk", "export"):
             out = workdir / f"export_{scale}" if kind == "export" else None
             result = run_measure(kind, url, out)
             print(
@@ -557,7 +586,7 @@ def main(argv: list[str] | None = None) -> None:
         help="the smallest size, in seconds: what CI runs to see the benchmark still works",
     )
     parser.add_argument(
-        "--measure", choices=("leaderboard", "breakdown", "export"), help=argparse.SUPPRESS
+        "--measure", choices=("leaderboard", "breakdown", "risk", "export"), help=argparse.SUPPRESS
     )
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)

@@ -7,6 +7,7 @@ A researcher's session::
     forecasts = read_export(Path("export"))          # or a pandas DataFrame of its columns
     board = ranking(forecasts, at=datetime(2026, 11, 22, tzinfo=UTC))
     duel = head_to_head(forecasts, "gpt-5.1", "grok-4", AnalysisOptions(bootstrap_resamples=2000))
+    curve = risk(Path("export"), by="agent", value="mark")  # the export's snapshots
 
 Every analysis function takes the forecasts (:class:`Forecasts` or a DataFrame), optional
 :class:`AnalysisOptions` and an ``at`` instant, sees only what was known at ``at``, and returns
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         proxy_ranking,
         ranking,
     )
+    from arena.analytics.risk_report import risk
     from arena.analytics.significance import (
         BootstrapInterval,
         SignTest,
@@ -71,6 +73,7 @@ _HOMES = {
     "proxy_ranking": "arena.analytics.report",
     "ranking": "arena.analytics.report",
     "read_export": "arena.analytics.loading",
+    "risk": "arena.analytics.risk_report",
     "sign_test": "arena.analytics.significance",
     "weighted_bootstrap_interval": "arena.analytics.significance",
     "weighted_t_interval": "arena.analytics.significance",
@@ -95,6 +98,7 @@ __all__ = [
     "proxy_ranking",
     "ranking",
     "read_export",
+    "risk",
     "sign_test",
     "weighted_bootstrap_interval",
     "weighted_t_interval",

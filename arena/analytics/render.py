@@ -294,6 +294,7 @@ def label_pairs(report: dict[str, Any], labels: dict[str, str]) -> dict[str, Any
 
 INTERVAL_FIELDS = frozenset(
     {"alpha_brier", "alpha_log", "return_per_dollar", "return_per_dollar_after_fee"}
+    | {"sharpe", "sortino", "max_drawdown_pct", "calmar"}  # risk and return
 )
 """The fields holding an interval object (or "insufficient"), written as three CSV columns."""
 INTERVAL_PARTS = ("estimate", "low", "high")
@@ -330,3 +331,60 @@ def write_csv(rows: Iterable[dict[str, Any]], out: IO[str], first: Sequence[str]
     writer.writerow(header)
     for row in flat:
         writer.writerow([csv_text(row.get(key)) for key in header])
+
+
+def _figure(value: Any, digits: int = 2) -> str:
+    """An interval's estimate, or ``insuff.`` below the minimum (see the caption)."""
+    return _num(value["estimate"], digits) if isinstance(value, dict) else "insuff."
+
+
+def _figure_interval(value: Any, digits: int = 2) -> str:
+    return _interval(value["low"], value["high"], digits) if isinstance(value, dict) else "-"
+
+
+def _recovered(row: dict[str, Any]) -> str:
+    return "-" if row["recovered"] is None else ("yes" if row["recovered"] else "no")
+
+
+RISK_COLUMNS = [
+    TerminalColumn("forecaster", _name, numeric=False),
+    TerminalColumn("weeks", lambda r: numbers.count(r["weeks"])),
+    TerminalColumn("Sharpe", lambda r: _figure(r["sharpe"])),
+    TerminalColumn("Sharpe CI", lambda r: _figure_interval(r["sharpe"]), essential=False),
+    TerminalColumn("Sortino", lambda r: _figure(r["sortino"])),
+    TerminalColumn("Sortino CI", lambda r: _figure_interval(r["sortino"]), essential=False),
+    TerminalColumn("max DD %", lambda r: _figure(r["max_drawdown_pct"], 1)),
+    TerminalColumn(
+        "DD % CI", lambda r: _figure_interval(r["max_drawdown_pct"], 1), essential=False
+    ),
+    TerminalColumn("max DD $", lambda r: _num(r["max_drawdown_usd"], 0)),
+    TerminalColumn("DD hours", lambda r: _num(r["drawdown_hours"], 0), essential=False),
+    TerminalColumn("rec.", _recovered, numeric=False),
+    TerminalColumn("Calmar", lambda r: _figure(r["calmar"])),
+    TerminalColumn("Calmar CI", lambda r: _figure_interval(r["calmar"]), essential=False),
+]
+
+
+def risk_table(report: dict[str, Any], wide: bool = False) -> Table:
+    """Risk and return per forecaster: estimates (intervals with ``--wide``), the annualisation
+    and the minimum number of weeks in the caption."""
+    value = "the mark" if report["value"] == "mark" else "exit (mode book)"
+    resampling = report["resampling"]
+    caption = (
+        f"as of {report['as_of']}; valued at {value}; {report['annualisation']}; "
+        f"insuff.: fewer than {report['min_weeks']} complete weeks, or no defined value "
+        "(no spread, no losing week, no drawdown, a curve that reached 0; reason in --format "
+        "json); max DD: largest fall from a running peak (% and $), rec.: back at the peak; "
+        f"CI (--wide): 95% moving-block bootstrap of the weekly returns "
+        f"({resampling['resamples']} resamples, seed {resampling['seed']})"
+    )
+    if report["without_value"]:
+        missing = report["without_value"]
+        caption += f"; {len(missing)} agent(s) listed without figures: {missing[0]['reason']}"
+    return fitted_table(
+        RISK_COLUMNS,
+        report["rows"],
+        wide=wide,
+        title="Risk and return of the portfolio (weekly returns)",
+        caption=caption,
+    )

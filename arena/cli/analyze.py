@@ -28,7 +28,7 @@ from arena.cli.common import (
 from arena.cli.composed import with_options
 from arena.cli.style import command_group
 from arena.cli.where import CategoryOption, HorizonOption, ledger_scope, scoped_forecasts
-from arena.errors import OptionError, UserError
+from arena.errors import ForecastsError, OptionError, UserError
 from arena.terminal import show
 
 if TYPE_CHECKING:
@@ -528,6 +528,88 @@ def calibration_command(
         console.print(f"reliability diagram written to {plot}")
 
 
+RiskValue = Annotated[
+    str,
+    typer.Option(
+        "--value",
+        metavar="mark|exit",
+        help="Value the portfolio at the mark, or at exit (selling into the bids; mode book "
+        "cohorts only: gamma cohorts are listed without figures).",
+    ),
+]
+
+
+def load_snapshots(ctx: typer.Context, from_export: Path | None, value: str) -> Any:
+    """The snapshots to analyse: an export directory's (its manifest checked first), or the
+    configured database's, read in one streamed query."""
+    from arena.analytics.snapshot_columns import read_export_snapshots, read_stored_snapshots
+
+    if from_export is not None:
+        from arena.export.directory import verify_export
+
+        directory = from_export if from_export.is_dir() else from_export.parent
+        verify_export(directory)
+        return read_export_snapshots(directory, value)
+    with state(ctx).reader()() as session:
+        return read_stored_snapshots(session, value)
+
+
+@analyze_app.command("risk")
+@with_options(
+    AnalyzeFlags,
+    "from_export",
+    "output_format",
+    "value",
+    "at",
+    "bootstrap",
+    "seed",
+    "by",
+    "wide",
+)
+def risk_command(
+    ctx: typer.Context,
+    flags: AnalyzeFlags,
+    value: RiskValue = "mark",
+) -> None:
+    """Risk and return of each family's (or agent's) portfolio curve: Sharpe and Sortino of
+    the weekly returns (annualised by sqrt(52)), maximum drawdown in % and $ with its duration
+    and recovery, Calmar; each with a block-bootstrap interval, "insufficient" below 8 weeks.
+
+    \b
+    Example (a database's snapshots, or an export's):
+      arena analyze risk --by agent
+      arena analyze risk --value exit --from-export exports/2026-11 -f csv
+    """
+    import sys
+
+    from arena.analytics.risk_report import risk
+
+    one_of("--value", value, ("mark", "exit"))
+    fmt = one_of("--format", flags.output_format, ANALYZE_FORMATS)
+    options = _options(ctx, flags)
+    snapshots = load_snapshots(ctx, flags.from_export, value)
+    report = risk(snapshots, options, value=value)
+    if fmt == "json":
+        typer.echo(json.dumps(report, indent=2))
+    elif fmt == "csv":
+        rows = _risk_labelled(ctx, report, flags)["rows"]
+        _render().write_csv(rows, sys.stdout, first=("forecaster", "display_name"))
+    else:
+        report = _risk_labelled(ctx, report, flags)
+        show(console, _render().risk_table(report, wide=flags.wide), flags.wide)
+
+
+def _risk_labelled(ctx: typer.Context, report: dict[str, Any], flags: AnalyzeFlags) -> Any:
+    """``report`` with each family's display name (an agent: its family's name and id)."""
+    names = family_names(ctx, flags.from_export)
+    for row in report["rows"]:
+        family = names.get(row["family_id"]) or row["family_id"]
+        row["display_name"] = (
+            family if flags.by == "family" else f"{family} · agent {row['forecaster']}"
+        )
+    return report
+
+
 class PairCommand(TyperCommand):
     """``analyze report``, whose ``--pair`` is written ``A,B`` (as its help shows) or, as
     before, ``A B``: the older two-word form is joined into the new one before parsing."""
@@ -601,6 +683,7 @@ def report_command(
     options = _options(ctx, flags)
     forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().full_analysis(forecasts, options, pair_names)
+    report["risk"] = _risk_report(ctx, flags, options)
     if fmt == "json":
         typer.echo(json.dumps(report, indent=2))
         return
@@ -626,6 +709,20 @@ def report_command(
         show(console, table(sections[name], wide=flags.wide), flags.wide)
     if "head_to_head" in report:
         show(console, render.head_to_head_table(report["head_to_head"], flags.wide), flags.wide)
+    if "rows" in report["risk"]:
+        risk = _risk_labelled(ctx, report["risk"], flags)
+        show(console, render.risk_table(risk, wide=flags.wide), flags.wide)
+
+
+def _risk_report(ctx: typer.Context, flags: AnalyzeFlags, options: Any) -> Any:
+    """The risk part of ``analyze report``: at the mark, per the report's forecaster; a note
+    when there are no snapshots to read (an export of the forecasts alone)."""
+    from arena.analytics.risk_report import risk
+
+    try:
+        return risk(load_snapshots(ctx, flags.from_export, "mark"), options)
+    except ForecastsError as exc:
+        return {"kind": "risk", "status": "insufficient", "reason": str(exc)}
 
 
 @analyze_app.command("breakdown")

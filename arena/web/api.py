@@ -33,6 +33,7 @@ from arena.web.params import (
     PageDep,
     now,
 )
+from arena.web.risk import RiskBy, RiskValue, risk_report
 from arena.web.schemas import INVALID, NOT_FOUND
 
 router = APIRouter(
@@ -144,6 +145,23 @@ def curve(
         ctx.version(session),
         lambda: curves(session, range, cohort_id=cohort, family_id=family),
     )
+
+
+@router.get("/risk", response_model=schemas.Risk, responses=INVALID)
+def risk(
+    ctx: ContextDep,
+    session: SessionDep,
+    by: Annotated[RiskBy, Query(description="Per family, or per agent.")] = RiskBy.FAMILY,
+    value: Annotated[
+        RiskValue, Query(description="Value at the mark, or at exit (mode book cohorts only).")
+    ] = RiskValue.MARK,
+) -> dict[str, Any]:
+    """Risk and return of each portfolio curve, as `arena analyze risk --format json`: Sharpe
+    and Sortino of the weekly returns (annualised by sqrt(52)), maximum drawdown in % and $
+    with its duration in hours and whether it recovered, and Calmar, each with its 95%
+    moving-block bootstrap interval or `"insufficient"` (below 8 complete weeks, or no defined
+    value; the reason is in `insufficient_reason`)."""
+    return risk_report(ctx, session, by, value)
 
 
 @router.get("/families/{family_id}", response_model=schemas.Family, responses=BY_ID)

@@ -11,7 +11,8 @@ snapshot, when that is later); each series also carries its last point at or bef
 so even a 10-minute range (one snapshot, or none, in it) draws a line entering from the left
 edge. Any range is cut into :data:`BUCKETS` equal time buckets; each bucket keeps its first,
 last, minimum and maximum point, so a series never has more than ``4 * BUCKETS`` points (800) and no
-peak or trough disappears.
+peak or trough disappears. Each series carries its maximum drawdown over the range (taken
+before downsampling), which the chart shades.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class Series:
     value: list[float] = field(default_factory=list)  # dollars
     pct: list[float] = field(default_factory=list)  # return in percent
     base: list[float] = field(default_factory=list)  # break-even in dollars
+    drawdown: dict[str, Any] | None = None  # the range's maximum drawdown (:func:`_drawdown`)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +91,7 @@ class Series:
             "value": self.value,
             "pct": self.pct,
             "base": self.base,
+            "drawdown": self.drawdown,
         }
 
 
@@ -132,7 +135,7 @@ def curves(
             )
         for fid, points in sorted(grouped.items()):
             display_name, kind = names.get(fid, (fid, ""))
-            s = Series(fid, display_name, kind)
+            s = Series(fid, display_name, kind, drawdown=_drawdown(points))
             for point in downsample(points, BUCKETS):
                 s.t.append(point.t)
                 s.value.append(round(point.value, 2))
@@ -153,6 +156,27 @@ def curves(
         "decision_markers": markers,
         "max_points": MAX_POINTS,
         "series": [s.to_json() for s in series.values()],
+    }
+
+
+def _drawdown(points: list[Point]) -> dict[str, Any] | None:
+    """The largest fall of the curve's growth (``1 + return``, so a cohort joining the sum is
+    no rise) from a running peak, over every point of the range before downsampling: its
+    peak, trough and end time (the first point back at the peak, else the last point), its
+    size in percent and whether it recovered. The chart shades peak to end."""
+    import numpy as np
+
+    from arena.analytics.risk_measures import drawdown_span
+
+    span = drawdown_span(np.array([1.0 + p.pct / 100.0 for p in points]))
+    if span is None:
+        return None
+    return {
+        "peak": points[span.peak].t,
+        "trough": points[span.trough].t,
+        "end": points[span.end].t,
+        "pct": round(100.0 * span.fraction, RETURN_PLACES),
+        "recovered": span.recovered,
     }
 
 

@@ -31,6 +31,7 @@ from arena.web.params import (
     now,
 )
 from arena.web.render import html
+from arena.web.risk import risk_report
 from arena.web.schemas import allowed_values
 
 router = APIRouter(include_in_schema=False, route_class=CheckedRoute)
@@ -66,7 +67,8 @@ def leaderboard(
             "market": market,
             "market_rows": _in_skill_order(market["rows"]) if market else [],
             "power": analysis.get("power") if analysis else None,
-            "family_names": standings.family_names(session) if ranking else {},
+            "family_names": standings.family_names(session),
+            "risk": risk_report(ctx, session) if rows else None,
             "columns": LEADERBOARD_COLUMNS,
             "ranking_columns": RANKING_COLUMNS,
             "reliability_columns": RELIABILITY_COLUMNS,

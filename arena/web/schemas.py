@@ -792,6 +792,17 @@ class Ranking(ServedAnalysis):
     ranking: RankingReport | None
 
 
+class SeriesDrawdown(Open):
+    """The largest fall of a curve's growth (1 + return) from a running peak over the range:
+    peak, trough and end (back at the peak, else the last point) in Unix seconds."""
+
+    peak: int
+    trough: int
+    end: int
+    pct: float
+    recovered: bool
+
+
 class Series(Open):
     """One family's curve: times (Unix seconds), its total value over its agents in dollars,
     its break-even (their summed starting balances) and its return in percent."""
@@ -805,6 +816,7 @@ class Series(Open):
     value: list[float]
     pct: list[float]
     base: list[float]
+    drawdown: SeriesDrawdown | None
 
 
 class Curves(Open):
@@ -819,6 +831,67 @@ class Curves(Open):
     decision_markers: list[int]
     max_points: int
     series: list[Series]
+
+
+# -- risk and return (`arena analyze risk`) ------------------------------------------------------
+
+
+class RiskInterval(Open):
+    """An estimate with its 95% moving-block bootstrap interval."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+RiskFigure = Annotated[
+    RiskInterval | Literal["insufficient"],
+    Field(description='The figure and its interval, or "insufficient" (reason beside it).'),
+]
+
+
+class RiskRow(Open):
+    """One family's (or agent's) risk and return, from its weekly returns."""
+
+    forecaster: str = Field(description="The family id, or the agent id with by=agent.")
+    family_id: str
+    agents: int | None = Field(description="The family's agents (null with by=agent).")
+    weeks: int = Field(description="Complete weeks of the curve.")
+    mean_weekly_return: float | None
+    annualised_return: float | None = Field(description="(V_W / V_0)^(52/W) - 1.")
+    sharpe: RiskFigure
+    sortino: RiskFigure
+    max_drawdown_pct: RiskFigure
+    max_drawdown_usd: float | None
+    drawdown_hours: float | None
+    recovered: bool | None = Field(description="null when the forecaster has no value.")
+    calmar: RiskFigure
+    insufficient_reason: str | None
+    min_weeks: int
+    annualisation: str
+
+
+class WithoutValue(Open):
+    """An agent whose snapshots have no value of the asked kind (exit: gamma cohorts)."""
+
+    agent_id: str
+    reason: str
+
+
+class Risk(Open):
+    """Risk and return per family or agent, as `arena analyze risk --format json`."""
+
+    kind: str
+    as_of: Instant
+    by: str
+    value: str
+    options: dict[str, Any]
+    resampling: dict[str, Any]
+    annualisation: str
+    min_weeks: int
+    sample: str = Field(description="What a week and a family's weekly return are.")
+    rows: list[RiskRow]
+    without_value: list[WithoutValue]
 
 
 class Methodology(Open):

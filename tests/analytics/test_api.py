@@ -32,6 +32,7 @@ PUBLIC = [
     "proxy_ranking",
     "ranking",
     "read_export",
+    "risk",
     "sign_test",
     "weighted_bootstrap_interval",
     "weighted_t_interval",

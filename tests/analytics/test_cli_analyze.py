@@ -145,6 +145,7 @@ def test_report_everything(tmp_path: Path) -> None:
         "proxy",
         "calibration",
         "head_to_head",
+        "risk",
     }
     # one resample count everywhere: the config's default (issue 15, finding 3)
     assert report["resampling"] == {"resamples": 10_000, "seed": 0}
@@ -210,6 +211,7 @@ def test_every_command_has_help() -> None:
         "calibration",
         "report",
         "breakdown",
+        "risk",
     }
     for name, command in group.commands.items():
         assert (command.help or "").strip(), name

@@ -10,7 +10,7 @@ import empyrical
 import numpy as np
 import pytest
 
-from arena.analytics.risk import (
+from arena.analytics.risk_measures import (
     Curve,
     Snapshots,
     annualised_return,

@@ -9,9 +9,11 @@ and ``docs/leaderboard-phone.png`` (shown in the README).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
+from urllib.request import urlopen
 
 import pytest
 
@@ -113,3 +115,23 @@ def test_every_page_without_console_errors_and_screenshots(  # type: ignore[no-u
     if os.environ.get("ARENA_DOCS_SCREENSHOT") == "1":
         for name, target in DOCS_SCREENSHOTS.items():
             shutil.copyfile(shots / f"{name}.png", target)
+
+
+def test_the_chart_shades_each_series_drawdown(browser, base_url: str) -> None:  # type: ignore[no-untyped-def]
+    """Every shown series with a drawdown in /api/v1/curves is shaded; one series alone is
+    labelled with its size (issue 25)."""
+    driver = browser
+    driver.get(base_url + "/")
+    wait(driver, lambda d: chart_loaded(d, "ALL:usd"), "chart ALL")
+    curves = json.loads(urlopen(base_url + "/api/v1/curves?range=ALL").read())
+    falling = [s for s in curves["series"] if s["drawdown"]]
+    chart = driver.find_element(By.CSS_SELECTOR, "[data-chart]")
+    assert chart.get_attribute("data-drawdowns") == str(len(falling))
+    if falling:
+        family = falling[0]["family_id"]
+        legend = f"[data-legend] button[data-family='{family}']"
+        driver.find_element(By.CSS_SELECTOR, legend).click()
+        wait(driver, lambda d: chart.get_attribute("data-drawdowns") == "1", "one shaded")
+        label = driver.find_element(By.CSS_SELECTOR, ".chart-mark.drawdown").text
+        assert f"{falling[0]['drawdown']['pct']:.1f}%" in label
+    assert console_errors(driver) == []

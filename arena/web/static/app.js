@@ -108,6 +108,38 @@
     return label;
   }
 
+  /* Each shown series' maximum drawdown over the range, from the peak to the recovery (or the
+     last point), in its colour: the whole height, labelled, when one series is shown; else a
+     band per series along the bottom, so the shadings never cover each other. */
+  function shadeDrawdowns(box, u, payload, layer) {
+    var ctx = u.ctx;
+    var shown = payload.series.filter(function (s, k) { return u.series[k + 1].show && s.drawdown; });
+    var band = 5 * (window.devicePixelRatio || 1);
+    var row = 0;
+    payload.series.forEach(function (s, k) {
+      if (!u.series[k + 1].show || !s.drawdown) { return; }
+      var left = Math.max(u.bbox.left, u.valToPos(s.drawdown.peak, "x", true));
+      var right = Math.min(u.bbox.left + u.bbox.width, u.valToPos(s.drawdown.end, "x", true));
+      row += 1;
+      if (right <= left) { return; }
+      ctx.fillStyle = COLORS[k % COLORS.length];
+      if (shown.length === 1) {
+        ctx.globalAlpha = 0.12;
+        ctx.fillRect(left, u.bbox.top, right - left, u.bbox.height);
+      } else {
+        ctx.globalAlpha = 0.55;
+        ctx.fillRect(left, u.bbox.top + u.bbox.height - row * band, right - left, band - 1);
+      }
+      ctx.globalAlpha = 1;
+      if (shown.length === 1) {
+        mark(layer, "chart-mark drawdown", "max drawdown \u2212" + s.drawdown.pct.toFixed(1) + "%" +
+          (s.drawdown.recovered ? ", recovered" : ", not recovered"),
+          u.valToPos(s.drawdown.peak, "x") + 3, 16);
+      }
+    });
+    box.dataset.drawdowns = String(shown.length);
+  }
+
   function overlay(box, payload, unit) {
     return function (u) {
       var layer = box._marks || el("div");  /* none yet during uPlot's first draw */
@@ -115,6 +147,7 @@
       var ctx = u.ctx;
       var width = u.over.clientWidth;
       ctx.save();
+      shadeDrawdowns(box, u, payload, layer);
       ctx.strokeStyle = MUTED;
       ctx.lineWidth = 1;
       ctx.setLineDash([6, 4]);

@@ -29,6 +29,7 @@ bring), starting at its starting balance at its cohort's start.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,24 +85,46 @@ def weekly_returns(curve: Curve, as_of: np.datetime64) -> tuple[NDArray[np.datet
     return ends.astype("datetime64[us]"), returns
 
 
-def drawdown(times: NDArray[np.int64], values: NDArray[np.float64]) -> Drawdown:
-    """The maximum drawdown of the points ``values`` at integer ``times`` (microseconds)."""
+@dataclass(frozen=True)
+class DrawdownSpan:
+    """Where the maximum drawdown of a series lies: the positions of its peak, its trough and
+    its end (the first point back at the peak, or the last point when it has not recovered)."""
+
+    fraction: float  # of the peak, in (0, 1]
+    peak: int
+    trough: int
+    end: int
+    recovered: bool
+
+
+def drawdown_span(values: NDArray[np.float64]) -> DrawdownSpan | None:
+    """The maximum drawdown of ``values`` and where it lies; None when the series never falls
+    below a running peak."""
     if len(values) == 0:
-        return Drawdown(0.0, 0.0, 0.0, True)
+        return None
     peaks = np.maximum.accumulate(values)
     with np.errstate(invalid="ignore", divide="ignore"):
         falls = np.where(peaks > 0, 1.0 - values / peaks, 0.0)
     trough = int(np.argmax(falls))
     fraction = float(falls[trough])
     if fraction <= 0.0:
-        return Drawdown(0.0, 0.0, 0.0, True)
+        return None
     peak = peaks[trough]
     peak_at = int(np.flatnonzero(values[: trough + 1] == peak)[-1])
     back = np.flatnonzero(values[trough:] >= peak)
     recovered = len(back) > 0
     end = trough + int(back[0]) if recovered else len(values) - 1
-    hours = float(times[end] - times[peak_at]) / HOUR_US
-    return Drawdown(fraction, float(peak - values[trough]), hours, recovered)
+    return DrawdownSpan(fraction, peak_at, trough, end, recovered)
+
+
+def drawdown(times: NDArray[np.int64], values: NDArray[np.float64]) -> Drawdown:
+    """The maximum drawdown of the points ``values`` at integer ``times`` (microseconds)."""
+    span = drawdown_span(values)
+    if span is None:
+        return Drawdown(0.0, 0.0, 0.0, True)
+    hours = float(times[span.end] - times[span.peak]) / HOUR_US
+    dollars = float(values[span.peak] - values[span.trough])
+    return Drawdown(span.fraction, dollars, hours, span.recovered)
 
 
 def sharpe(returns: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -132,10 +155,17 @@ def annualised_return(returns: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def index_drawdown(returns: NDArray[np.float64]) -> NDArray[np.float64]:
     """The maximum drawdown (fraction) of each row's weekly index ``prod(1 + r)``, from 1."""
-    index = np.cumprod(1.0 + returns, axis=-1)
-    index = np.concatenate([np.ones((*index.shape[:-1], 1)), index], axis=-1)
-    peaks = np.maximum.accumulate(index, axis=-1)
-    return np.max(1.0 - index / peaks, axis=-1)
+    # week by week over all rows at once: numpy's cumulative ufuncs along the short last axis
+    # of a (resamples, weeks) array are several times slower than this loop over the weeks
+    growths = np.moveaxis(returns, -1, 0) + 1.0
+    level, peak = np.ones(growths.shape[1:]), np.ones(growths.shape[1:])
+    worst, fall = np.zeros(growths.shape[1:]), np.empty(growths.shape[1:])
+    for growth in growths:
+        level *= growth
+        np.maximum(peak, level, out=peak)
+        np.divide(level, peak, out=fall)
+        np.maximum(worst, 1.0 - fall, out=worst)
+    return worst
 
 
 def calmar(returns: NDArray[np.float64], fraction: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -146,12 +176,20 @@ def calmar(returns: NDArray[np.float64], fraction: NDArray[np.float64]) -> NDArr
 
 def block_resamples(returns: NDArray[np.float64], resamples: int, seed: int) -> NDArray[np.float64]:
     """Moving-block bootstrap resamples of a weekly series (module docstring): one per row."""
-    weeks = len(returns)
+    return returns[_block_index(len(returns), resamples, seed)]
+
+
+@functools.lru_cache(maxsize=2)
+def _block_index(weeks: int, resamples: int, seed: int) -> NDArray[np.intp]:
+    """The weeks each resample draws: the same for every series of ``weeks`` weeks (agents of
+    one cohort, read one after the other, share it), so it is drawn once per length."""
     block = math.ceil(weeks ** (1.0 / 3.0))
     blocks = math.ceil(weeks / block)
     starts = np.random.default_rng(seed).integers(0, weeks - block + 1, size=(resamples, blocks))
     index = (starts[:, :, None] + np.arange(block)).reshape(resamples, blocks * block)[:, :weeks]
-    return returns[index]
+    index = np.ascontiguousarray(index, dtype=np.intp)
+    index.setflags(write=False)  # shared between calls: nobody may change it
+    return index
 
 
 def risk_figures(
@@ -179,28 +217,29 @@ def risk_figures(
         "min_weeks": MIN_WEEKS,
         "annualisation": ANNUALISATION,
     }
-    statistics: dict[str, tuple[float, Callable[[NDArray[np.float64]], NDArray[np.float64]]]] = {}
+    statistics: dict[str, tuple[float, Callable[[], NDArray[np.float64]]]] = {}
     if reason is None:
+        drawn = block_resamples(returns, resamples, seed)
+        drawn_drawdown = index_drawdown(drawn)  # one pass, for the drawdown and Calmar
         statistics = {
-            "sharpe": (float(sharpe(returns)), sharpe),
-            "sortino": (float(sortino(returns)), sortino),
+            "sharpe": (float(sharpe(returns)), lambda: sharpe(drawn)),
+            "sortino": (float(sortino(returns)), lambda: sortino(drawn)),
             "calmar": (
                 float(calmar(returns, np.asarray(curve_drawdown.fraction))),
-                lambda r: calmar(r, index_drawdown(r)),
+                lambda: calmar(drawn, drawn_drawdown),
             ),
             "max_drawdown_pct": (
                 100.0 * curve_drawdown.fraction,
-                lambda r: 100.0 * index_drawdown(r),
+                lambda: 100.0 * drawn_drawdown,
             ),
         }
-        drawn = block_resamples(returns, resamples, seed)
     tail = (1.0 - confidence) / 2.0
     for name in ("sharpe", "sortino", "max_drawdown_pct", "calmar"):
         if name not in statistics or not math.isfinite(statistics[name][0]):
             figures[name] = INSUFFICIENT
             continue
         estimate, statistic = statistics[name]
-        values = statistic(drawn)
+        values = statistic()
         values = values[np.isfinite(values)]
         if len(values) < 2:
             figures[name] = INSUFFICIENT

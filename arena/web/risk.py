@@ -1,0 +1,49 @@
+"""Risk and return for the dashboard and ``/api/v1/risk``: exactly what ``arena analyze risk``
+computes at the same instant (:func:`arena.analytics.risk`), cached per data version since it
+bootstraps ``analysis.resamples`` times per forecaster."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from arena.web.context import WebContext
+
+
+class RiskBy(enum.StrEnum):
+    """Whose curve: each family's (its agents' weekly returns averaged) or each agent's."""
+
+    FAMILY = "family"
+    AGENT = "agent"
+
+
+class RiskValue(enum.StrEnum):
+    """The valuation of the curve: at the mark, or at exit (mode book cohorts only)."""
+
+    MARK = "mark"
+    EXIT = "exit"
+
+
+def risk_report(
+    ctx: WebContext,
+    session: Session,
+    by: RiskBy = RiskBy.FAMILY,
+    value: RiskValue = RiskValue.MARK,
+) -> dict[str, Any]:
+    """The risk report of every stored snapshot at ``ctx.now()`` (cached per data version)."""
+    return ctx.cache.get(
+        ("risk", by.value, value.value),
+        ctx.version(session),
+        lambda: _compute(ctx, session, by.value, value.value),
+    )
+
+
+def _compute(ctx: WebContext, session: Session, by: str, value: str) -> dict[str, Any]:
+    from arena.analytics.options import configured_options
+    from arena.analytics.risk_report import risk
+    from arena.analytics.snapshot_columns import read_stored_snapshots
+
+    options = configured_options(ctx.settings, as_of=ctx.now(), by=by)
+    return risk(read_stored_snapshots(session, value), options, value=value)
