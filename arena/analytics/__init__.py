@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         weighted_bootstrap_interval,
         weighted_t_interval,
     )
+    from arena.analytics.trend_report import trend
     from arena.errors import ForecastsError
 
 _HOMES = {
@@ -70,6 +71,7 @@ _HOMES = {
     "ranking": "arena.analytics.report",
     "read_export": "arena.analytics.loading",
     "sign_test": "arena.analytics.significance",
+    "trend": "arena.analytics.trend_report",
     "weighted_bootstrap_interval": "arena.analytics.significance",
     "weighted_t_interval": "arena.analytics.significance",
 }
@@ -93,6 +95,7 @@ __all__ = [
     "ranking",
     "read_export",
     "sign_test",
+    "trend",
     "weighted_bootstrap_interval",
     "weighted_t_interval",
 ]

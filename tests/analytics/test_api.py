@@ -32,6 +32,7 @@ PUBLIC = [
     "ranking",
     "read_export",
     "sign_test",
+    "trend",
     "weighted_bootstrap_interval",
     "weighted_t_interval",
 ]
