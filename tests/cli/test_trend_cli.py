@@ -100,6 +100,6 @@ def test_the_table_fits_80_columns_and_marks_the_lineage_change(world: World) ->
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert_fits(done.stdout)
-    family, week, change = CHANGED
+    _family, week, change = CHANGED
     assert "Alpha Model *" in done.stdout
     assert f"* Alpha Model from {week[:10]}: {change}" in done.stdout
