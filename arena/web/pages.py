@@ -13,7 +13,7 @@ from arena.analytics.leaderboard_columns import (
 )
 from arena.domain.states import Job, Methodology
 from arena.slots import next_slot
-from arena.web import records, standings
+from arena.web import records, standings, trend
 from arena.web.api import methodology_text
 from arena.web.columns import RANKING_COLUMNS
 from arena.web.deps import ContextDep, SessionDep
@@ -54,6 +54,9 @@ def leaderboard(
             "execution_columns": EXECUTION_COLUMNS,
             "min_scored_bets": ctx.settings.benchmark.min_scored_bets,
             "next_decision_run": next_slot(ctx.settings, Job.DECISION_RUN, ctx.now()).isoformat(),
+            "ranks": trend.rank_over_weeks(
+                trend.trend_report(ctx, session), standings.family_names(session)
+            ),
         },
     )
 
@@ -61,7 +64,9 @@ def leaderboard(
 @router.get("/families/{family_id}", response_class=HTMLResponse)
 def family(request: Request, ctx: ContextDep, session: SessionDep, family_id: str) -> HTMLResponse:
     data = standings.family(ctx, session, family_id)
-    return html(request, "family.html", {"data": data, "columns": LEADERBOARD_COLUMNS})
+    context = {"data": data, "columns": LEADERBOARD_COLUMNS}
+    context["trend"] = trend.family_trend(ctx, session, family_id)
+    return html(request, "family.html", context)
 
 
 @router.get("/cohorts", response_class=HTMLResponse)
