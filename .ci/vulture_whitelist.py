@@ -93,6 +93,11 @@ _.differences
 _.decision_markers
 _.max_points
 _.markdown
+_.weekly_return  # TrendRow (the trend's rows)
+_.rank_week
+_.rank_cumulative
+_.rank_by
+_.lineage_changed
 # calibration in depth: dataclass fields read through asdict()
 _.mce
 _.ace
