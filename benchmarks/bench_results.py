@@ -1,4 +1,5 @@
-"""Time and peak memory of ``arena leaderboard`` and of a full Parquet export, at two sizes.
+"""Time and peak memory of ``arena leaderboard``, of a full Parquet export and of the trend
+(``arena analyze trend``: read every snapshot, bet and agent, then compute), at two sizes.
 
 Generates a large stored arena: ``50 * scale`` cohorts x 7 families x 52 weekly decisions, each
 with a ~45 KB prompt (system prompt plus a 500-market list drawn from 2,000 synthetic markets)
@@ -14,7 +15,8 @@ the difference is what the work itself needed. Flat memory: the difference must 
 the data.
 
 Run: ``.venv/bin/python benchmarks/bench_results.py`` (scales 0.2 and 1), or e.g.
-``--scale 0.02 --scale 0.2`` for a quick look, ``--smoke`` for the smallest, ``--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test``.
+``--scale 0.02 --scale 0.2`` for a quick look, ``--smoke`` for the smallest, ``--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test``,
+``--only trend`` (repeatable) to measure only some of them.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ PROMPT_MARKETS = 500
 SNAPSHOTS_PER_WEEK = 48
 BATCH = 2_000
 START = datetime(2025, 1, 5, tzinfo=UTC)  # a Sunday
+KINDS = ("leaderboard", "export", "trend")
 WEEK = timedelta(days=7)
 WORDS = (
     "election",
@@ -448,6 +451,8 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     if kind == "leaderboard":
         rows = len(compute_leaderboard(factory))
         detail = f"{rows} families"
+    elif kind == "trend":
+        detail = _trend(factory)
     else:
         assert out is not None
         manifest = export(factory, ExportTarget(out, "parquet"))
@@ -456,6 +461,17 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     engine.dispose()
     return {"seconds": seconds, "baseline_mib": baseline, "peak_mib": rss_mib(), "detail": detail}
+
+
+def _trend(factory: Any) -> str:
+    """``arena analyze trend`` as the CLI and the dashboard run it: read the inputs, compute."""
+    from arena.analytics.trend_inputs import read_stored_trend_inputs
+    from arena.analytics.trend_report import trend
+
+    with factory() as session:
+        inputs = read_stored_trend_inputs(session)
+    report = trend(inputs)
+    return f"{len(report['rows'])} family-weeks from {len(inputs.snapshots.taken_at):,} snapshots"
 
 
 def run_measure(kind: str, url: str, out: Path | None) -> dict[str, Any]:
@@ -496,7 +512,7 @@ def bench_scale(scale: float, args: argparse.Namespace, workdir: Path) -> None:
         if not args.postgres_url:
             size = (workdir / f"arena_{scale}.db").stat().st_size
             print(f"  database file {size / 2**20:,.0f} MiB")
-        for kind in ("leaderboard", "export"):
+        for kind in args.only or KINDS:
             out = workdir / f"export_{scale}" if kind == "export" else None
             result = run_measure(kind, url, out)
             print(
@@ -529,7 +545,10 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="the smallest size, in seconds: what CI runs to see the benchmark still works",
     )
-    parser.add_argument("--measure", choices=("leaderboard", "export"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--only", choices=KINDS, action="append", help="measure only this (repeat; default all)"
+    )
+    parser.add_argument("--measure", choices=KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
