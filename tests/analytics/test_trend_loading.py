@@ -58,3 +58,35 @@ def test_family_keeps_its_rows_and_an_unknown_family_is_an_error(sqlite_db: Data
     assert beta["rows"] == [r for r in everything["rows"] if r["family_id"] == "beta-model"]
     with pytest.raises(ValueError, match=r"nobody.*alpha-model"):
         trend(stored, OPTIONS, at=AT, family="nobody")
+
+
+def test_a_curve_that_reaches_zero_gives_null_never_nan() -> None:
+    import json
+    from datetime import UTC, datetime
+
+    from arena.analytics.risk import Snapshots
+    from arena.analytics.trend_inputs import Bets, TrendInputs
+
+    start = np.datetime64("2026-11-01T00:00:00", "us")
+    day = np.timedelta64(86_400_000_000, "us")
+    times = start + day * np.array([3, 10, 17])
+    none = np.array([], dtype=object)
+    inputs = TrendInputs(
+        Snapshots(
+            np.array(["1", "1", "1"], dtype=object),
+            np.array(["busted"] * 3, dtype=object),
+            np.array([start] * 3),
+            np.array([100.0] * 3),
+            times,
+            np.array([50.0, 0.0, 0.0]),
+        ),
+        Bets(none, np.array([], "datetime64[us]"), np.array([], "datetime64[us]"), np.array([])),
+        [{"family_id": "busted", "week_start": start, "openrouter_id": "m"} | _versions()],
+    )
+    report = trend(inputs, at=datetime(2026, 11, 22, tzinfo=UTC))
+    assert [r["weekly_return"] for r in report["rows"]] == [-0.5, -1.0, None]
+    assert "NaN" not in json.dumps(report, allow_nan=False)
+
+
+def _versions() -> dict[str, str]:
+    return {"prompt_version": "v2", "methodology_version": "v2"}
