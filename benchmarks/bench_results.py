@@ -440,6 +440,8 @@ def _decision(source: _Source, seat: _Seat, week: int, run_at: datetime) -> None
 
 def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     from arena.analytics.leaderboard import compute_leaderboard
+    from arena.analytics.trend_inputs import read_stored_trend_inputs
+    from arena.analytics.trend_report import trend
     from arena.export.writer import ExportTarget, export
 
     engine = make_engine(url)
@@ -451,8 +453,11 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     if kind == "leaderboard":
         rows = len(compute_leaderboard(factory))
         detail = f"{rows} families"
-    elif kind == "trend":
-        detail = _trend(factory)
+    elif kind == "trend":  # as the CLI and the dashboard run it: read the inputs, compute
+        with factory() as session:
+            inputs = read_stored_trend_inputs(session)
+        rows = len(trend(inputs)["rows"])
+        detail = f"{rows} family-weeks from {len(inputs.snapshots.taken_at):,} snapshots kept"
     else:
         assert out is not None
         manifest = export(factory, ExportTarget(out, "parquet"))
@@ -461,17 +466,6 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     engine.dispose()
     return {"seconds": seconds, "baseline_mib": baseline, "peak_mib": rss_mib(), "detail": detail}
-
-
-def _trend(factory: Any) -> str:
-    """``arena analyze trend`` as the CLI and the dashboard run it: read the inputs, compute."""
-    from arena.analytics.trend_inputs import read_stored_trend_inputs
-    from arena.analytics.trend_report import trend
-
-    with factory() as session:
-        inputs = read_stored_trend_inputs(session)
-    report = trend(inputs)
-    return f"{len(report['rows'])} family-weeks from {len(inputs.snapshots.taken_at):,} snapshots"
 
 
 def run_measure(kind: str, url: str, out: Path | None) -> dict[str, Any]:
