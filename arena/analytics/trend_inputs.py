@@ -10,15 +10,13 @@
 * **forecasts** (v2): the ``forecasts`` table as :class:`~arena.analytics.records.Forecasts`,
   None when there is none.
 
-The database and an export directory of the same arena give equal inputs. Only the snapshots
-a weekly return can read are kept: a week ends at its cohort's start (Sunday 00:00 UTC) plus
-whole weeks, so at a UTC midnight, and the last snapshot at or before a midnight is the last of
-the day before or one exactly at that midnight (the first of its day). Each agent's first and
-last snapshot of each UTC day are therefore all the trend needs (about 2 a day instead of
-144): the database selects them in SQL (one grouped query over the ``(agent_id, taken_at)``
-index), an export's are picked in numpy. Times come as SQLite's stored text or PostgreSQL's
-epoch microseconds and values as floats cast in SQL, so no per-row ``Decimal`` or ``datetime``
-is built.
+The database and an export directory of the same arena give equal inputs. Only the values a
+weekly return reads are kept: for each agent and each week end (its cohort's start plus whole
+weeks, up to the first end at or after its last snapshot) the value of its last snapshot at or
+before that end, as a point *at the end*, which gives the weekly returns of every snapshot
+(:func:`arena.analytics.risk.weekly_returns` reads nothing else). The database finds each with
+one index seek on ``(agent_id, taken_at)`` (a correlated subquery; ~18k at scale 1 instead of
+~870k rows read), an export's are picked in numpy.
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pa_parquet
 from numpy.typing import NDArray
-from sqlalchemy import BigInteger, Float, String, and_, cast, func, or_, select, type_coerce
+from sqlalchemy import BigInteger, Float, String, cast, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from arena.analytics.records import Forecasts
@@ -45,7 +43,8 @@ from arena.analytics.trend_measures import LINEAGE_FIELDS
 from arena.errors import ForecastsError
 from arena.store.models import Agent, BrierScore, Cohort, PortfolioSnapshot, Trade
 
-PARTITION = 100_000  # snapshot rows converted at a time
+BATCH = 5_000  # week ends looked up per statement
+WEEK = np.timedelta64(7 * 86_400 * 1_000_000, "us")
 _UTC_US = pa.timestamp("us", tz="UTC")
 
 
@@ -114,45 +113,30 @@ def read_stored_trend_inputs(session: Session) -> TrendInputs:
 
 
 def _stored_snapshots(session: Session, agents: Sequence[Any]) -> Snapshots:
-    """Each agent's first and last snapshot of each UTC day (module docstring)."""
+    """Each agent's value at each week end (module docstring)."""
     snapshot = PortfolioSnapshot
-    if session.get_bind().dialect.name == "sqlite":  # stored as UTC text: the day is its prefix
-        day: Any = func.substr(type_coerce(snapshot.taken_at, String), 1, 10)
-    else:
-        day = func.date(func.timezone("UTC", snapshot.taken_at))
-    bounds = (
+    last = session.execute(
         select(
-            snapshot.agent_id.label("agent_id"),
-            func.min(snapshot.taken_at).label("first"),
-            func.max(snapshot.taken_at).label("last"),
+            Agent.id,
+            select(func.max(snapshot.taken_at))
+            .where(snapshot.agent_id == Agent.id)
+            .scalar_subquery(),
         )
-        .group_by(snapshot.agent_id, day)
-        .subquery()
-    )
-    statement = (
-        select(
-            snapshot.agent_id,
-            _time(session, snapshot.taken_at),
-            cast(snapshot.total_value, Float),
-        )
-        .join(
-            bounds,
-            and_(
-                bounds.c.agent_id == snapshot.agent_id,
-                or_(snapshot.taken_at == bounds.c.first, snapshot.taken_at == bounds.c.last),
-            ),
-        )
-        .execution_options(stream_results=True)
-    )
-    ids, times, values = [], [], []
-    # Core, not the ORM's session.execute: no per-row ORM loading (several times faster)
-    for part in session.connection().execute(statement).partitions(PARTITION):
-        agent, taken, worth = zip(*part, strict=True)
-        ids.append(np.array(agent, dtype=np.int64))
-        times.append(_micros(list(taken)))
-        values.append(np.array(worth, dtype=np.float64))  # None -> NaN
+    ).all()
+    last_at = {row[0]: row[1] for row in last if row[1] is not None}
+    pair_agent, pair_end = [], []  # (agent, week end)
+    for row in agents:
+        if row[0] not in last_at:
+            continue
+        start = _micros([row[2]])[0]
+        final = _micros([last_at[row[0]]])[0]
+        weeks = max(1, int(-(-(final - start) // WEEK)))
+        pair_agent.append(np.full(weeks, row[0], dtype=np.int64))
+        pair_end.append(start + WEEK * np.arange(1, weeks + 1))
+    row_agent = np.concatenate(pair_agent) if pair_agent else np.array([], dtype=np.int64)
+    ends = np.concatenate(pair_end) if pair_end else np.array([], dtype="datetime64[us]")
+    values = _values_at(session, row_agent, ends)
     agent_ids = np.array([row[0] for row in agents], dtype=np.int64)
-    row_agent = np.concatenate(ids) if ids else np.array([], dtype=np.int64)
     at = np.searchsorted(agent_ids, row_agent)
     starts = _micros([row[2] for row in agents])
     return Snapshots(
@@ -160,9 +144,45 @@ def _stored_snapshots(session: Session, agents: Sequence[Any]) -> Snapshots:
         np.array([row[1] for row in agents], dtype=object)[at],
         starts[at],
         np.array([row[3] for row in agents], dtype=np.float64)[at],
-        np.concatenate(times) if times else np.array([], dtype="datetime64[us]"),
-        np.concatenate(values) if values else np.array([], dtype=np.float64),
+        ends.astype("datetime64[us]"),
+        values,
     )
+
+
+def _values_at(
+    session: Session, agent: NDArray[np.int64], moment: NDArray[np.datetime64]
+) -> NDArray[np.float64]:
+    """The value of each agent's last snapshot at or before each instant (NaN if none): one
+    statement per batch, one index seek per pair. Written as driver SQL: SQLAlchemy would
+    compile a new statement for every batch of literal rows, which costs more than the query."""
+    sqlite = session.get_bind().dialect.name == "sqlite"
+    mark = "?" if sqlite else "%s"
+    end = "ends.week_end" if sqlite else "CAST(ends.week_end AS timestamptz)"
+    real = "REAL" if sqlite else "double precision"
+    table = PortfolioSnapshot.__table__.name
+    connection = session.connection()
+    found: list[Any] = []
+    texts = _end_texts(moment, sqlite)
+    for first in range(0, len(agent), BATCH):
+        batch = range(first, min(first + BATCH, len(agent)))
+        rows = ", ".join([f"({mark}, {mark}, {mark})"] * len(batch))
+        sql = (
+            f"WITH ends(n, agent_id, week_end) AS (VALUES {rows}) "
+            f"SELECT (SELECT CAST(s.total_value AS {real}) FROM {table} s "
+            f"WHERE s.agent_id = ends.agent_id AND s.taken_at <= {end} "
+            "ORDER BY s.taken_at DESC LIMIT 1) FROM ends ORDER BY ends.n"
+        )
+        parameters = tuple(item for i in batch for item in (i - first, int(agent[i]), texts[i]))
+        found.extend(row[0] for row in connection.exec_driver_sql(sql, parameters))
+    return np.array([np.nan if v is None else v for v in found], dtype=np.float64)
+
+
+def _end_texts(moments: NDArray[np.datetime64], sqlite: bool) -> list[str]:
+    """Week ends as the database compares them: SQLite's stored text, or ISO 8601 UTC."""
+    texts = np.datetime_as_string(moments.astype("datetime64[us]"), unit="us")
+    if sqlite:
+        return [text.replace("T", " ") for text in texts.tolist()]
+    return [text + "+00:00" for text in texts.tolist()]
 
 
 def _stored_forecasts(session: Session) -> Forecasts | None:
@@ -213,10 +233,15 @@ def read_export_trend_inputs(directory: Path) -> TrendInputs:
     agent_start = np.array([starts[c] for c in _strings(agents, "cohort_id")], "datetime64[us]")
     agent_family = _strings(agents, "family_id")
     snapshots = _read(directory, "snapshots", ("agent_id", "taken_at", "total_value"))
-    snapshot_agent, taken = _strings(snapshots, "agent_id"), _times(snapshots, "taken_at")
-    kept = _day_bounds(snapshot_agent, taken)
+    week_agent, week_end, week_value = _week_ends(
+        agent_ids,
+        agent_start,
+        _strings(snapshots, "agent_id"),
+        _times(snapshots, "taken_at"),
+        _floats(snapshots, "total_value"),
+    )
     order = np.argsort(agent_ids)
-    at = order[np.searchsorted(agent_ids[order], snapshot_agent[kept])]
+    at = order[np.searchsorted(agent_ids[order], week_agent)]
     scores = _read(directory, "brier_scores", ("trade_id", "family_id", "brier", "scored_at"))
     trades = _read(directory, "trades", ("trade_id", "executed_at"))
     executed = dict(zip(_strings(trades, "trade_id"), _times(trades, "executed_at"), strict=True))
@@ -230,8 +255,8 @@ def read_export_trend_inputs(directory: Path) -> TrendInputs:
             agent_family[at],
             agent_start[at],
             _floats(agents, "starting_balance")[at],
-            taken[kept],
-            _floats(snapshots, "total_value")[kept],
+            week_end,
+            week_value,
         ),
         Bets(
             _strings(scores, "family_id"),
@@ -251,15 +276,36 @@ def read_export_trend_inputs(directory: Path) -> TrendInputs:
     )
 
 
-def _day_bounds(agent: NDArray[np.object_], taken: NDArray[np.datetime64]) -> NDArray[np.int64]:
-    """The positions of each agent's first and last snapshot of each UTC day."""
-    if len(agent) == 0:
-        return np.array([], dtype=np.int64)
+def _week_ends(
+    agents: NDArray[np.object_],
+    starts: NDArray[np.datetime64],
+    agent: NDArray[np.object_],
+    taken: NDArray[np.datetime64],
+    value: NDArray[np.float64],
+) -> tuple[NDArray[np.object_], NDArray[np.datetime64], NDArray[np.float64]]:
+    """Each agent's value at each of its week ends (module docstring), from all its
+    snapshots: the agent, the end and the value of each, agents in id order."""
     order = np.lexsort((taken, agent.astype(str)))
-    key_agent, key_day = agent[order], taken[order].astype("datetime64[D]")
-    change = np.r_[True, (key_agent[1:] != key_agent[:-1]) | (key_day[1:] != key_day[:-1])]
-    last = np.r_[change[1:], True]
-    return order[change | last]
+    agent, taken, value = agent[order], taken[order], value[order]
+    out_agent, out_end, out_value = [], [], []
+    for name, start in sorted(zip(agents, starts, strict=True), key=lambda pair: int(pair[0])):
+        lo, hi = np.searchsorted(agent, name, "left"), np.searchsorted(agent, name, "right")
+        if lo == hi:
+            continue
+        times = taken[lo:hi]
+        weeks = max(1, int(-(-(times[-1] - start) // WEEK)))
+        ends = start + WEEK * np.arange(1, weeks + 1)
+        at = np.searchsorted(times, ends, side="right") - 1
+        out_agent.extend([name] * weeks)
+        out_end.append(ends)
+        out_value.append(np.where(at >= 0, value[lo:hi][np.maximum(at, 0)], np.nan))
+    if not out_end:
+        return np.array([], dtype=object), np.array([], "datetime64[us]"), np.array([])
+    return (
+        np.array(out_agent, dtype=object),
+        np.concatenate(out_end).astype("datetime64[us]"),
+        np.concatenate(out_value),
+    )
 
 
 def _read(directory: Path, name: str, columns: tuple[str, ...]) -> pa.Table:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from arena.analytics.options import AnalysisOptions, clean, prepare, with_at
 from arena.analytics.records import to_datetime, to_datetime64, week_start_of
@@ -75,11 +76,9 @@ def trend(
     returns = family_weekly_returns(agent_curves(inputs.snapshots, as_of))
     bets = inputs.bets
     known = (bets.scored_at <= as_of) & (bets.made_at <= as_of) & np.isfinite(bets.brier)
-    brier: dict[tuple[str, np.datetime64], list[float]] = {}
-    for name, week, value in zip(
-        bets.family_id[known], week_start_of(bets.made_at[known]), bets.brier[known], strict=True
-    ):
-        brier.setdefault((str(name), week), []).append(float(value))
+    brier = _bets_by_week(
+        bets.family_id[known], week_start_of(bets.made_at[known]), bets.brier[known]
+    )
     scores = {}
     if inputs.forecasts is not None:
         try:
@@ -109,6 +108,25 @@ def trend(
             "rows": rows,
         }
     )
+
+
+def _bets_by_week(
+    family: NDArray[np.object_], week: NDArray[np.datetime64], brier: NDArray[np.float64]
+) -> dict[tuple[str, np.datetime64], list[float]]:
+    """The Brier scores of each family's bets by the week they were made (grouped in numpy:
+    scale 1 has ~40k bets)."""
+    if len(family) == 0:
+        return {}
+    names, name_index = np.unique(family.astype(str), return_inverse=True)
+    weeks, week_index = np.unique(week, return_inverse=True)
+    group = name_index * len(weeks) + week_index
+    order = np.argsort(group, kind="stable")
+    keys, starts = np.unique(group[order], return_index=True)
+    parts = np.split(brier[order], starts[1:])
+    return {
+        (str(names[key // len(weeks)]), weeks[key % len(weeks)]): part.tolist()
+        for key, part in zip(keys, parts, strict=True)
+    }
 
 
 def _as_of(inputs: TrendInputs, options: AnalysisOptions) -> np.datetime64:
