@@ -89,6 +89,8 @@ _.bootstrap_low
 _.bootstrap_high
 _.peer_score
 _.n_scored_questions
+_.dropped_questions
+_.dropped_reason
 _.differences
 _.decision_markers
 _.max_points

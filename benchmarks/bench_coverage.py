@@ -23,7 +23,10 @@ every question has the same marginal distribution, so question weights do not mo
 * difficulty-adjusted ranking of forecaster i: ``E[Brier_i - Brier_market] + shift``, where
   ``shift`` is the tournament's own mean question difficulty (a constant the report adds);
 * difference between two forecasters A and B (:func:`arena.analytics.report.difference`, which
-  the ranking report gives for each pair of neighbours): ``E[Brier_A - Brier_B]``.
+  the ranking report gives for each pair of neighbours): ``E[Brier_A - Brier_B]``;
+* alpha against the market (:func:`arena.analytics.report.against_market`) of forecaster i:
+  ``E[Brier_market - Brier_i]`` (Brier) and ``E[log score_i - log score_market]`` (log), the
+  market being the price each forecast was shown.
 
 Per interval type the benchmark prints one line: ``coverage: 0.XXX`` with its Monte Carlo
 standard error (from the spread of the per-tournament coverage, so dependence between the
@@ -60,7 +63,14 @@ from numpy.typing import NDArray
 
 from arena.analytics.options import Prepared
 from arena.analytics.records import Forecasts, to_datetime64
-from arena.analytics.report import AnalysisOptions, difference, head_to_head, prepare, ranking
+from arena.analytics.report import (
+    AnalysisOptions,
+    against_market,
+    difference,
+    head_to_head,
+    prepare,
+    ranking,
+)
 from arena.analytics.significance import TInterval, weighted_t_interval
 
 SIGMAS = (0.3, 0.6, 0.9, 1.2, 1.6, 2.0)  # forecaster noise in log-odds: known skill order
@@ -82,15 +92,22 @@ def _sigmoid(x: NDArray[np.float64]) -> NDArray[np.float64]:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def simulate(seed: int) -> Forecasts:
-    """One tournament as forecast rows (module docstring)."""
+def simulate(
+    seed: int,
+    weeks: int = WEEKS,
+    sigmas: tuple[float, ...] = SIGMAS,
+    names: tuple[str, ...] = NAMES,
+) -> Forecasts:
+    """One tournament as forecast rows (module docstring): ``weeks`` weekly panels, one
+    forecaster of noise ``sigmas[i]`` named ``names[i]`` each (``bench_power.py`` simulates
+    other lengths and pairs)."""
     rng = np.random.default_rng(seed)
-    n_f = len(SIGMAS)
-    sigma = np.array(SIGMAS)
+    n_f = len(sigmas)
+    sigma = np.array(sigmas)
     markets: list[dict] = []
     live: list[int] = []
     parts: dict[str, list] = defaultdict(list)
-    for week in range(WEEKS):
+    for week in range(weeks):
         live = [m for m in live if markets[m]["last"] >= week]
         while len(live) < PANEL:
             size = int(rng.integers(2, 7)) if rng.random() < GROUP_SHARE else 1
@@ -126,7 +143,7 @@ def simulate(seed: int) -> Forecasts:
             probability = _sigmoid(market["logit"] + noise)
             present = rng.random(n_f) >= MISSING
             for i in np.flatnonzero(present):
-                parts["family_id"].append(NAMES[i])
+                parts["family_id"].append(names[i])
                 parts["market_id"].append(market["id"])
                 parts["event_group"].append(market["group"])
                 parts["probability"].append(float(probability[i]))
@@ -135,7 +152,7 @@ def simulate(seed: int) -> Forecasts:
                 parts["week_start"].append(week_start)
     n = len(parts["family_id"])
     week_starts = np.array(parts.pop("week_start"), dtype="datetime64[us]")
-    end = to_datetime64(START) + np.timedelta64(7 * WEEKS + 3, "D")
+    end = to_datetime64(START) + np.timedelta64(7 * weeks + 3, "D")
     columns = {name: np.array(values, dtype=object) for name, values in parts.items()}
     for name in ("probability", "market_probability", "resolved_value"):
         columns[name] = np.array(parts[name], dtype=np.float64)
@@ -153,9 +170,10 @@ class Truth:
     log_score: NDArray[np.float64]
     brier: NDArray[np.float64]
     market_brier: float
+    market_log_score: float = 0.0
 
 
-def oracle(n: int = 2_000_000, seed: int = 20_261_123) -> Truth:
+def oracle(n: int = 2_000_000, seed: int = 20_261_123, sigmas: tuple[float, ...] = SIGMAS) -> Truth:
     """Estimands from ``n`` fresh questions, with the outcome integrated out exactly."""
     rng = np.random.default_rng(seed)
     logit = rng.normal(0.0, np.hypot(GROUP_SPREAD, MARKET_SPREAD), n)
@@ -168,9 +186,11 @@ def oracle(n: int = 2_000_000, seed: int = 20_261_123) -> Truth:
         brier = truth * (1.0 - p) ** 2 + (1.0 - truth) * p**2
         return float(log_score.mean()), float(brier.mean())
 
-    scores = [expected(s * np.hypot(1.0, JITTER)) for s in SIGMAS]
-    _, market = expected(float(np.hypot(MARKET_SIGMA, MARKET_JITTER)))
-    return Truth(np.array([s[0] for s in scores]), np.array([s[1] for s in scores]), market)
+    scores = [expected(s * np.hypot(1.0, JITTER)) for s in sigmas]
+    market_log, market = expected(float(np.hypot(MARKET_SIGMA, MARKET_JITTER)))
+    return Truth(
+        np.array([s[0] for s in scores]), np.array([s[1] for s in scores]), market, market_log
+    )
 
 
 @dataclass
@@ -206,7 +226,7 @@ class Tally:
         )
         width = float(np.mean(self.widths))
         return (
-            f"{self.label:<44} {'covers' if self.reference else 'coverage:'} {coverage:.3f} "
+            f"{self.label:<47} {'covers' if self.reference else 'coverage:'} {coverage:.3f} "
             f"+/- {mc_error:.3f} (MC s.e.; "
             f"{n} intervals, {len(per)} tournaments)  mean width {width:.4g} vs oracle "
             f"{oracle_width:.4g} (ratio {width / oracle_width:.2f})"
@@ -225,6 +245,10 @@ def run(tournaments: int, resamples: int, seed: int) -> list[Tally]:
             ("rank_boot", "ranking (difficulty-adjusted), cluster boot"),
             ("diff_t", "difference of two forecasters, cluster t"),
             ("diff_boot", "difference of two forecasters, cluster boot"),
+            ("alpha_t", "alpha (Brier) against the market, cluster t"),
+            ("alpha_boot", "alpha (Brier) against the market, cluster boot"),
+            ("alpha_log_t", "alpha (log) against the market, cluster t"),
+            ("alpha_log_boot", "alpha (log) against the market, cluster boot"),
         )
     }
     reference = Tally("reference only: head-to-head t, unclustered", True)
@@ -264,6 +288,20 @@ def run(tournaments: int, resamples: int, seed: int) -> list[Tally]:
             tallies["rank_boot"].add(
                 k, name, row["bootstrap_low"], row["bootstrap_high"], estimate, value
             )
+        for row in against_market(data, options, prep)["rows"]:
+            i = index[row["forecaster"]]
+            for key, value in (
+                ("alpha", truth.market_brier - truth.brier[i]),
+                ("alpha_log", truth.log_score[i] - truth.market_log_score),
+            ):
+                found = row["alpha_brier" if key == "alpha" else "alpha_log"]
+                if isinstance(found, str):  # "insufficient": no interval to check
+                    continue
+                name, estimate = row["forecaster"], found["estimate"]
+                tallies[f"{key}_t"].add(k, name, found["low"], found["high"], estimate, value)
+                tallies[f"{key}_boot"].add(
+                    k, name, found["bootstrap_low"], found["bootstrap_high"], estimate, value
+                )
         for diff in board["differences"]:
             if diff["status"] != "ok":
                 continue

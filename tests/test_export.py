@@ -9,33 +9,45 @@ import json
 import re
 import secrets
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from sqlalchemy import select
+from sqlalchemy import insert, select, update
 
 from arena import __version__
 from arena.analytics.loading import read_export
+from arena.analytics.records import Forecasts
 from arena.clock import FixedClock
 from arena.errors import UserError
 from arena.export.spec import ExportFilters
-from arena.export.writer import EXPORT_SCHEMA_VERSION, ExportTarget, export
-from arena.store.models import JobRun, SystemLog, UniverseMarket
+from arena.export.writer import EXPORT_SCHEMA_VERSION, ExportTarget, export, table_columns
+from arena.store.models import (
+    Cohort,
+    Forecast,
+    JobRun,
+    Market,
+    MarketFee,
+    SystemLog,
+    UniverseMarket,
+)
 from tests.analytics.export_files import (
     FORMATS,
     TABLES,
     as_text,
+    dec,
     header,
     num,
     read_rows,
     when,
 )
-from tests.analytics.results_arena import SETTLED_AT, ArenaFacts, build_arena
+from tests.analytics.results_arena import MARKETS, SETTLED_AT, ArenaFacts, build_arena
 from tests.conftest import Database
 
+D = Decimal
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "EXPORT_SCHEMA.md"
 EXPORTED_AT = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
 ID_COLUMN = {
@@ -396,6 +408,73 @@ def test_forecasts_load_into_the_analytics_in_every_format(
     resolved = [v for v in loaded["jsonl"].resolved_value if v == v]
     assert resolved
     assert set(resolved) <= {0.0, 1.0}
+
+
+def test_forecasts_carry_pricing_fee_schedule_and_category(
+    arena: tuple[Database, ArenaFacts], tmp_path: Path
+) -> None:
+    """Issue 24: each forecast row carries its cohort's pricing mode, its market's taker fee
+    schedule (``market_fees`` joined on the condition id: null when never fetched) and its
+    category; ``question_type`` is null (arena has none). The dashboard's and the publish's
+    path (``table_columns``) gives the analyses the same input as the export."""
+    db, facts = arena
+    cids = {market_id: "0x" + market_id * 21 + "0" for market_id, *_ in MARKETS}
+    with db.factory() as session:
+        forecast = sorted(set(session.scalars(select(Forecast.market_id))))
+    assert len(forecast) >= 3  # a fee, no fee, a schedule never fetched
+    fees = {forecast[0]: (D("0.04"), D(1)), forecast[1]: (D(0), D(1))}
+    with db.factory() as session, session.begin():
+        session.execute(
+            update(Cohort).where(Cohort.id == facts.cohort_ids[1]).values(pricing="book")
+        )
+        for market_id, cid in cids.items():
+            session.execute(update(Market).where(Market.id == market_id).values(condition_id=cid))
+        session.execute(
+            insert(MarketFee),
+            [
+                {"condition_id": cids[m], "rate": r, "exponent": e, "fetched_at": EXPORTED_AT}
+                for m, (r, e) in fees.items()
+            ],
+        )
+        expected = {
+            forecast_id: (pricing, fees.get(market_id, (None, None)), category)
+            for forecast_id, pricing, market_id, category in session.execute(
+                select(Forecast.id, Cohort.pricing, Forecast.market_id, Market.category)
+                .join(Cohort, Cohort.id == Forecast.cohort_id)
+                .join(Market, Market.id == Forecast.market_id)
+            )
+        }
+    assert {pricing for pricing, _fee, _category in expected.values()} == {"book", "gamma"}
+    _export(db, tmp_path / "jsonl", "jsonl")
+    rows = read_rows(tmp_path / "jsonl", "forecasts", "jsonl")
+    exported = {
+        row["forecast_id"]: (
+            row["pricing"],
+            (dec(row["fee_rate"]), dec(row["fee_exponent"])),
+            row["category"],
+        )
+        for row in rows
+    }
+    assert exported == expected
+    assert all(row["question_type"] is None for row in rows)
+    _export(db, tmp_path / "parquet", "parquet")
+    loaded = read_export(tmp_path / "parquet")
+    with db.factory() as session:
+        from_db = Forecasts.from_columns(table_columns(session, "forecasts"))
+    assert list(loaded.forecast_id) == list(from_db.forecast_id)
+    for name in ("pricing", "category", "question_type"):
+        assert list(getattr(loaded, name)) == list(getattr(from_db, name)), name
+    for name in ("fee_rate", "fee_exponent", "market_probability"):
+        assert np.array_equal(getattr(loaded, name), getattr(from_db, name), equal_nan=True), name
+    # the analysis input: floats, NaN where the schedule is unknown; no question type
+    schedules = dict(
+        zip(loaded.forecast_id, zip(loaded.fee_rate, loaded.fee_exponent, strict=True), strict=True)
+    )
+    for forecast_id, (_pricing, fee, _category) in expected.items():
+        got = schedules[str(forecast_id)]
+        want = (np.nan, np.nan) if fee[0] is None else (float(fee[0]), float(fee[1]))
+        assert np.array_equal(got, want, equal_nan=True), forecast_id
+    assert all(value is None for value in loaded.question_type)
 
 
 def test_small_batches_give_the_same_files(

@@ -16,7 +16,8 @@ Calibration in depth (methodology, "Calibration in depth"):
 
 * MCE = the largest ``|f_k - o_k|`` over the non-empty bins;
 * ACE = ECE over ``n_bins`` *equal-mass* bins: the forecasts sorted by probability (ties in
-  row order) and cut into ``n_bins`` runs of ``floor`` or ``ceil(N / n_bins)`` forecasts;
+  row order) and cut into ``k = min(n_bins, N)`` consecutive runs, the first ``N mod k`` of
+  ``ceil(N / k)`` forecasts and the others of ``floor(N / k)`` (``numpy.array_split``);
 * log loss = ``-mean(ln p_true)`` with ``p_true`` the probability given to what happened,
   clipped to [0.001, 0.999] like every log score here;
 * spherical score = ``mean(p_true / sqrt(p^2 + (1 - p)^2))``, in (0, 1], higher is better;

@@ -16,6 +16,17 @@ forecaster on ``b_ij - gamma_j``.
   nobody ranks above the market without beating it). Before mixing, ``gamma_ols`` is shifted
   within each component so that its mean over the questions with a price equals the mean market
   Brier there, putting both on one scale. Questions without a price use ``gamma_ols``.
+  Market weight 1 is ForecastBench's tournament rule; market weight 0 is pure two-way fixed
+  effects, as ForecastBench's dataset-question leaderboard.
+* The fit sample (:class:`FitScope` ``in_fit``): forecasters left out of it (ForecastBench
+  leaves out its baselines and ensembles) add no cell to the least-squares fit but are scored
+  against the difficulties it gives, like everyone else.
+* Per question type (:class:`FitScope` ``question_type``): each type's cells are fitted on
+  their own, and the market aligned and mixed within each type; the rescaling below stays one
+  mean over all questions.
+* A question without a difficulty (answered only outside the fit sample, and no price to set
+  it at market weight 1) is dropped from scoring and counted (``dropped``), never fitted
+  silently.
 * Rescaling (seed 000, eq. 2): the always-0.5 forecaster has ``b_0j = 0.25`` on every question,
   so its mean unscaled score over the question set Q is ``0.25 - mean_Q(gamma)``; adding back
   ``shift = mean_Q(gamma)`` makes it score exactly 0.25. The adjusted score of forecaster i is
@@ -201,8 +212,26 @@ def _centre(
 
 
 @dataclass(frozen=True, eq=False)
+class FitScope:
+    """What the two-way fit runs on: ``in_fit`` (per forecaster; None: all) is the fit
+    sample, ``question_type`` (per question, integer codes; None: one type) asks for one fit
+    per type."""
+
+    in_fit: NDArray[np.bool_] | None = None
+    question_type: NDArray[np.int64] | None = None
+
+
+@dataclass(frozen=True, eq=False)
 class DifficultyAdjusted:
-    """Per-forecaster standard and adjusted Brier; per-cell adjusted scores for intervals."""
+    """Per-forecaster standard and adjusted Brier; per-cell adjusted scores for intervals.
+
+    ``scored`` marks the cells scored: those on a question with a difficulty. The questions
+    answered but without one are ``dropped`` (their ids); their cells count nowhere (NaN in
+    ``cell_adjusted``). ``fits`` holds one two-way fit per question type (none when no cell is
+    in the fit sample); ``question_component`` numbers the components of all of them together
+    (-1: not fitted), ``forecaster_component`` is the one component of the questions a
+    forecaster is scored on (-1 when they lie in none or in several).
+    """
 
     adjusted: NDArray[np.float64]
     standard: NDArray[np.float64]
@@ -211,7 +240,17 @@ class DifficultyAdjusted:
     gamma: NDArray[np.float64]
     shift: float
     cell_adjusted: NDArray[np.float64]
-    fit: TwoWayFit
+    scored: NDArray[np.bool_]
+    dropped: NDArray[np.int64]
+    fits: tuple[TwoWayFit, ...]
+    question_component: NDArray[np.int64]
+    forecaster_component: NDArray[np.int64]
+    n_components: int
+
+    @property
+    def n_dropped(self) -> int:
+        """How many answered questions were left unscored for want of a difficulty."""
+        return len(self.dropped)
 
 
 def difficulty_adjusted(
@@ -221,34 +260,61 @@ def difficulty_adjusted(
     market_weight: float = 1.0,
     question_weight: NDArray[np.float64] | None = None,
     method: str = "auto",
+    scope: FitScope | None = None,
 ) -> DifficultyAdjusted:
     """Difficulty-adjusted Brier of every forecaster from one Brier score per cell (the
     cells' ``score``).
 
     ``market_brier`` is per question (NaN where there is no price); ``question_weight`` per
-    question (default 1). Questions without any cell are ignored.
+    question (default 1). Questions without any cell are ignored. ``market_weight`` 1 is
+    ForecastBench's tournament rule (difficulty = the market's Brier wherever there is a price);
+    0 is pure two-way fixed effects, as its dataset-question leaderboard.
+
+    ``scope`` (:class:`FitScope`; default: every cell, one fit): with ``in_fit``, only the fit
+    sample's cells enter the least-squares fit, and every forecaster is scored against the
+    difficulties that fit gives (ForecastBench fits without its baselines and ensembles); with
+    ``question_type``, each type's cells are fitted on their own, the market aligned and mixed
+    per type; the rescaling shift stays one mean over all questions.
+
+    A question gets no difficulty when none of its cells is in the fit and the market cannot
+    set it alone (no price, or ``market_weight`` below 1); it is dropped and counted, never
+    scored against a made-up difficulty.
     """
     if not 0.0 <= market_weight <= 1.0:
         raise ValueError("market_weight must be in [0, 1]")
     forecaster, question, brier = cells.forecaster, cells.question, cells.score
     n_forecasters, n_questions = cells.n_forecasters, cells.n_questions
-    fit = fit_two_way(cells, method)
-    gamma = fit.gamma.copy()
+    fits, ols, component, n_components = _fit_by_type(cells, method, scope or FitScope())
+    gamma = ols.copy()
+    answered = np.bincount(question, minlength=n_questions) > 0
     if market_brier is not None:
-        priced = ~np.isnan(market_brier) & ~np.isnan(gamma)
-        gamma = _align(gamma, market_brier, priced, fit.question_component, fit.n_components)
-        gamma[priced] = market_weight * market_brier[priced] + (1.0 - market_weight) * gamma[priced]
+        priced = ~np.isnan(market_brier) & answered
+        fitted = priced & ~np.isnan(ols)
+        gamma = _align(gamma, market_brier, fitted, component, n_components)
+        gamma[fitted] = market_weight * market_brier[fitted] + (1.0 - market_weight) * gamma[fitted]
+        if market_weight == 1.0:
+            gamma[priced] = market_brier[priced]
     weights = np.ones(n_questions) if question_weight is None else question_weight
-    asked = ~np.isnan(gamma)
-    shift = float(np.sum(weights[asked] * gamma[asked]) / np.sum(weights[asked]))
-    cell_adjusted = brier - gamma[question] + shift
-    cell_weight = weights[question]
+    has_gamma = answered & ~np.isnan(gamma)
+    total_weight = float(np.sum(weights[has_gamma]))
+    shift = (
+        float(np.sum(weights[has_gamma] * gamma[has_gamma]) / total_weight)
+        if has_gamma.any()
+        else float("nan")
+    )
+    scored = has_gamma[question]
+    cell_adjusted = np.where(scored, brier - gamma[question] + shift, np.nan)
+    cell_weight = np.where(scored, weights[question], 0.0)
     weight_sum = np.bincount(forecaster, weights=cell_weight, minlength=n_forecasters).astype(
         np.float64
     )
 
     def per_forecaster(values: NDArray[np.float64]) -> NDArray[np.float64]:
-        total = np.bincount(forecaster, weights=cell_weight * values, minlength=n_forecasters)
+        total = np.bincount(
+            forecaster[scored],
+            weights=cell_weight[scored] * values[scored],
+            minlength=n_forecasters,
+        )
         return np.divide(
             total, weight_sum, out=np.full(n_forecasters, np.nan), where=weight_sum > 0
         )
@@ -256,13 +322,66 @@ def difficulty_adjusted(
     return DifficultyAdjusted(
         adjusted=per_forecaster(cell_adjusted),
         standard=per_forecaster(brier),
-        n_questions=np.bincount(forecaster, minlength=n_forecasters).astype(np.int64),
+        n_questions=np.bincount(forecaster[scored], minlength=n_forecasters).astype(np.int64),
         weight_sum=weight_sum,
         gamma=gamma,
         shift=shift,
         cell_adjusted=cell_adjusted,
-        fit=fit,
+        scored=scored,
+        dropped=np.flatnonzero(answered & ~has_gamma).astype(np.int64),
+        fits=fits,
+        question_component=component,
+        forecaster_component=_scored_component(
+            forecaster[scored], component[question[scored]], n_forecasters
+        ),
+        n_components=n_components,
     )
+
+
+def _fit_by_type(
+    cells: Cells, method: str, scope: FitScope
+) -> tuple[tuple[TwoWayFit, ...], NDArray[np.float64], NDArray[np.int64], int]:
+    """The two-way fit of the fit sample's cells, one per question type: the fits, and over all
+    questions the fitted difficulty (NaN: not fitted) and component (numbered across types)."""
+    n_questions = cells.n_questions
+    in_fit, question_type = scope.in_fit, scope.question_type
+    chosen = np.ones(len(cells.score), dtype=bool) if in_fit is None else in_fit[cells.forecaster]
+    types = np.zeros(n_questions, dtype=np.int64) if question_type is None else question_type
+    gamma = np.full(n_questions, np.nan)
+    component = np.full(n_questions, -1, dtype=np.int64)
+    fits: list[TwoWayFit] = []
+    n_components = 0
+    for kind in np.unique(types[cells.question[chosen]]):
+        mine = chosen & (types[cells.question] == kind)
+        fit = fit_two_way(
+            Cells(
+                cells.forecaster[mine],
+                cells.question[mine],
+                cells.score[mine],
+                cells.n_forecasters,
+                n_questions,
+            ),
+            method,
+        )
+        own = fit.question_component >= 0
+        gamma[own] = fit.gamma[own]
+        component[own] = fit.question_component[own] + n_components
+        n_components += fit.n_components
+        fits.append(fit)
+    return tuple(fits), gamma, component, n_components
+
+
+def _scored_component(
+    forecaster: NDArray[np.int64], component: NDArray[np.int64], n_forecasters: int
+) -> NDArray[np.int64]:
+    """Per forecaster, the one fit component of its scored cells' questions (those the market
+    alone set, component -1, aside); -1 when there is none or more than one."""
+    fitted = component >= 0
+    low = np.full(n_forecasters, np.iinfo(np.int64).max)
+    high = np.full(n_forecasters, -1, dtype=np.int64)
+    np.minimum.at(low, forecaster[fitted], component[fitted])
+    np.maximum.at(high, forecaster[fitted], component[fitted])
+    return np.where(low == high, high, -1)
 
 
 def _align(

@@ -54,12 +54,17 @@ class AnalysisOptions:
     """Knobs of the analysis; defaults follow the methodology (see each module).
 
     ``bootstrap_resamples`` and ``seed`` are stated in every report that resamples.
+    ``fit_exclude`` (forecaster ids, family or agent as ``by``) are scored and ranked but left
+    out of the difficulty fit; ``fit_by_type`` fits each ``question_type`` on its own
+    (:func:`arena.analytics.difficulty.difficulty_adjusted`).
     """
 
     as_of: datetime | None = None
     by: str = "family"
     sources: tuple[str, ...] = ("panel",)
     market_weight: float = 1.0
+    fit_exclude: tuple[str, ...] = ()
+    fit_by_type: bool = False
     group_weights: bool = True
     repeat_weights: bool = True
     min_days: float = 50.0
@@ -83,6 +88,9 @@ class AnalysisOptions:
             raise ValueError(f"by: {self.by!r} is not family or agent")
         if self.h2h_score not in ("log", "brier"):
             raise ValueError(f"h2h_score: {self.h2h_score!r} is not log or brier")
+        if isinstance(self.fit_exclude, str):
+            raise ValueError(f"fit_exclude: {self.fit_exclude!r} is not a list of forecaster ids")
+        object.__setattr__(self, "fit_exclude", tuple(self.fit_exclude))
         if not 0.0 <= self.market_weight <= 1.0:
             raise ValueError(f"market_weight: {self.market_weight!r} is not in [0, 1]")
         for name, least in (

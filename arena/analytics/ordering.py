@@ -1,8 +1,9 @@
 """How sure the ordering is (methodology, "How sure the ordering is").
 
 **One bootstrap for the ranking's intervals and its rank probabilities.** The clusters of the
-ranked forecasters' scored cells (markets and event groups,
-:func:`arena.analytics.weights.cluster_labels`) get dense codes in sorted label order. Resample
+scored cells of every forecaster in the panel (those left unranked for too few clusters
+included; markets and event groups, :func:`arena.analytics.weights.cluster_labels`) get dense
+codes in sorted label order. Resample
 ``r`` draws ``G`` cluster codes with replacement: the rows of
 ``numpy.random.default_rng(seed).integers(0, G, size=(R, G))``, drawn in consecutive chunks of
 rows (the same stream). In each resample every forecaster's difficulty-adjusted score is
@@ -24,8 +25,10 @@ difference on their common scored questions (difficulty cancels there), ``se`` i
 cluster-robust standard error over the ``W`` weeks seen. Separated when the interval excludes
 0; otherwise ``W_80 = W * ((z_0.975 + z_0.8) * se / |delta|)^2`` weeks give 80% power at
 two-sided 5%, and ``ceil(W_80 - W)`` more weeks are needed, or "not separable at this gap"
-above :data:`MAX_WEEKS`. This assumes the weeks to come have the same panel size and the same
-variance per week as the weeks seen (:data:`POWER_ASSUMPTIONS`).
+above :data:`MAX_WEEKS`; below :data:`MIN_WEEKS` weeks seen an unseparated pair is
+"insufficient" (one week says nothing about how the variance falls with more). This assumes
+the weeks to come have the same panel size and the same variance per week as the weeks seen
+(:data:`POWER_ASSUMPTIONS`).
 """
 
 from __future__ import annotations
@@ -40,12 +43,14 @@ from scipy import stats
 
 from arena.analytics.difficulty import Cells
 from arena.analytics.significance import (
+    INSUFFICIENT,
     MAX_BOOTSTRAP_CELLS,
     cluster_codes,
     cluster_percentile_interval,
 )
 
 MAX_WEEKS = 520  # ten years: beyond it a gap is "not separable at this gap"
+MIN_WEEKS = 2  # weeks seen that a prediction of more weeks needs
 POWER = 0.8
 ALPHA = 0.05
 POWER_ASSUMPTIONS = (
@@ -138,10 +143,13 @@ def rank_probabilities(means: NDArray[np.float64]) -> list[dict[str, Any]]:
 
 def weeks_to_separate(delta: float, se: float, weeks_seen: int, separated: bool) -> dict[str, Any]:
     """More weeks needed for 80% power (module docstring): ``more_weeks`` 0 when separated,
-    None when the gap is 0 or needs more than :data:`MAX_WEEKS` weeks in all."""
+    None (verdict "insufficient") below :data:`MIN_WEEKS` weeks seen, None when the gap is 0 or
+    needs more than :data:`MAX_WEEKS` weeks in all."""
     if separated:
         return {"more_weeks": 0, "weeks_needed": weeks_seen, "verdict": "separated"}
-    if delta == 0.0 or not math.isfinite(se) or weeks_seen < 1:
+    if weeks_seen < MIN_WEEKS:
+        return {"more_weeks": None, "weeks_needed": None, "verdict": INSUFFICIENT}
+    if delta == 0.0 or not math.isfinite(se):
         return {"more_weeks": None, "weeks_needed": None, "verdict": "not separable at this gap"}
     factor = stats.norm.ppf(1.0 - ALPHA / 2.0) + stats.norm.ppf(POWER)
     needed = weeks_seen * (factor * se / abs(delta)) ** 2

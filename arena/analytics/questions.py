@@ -51,7 +51,8 @@ class Questions:
 
     ``row_question`` maps each forecast row to its question. ``market_probability`` is the mean
     over the rows (the frozen price every agent saw that week); ``resolved_value`` NaN means not
-    (or not scorably) resolved.
+    (or not scorably) resolved. ``question_type`` is the first type its rows carry (None:
+    untyped).
     """
 
     row_question: NDArray[np.int64]
@@ -59,6 +60,7 @@ class Questions:
     outcome: NDArray[np.object_]
     week_start: NDArray[np.datetime64]
     event_group: NDArray[np.object_]
+    question_type: NDArray[np.object_]
     market_probability: NDArray[np.float64]
     scheduled_close_at: NDArray[np.datetime64]
     resolved_at: NDArray[np.datetime64]
@@ -98,6 +100,7 @@ def index_questions(forecasts: Forecasts) -> Questions:
         outcome=forecasts.outcome[first],
         week_start=forecasts.week_start[first],
         event_group=_first_present(forecasts.event_group, row_question, first),
+        question_type=_first_present(forecasts.question_type, row_question, first),
         market_probability=market_probability,
         scheduled_close_at=_latest(forecasts.scheduled_close_at, row_question, n_questions),
         resolved_at=_latest(forecasts.resolved_at, row_question, n_questions),

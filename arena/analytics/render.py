@@ -71,6 +71,10 @@ def ranking_table(report: dict[str, Any], wide: bool = False) -> Group:
         row_style=lambda r: "dim" if r["reference"] else None,
     )
     parts: list[Any] = [table]
+    if report["dropped_questions"]:
+        parts.append(
+            Text(f"{report['dropped_questions']} questions dropped: {report['dropped_reason']}")
+        )
     if report["n_components"] > 1:
         parts.append(
             Text(

@@ -25,7 +25,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from arena.analytics.calibration import BIN_RULE, Calibration, calibrate
-from arena.analytics.difficulty import Cells, difficulty_adjusted, provisional
+from arena.analytics.difficulty import (
+    Cells,
+    DifficultyAdjusted,
+    FitScope,
+    difficulty_adjusted,
+    provisional,
+)
 from arena.analytics.market import market_rows
 from arena.analytics.options import (
     AnalysisOptions,
@@ -50,6 +56,7 @@ from arena.analytics.ordering import (
     weeks_to_separate,
 )
 from arena.analytics.proxy_report import proxy_ranking
+from arena.analytics.questions import Panel, factorize
 from arena.analytics.records import to_datetime
 from arena.analytics.significance import (
     INSUFFICIENT,
@@ -83,6 +90,10 @@ MARKET_REFERENCE = "(market)"
 RANKING_SAMPLE = (
     "n counts scored questions (one market outcome in one week): a question a family answered "
     "from several cohorts counts once, at the mean of its agents' forecasts"
+)
+DROPPED_REASON = (
+    "answered only by forecasters left out of the fit (fit_exclude) and without a market "
+    "price to set the difficulty at market weight 1: no difficulty, so not scored"
 )
 MARKET_SAMPLE = (
     "alpha and the return count scored questions with the price the forecaster was shown; the "
@@ -138,14 +149,11 @@ def ranking(
     panel, questions = prep.panel, prep.questions
     cells = np.flatnonzero(prep.scorable[panel.question])
     n_f = len(panel.forecasters)
-    f, q, brier = panel.forecaster[cells], panel.question[cells], panel.brier[cells]
+    f, q = panel.forecaster[cells], panel.question[cells]
     market_brier = (questions.market_probability - questions.resolved_value) ** 2
-    result = difficulty_adjusted(
-        Cells(f, q, brier, n_f, len(questions)),
-        market_brier=market_brier,
-        market_weight=options.market_weight,
-        question_weight=prep.weights,
-    )
+    result = fit_difficulty(prep, options, cells)
+    cells, f, q = cells[result.scored], f[result.scored], q[result.scored]
+    cell_adjusted, component = result.cell_adjusted[result.scored], result.forecaster_component
     cell_w, cell_c = prep.weights[q], prep.clusters[q]
     peers = peer_scores(q, panel.log_score[cells])
     is_provisional = provisional(
@@ -156,7 +164,7 @@ def ranking(
         min_questions=options.min_questions,
     )
     joint = joint_cluster_bootstrap(
-        Cells(f, q, result.cell_adjusted, n_f, len(questions)),
+        Cells(f, q, cell_adjusted, n_f, len(questions)),
         cell_w,
         cell_c,
         resamples=options.bootstrap_resamples,
@@ -164,9 +172,7 @@ def ranking(
     )
     rows = []
     for i, (name, mine) in enumerate(zip(panel.forecasters, slices(f, n_f), strict=True)):
-        t, interval, reason = cluster_t(
-            result.cell_adjusted[mine], cell_w[mine], cell_c[mine], options
-        )
+        t, interval, reason = cluster_t(cell_adjusted[mine], cell_w[mine], cell_c[mine], options)
         ok = interval == OK
         score = result.adjusted[i]
         boot_low, boot_high = (
@@ -194,7 +200,7 @@ def ranking(
                 "peer_score": _masked_mean(peers[mine], cell_w[mine]),
                 "provisional": bool(is_provisional[i]),
                 "first_forecast_at": to_datetime(panel.forecaster_first_at[i]),
-                "component": int(result.fit.forecaster_component[i]) if len(mine) else None,
+                "component": int(component[i]) if component[i] >= 0 else None,
                 "reference": False,
                 "index": i,
             }
@@ -216,8 +222,10 @@ def ranking(
             "resampling": options.resampling(),
             "n_scored_questions": int(np.unique(q).size),
             "n_clusters": int(np.unique(cell_c).size),
-            "n_components": result.fit.n_components,
+            "n_components": result.n_components,
             "shift": result.shift,
+            "dropped_questions": result.n_dropped,
+            "dropped_reason": DROPPED_REASON if result.n_dropped else None,
             "sample": RANKING_SAMPLE,
             "rank_sample": RANK_SAMPLE,
             "rows": ranked + unranked,
@@ -369,11 +377,7 @@ def _common(
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
     """The scorable questions both ``a`` and ``b`` answered, and each one's score on them."""
     panel = prep.panel
-    for name in (a, b):
-        if name not in panel.forecasters:
-            raise ForecastsError(
-                f"unknown forecaster {name!r}; known: {', '.join(panel.forecasters)}"
-            )
+    _check_known(panel, (a, b))
     ok = prep.scorable[panel.question]
 
     def by_question(name: str) -> NDArray[np.float64]:
@@ -385,6 +389,42 @@ def _common(
     score_a, score_b = by_question(a), by_question(b)
     common = np.flatnonzero(~np.isnan(score_a) & ~np.isnan(score_b))
     return common, score_a[common], score_b[common]
+
+
+def fit_difficulty(
+    prep: Prepared, options: AnalysisOptions, cells: NDArray[np.int64]
+) -> DifficultyAdjusted:
+    """The difficulty-adjusted scores of the panel ``cells`` (scorable ones), with the
+    market's weight, the question weights, the fit sample and the per-type fits of
+    ``options``: one fit for the ranking and everything scored with its difficulties."""
+    panel, questions = prep.panel, prep.questions
+    _check_known(panel, options.fit_exclude)
+    in_fit = np.array([name not in options.fit_exclude for name in panel.forecasters], dtype=bool)
+    return difficulty_adjusted(
+        Cells(
+            panel.forecaster[cells],
+            panel.question[cells],
+            panel.brier[cells],
+            len(panel.forecasters),
+            len(questions),
+        ),
+        market_brier=(questions.market_probability - questions.resolved_value) ** 2,
+        market_weight=options.market_weight,
+        question_weight=prep.weights,
+        scope=FitScope(
+            in_fit=in_fit,
+            question_type=factorize(questions.question_type)[0] if options.fit_by_type else None,
+        ),
+    )
+
+
+def _check_known(panel: Panel, names: tuple[str, ...]) -> None:
+    """Raise :class:`ForecastsError` for the first of ``names`` the panel does not hold."""
+    for name in names:
+        if name not in panel.forecasters:
+            raise ForecastsError(
+                f"unknown forecaster {name!r}; known: {', '.join(panel.forecasters)}"
+            )
 
 
 def head_to_head(

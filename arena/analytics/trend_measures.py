@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from arena.analytics.difficulty import Cells, difficulty_adjusted
 from arena.analytics.market import market_cells
 from arena.analytics.options import AnalysisOptions, Prepared
+from arena.analytics.report import fit_difficulty
 
 LINEAGE_FIELDS = ("openrouter_id", "prompt_version", "methodology_version")
 WEEK = np.timedelta64(7 * 86_400 * 1_000_000, "us")
@@ -171,13 +171,11 @@ def v2_week_scores(
     cells = np.flatnonzero(prep.scorable[panel.question])
     if len(cells) == 0:
         return {}
-    f, q = panel.forecaster[cells], panel.question[cells]
-    result = difficulty_adjusted(
-        Cells(f, q, panel.brier[cells], len(panel.forecasters), len(questions)),
-        market_brier=(questions.market_probability - questions.resolved_value) ** 2,
-        market_weight=options.market_weight,
-        question_weight=prep.weights,
-    )
-    alpha = market_cells(prep).alpha_brier[cells]
+    result = fit_difficulty(prep, options, cells)
+    kept = cells[result.scored]
+    f, q = panel.forecaster[kept], panel.question[kept]
+    alpha = market_cells(prep).alpha_brier[kept]
     names = np.array(panel.forecasters, dtype=object)[f]
-    return week_scores(names, questions.week_start[q], result.cell_adjusted, alpha, prep.weights[q])
+    return week_scores(
+        names, questions.week_start[q], result.cell_adjusted[result.scored], alpha, prep.weights[q]
+    )

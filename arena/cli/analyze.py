@@ -98,6 +98,23 @@ MarketWeight = Annotated[
         show_default=False,
     ),
 ]
+FitExclude = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fit-exclude",
+        metavar="ID",
+        help="Score and rank this forecaster, but leave its forecasts out of the question "
+        "difficulty fit (as ForecastBench does for baselines and ensembles). Repeatable.",
+        show_default=False,
+    ),
+]
+FitByType = Annotated[
+    bool,
+    typer.Option(
+        "--fit-by-type",
+        help="Fit question difficulty separately for each question_type of the forecasts.",
+    ),
+]
 Weights = Annotated[
     bool,
     typer.Option(
@@ -146,6 +163,8 @@ class AnalyzeFlags:
     output_format: ViewFormatOption = "table"
     at: AtOption = None
     market_weight: MarketWeight = None
+    fit_exclude: FitExclude = None
+    fit_by_type: FitByType = False
     weights: Weights = True
     bootstrap: Bootstrap = None
     seed: Seed = None
@@ -167,6 +186,8 @@ def _options(ctx: typer.Context, flags: AnalyzeFlags, **extra: Any) -> AnalysisO
         by=flags.by,
         sources=("panel", "bet") if flags.with_bets else ("panel",),
         market_weight=flags.market_weight,
+        fit_exclude=tuple(flags.fit_exclude or ()),
+        fit_by_type=flags.fit_by_type,
         group_weights=flags.weights,
         repeat_weights=flags.weights,
         **extra,
@@ -232,6 +253,8 @@ def _emit(
     "output_format",
     "at",
     "market_weight",
+    "fit_exclude",
+    "fit_by_type",
     "weights",
     "min_days",
     "min_questions",
@@ -438,6 +461,8 @@ def parse_pair(value: str | None) -> tuple[str, str] | None:
     "at",
     "pair",
     "market_weight",
+    "fit_exclude",
+    "fit_by_type",
     "bootstrap",
     "seed",
 )

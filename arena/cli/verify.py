@@ -37,9 +37,11 @@ def verify(
     check, table and row.
     """
     one_of("--format", fmt, VIEW_FORMATS)
-    if not (directory / "manifest.json").is_file():
-        raise UserError(f"{directory}: no manifest.json (not a dataset `arena publish` wrote)")
+    from arena.publish.layout import MANIFEST
     from arena.publish.verify import verify_dataset
+
+    if not (directory / MANIFEST).is_file():
+        raise UserError(f"{directory}: no {MANIFEST} (not a dataset `arena publish` wrote)")
 
     result = verify_dataset(directory)
     if fmt == "json":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from sqlalchemy import func
+from sqlalchemy import String, cast, func, null
 
 from arena.clock import week_start
 from arena.domain.states import CLOB_UNAVAILABLE
@@ -45,6 +45,7 @@ from arena.store.models import (
     Forecast,
     JobRun,
     Market,
+    MarketFee,
     MarketPrice,
     PortfolioSnapshot,
     Position,
@@ -373,11 +374,19 @@ FORECASTS = TableSpec(
         col("scheduled_close_at", Market.end_date),
         col("resolved_at", Market.resolved_at),
         col("resolved_value", Forecast.resolved_value),
+        col("pricing", Cohort.pricing),
+        col("fee_rate", MarketFee.rate),
+        col("fee_exponent", MarketFee.exponent),
+        col("category", Market.category),
+        # a researcher's own grouping of questions: arena's data has none
+        col("question_type", cast(null(), String)),
     ),
     lambda statement: (
         statement.select_from(Forecast)
         .join(Agent, Agent.id == Forecast.agent_id)
+        .join(Cohort, Cohort.id == Forecast.cohort_id)
         .join(Market, Market.id == Forecast.market_id)
+        .outerjoin(MarketFee, MarketFee.condition_id == Market.condition_id)
     ),
     Forecast.id,
     FORECASTS_SLICE,

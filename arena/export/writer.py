@@ -57,7 +57,9 @@ from arena.store.models import Agent, Cohort, Family
 
 log = logging.getLogger(__name__)
 
-EXPORT_SCHEMA_VERSION = "3"  # 2: executable prices (mode book columns); 3: job_runs, system_log
+# 2: executable prices (mode book columns); 3: job_runs, system_log; 4: forecasts carry pricing,
+# fee_rate, fee_exponent, category and question_type (the optional analysis columns)
+EXPORT_SCHEMA_VERSION = "4"
 
 
 @dataclass(frozen=True)

@@ -363,12 +363,6 @@ def _forecast_row(
 ) -> Forecast:
     agent = desk.agent
     market = desk.markets.get(market_id)
-    market_probability = None
-    if market is not None and market.prices is not None:
-        try:
-            market_probability = market.side_price(outcome)
-        except ExecutionError:
-            market_probability = None
     return Forecast(
         decision_id=desk.decision_id,
         agent_id=agent.id,
@@ -377,7 +371,20 @@ def _forecast_row(
         market_id=market_id,
         outcome=outcome,
         probability=probability,
-        market_probability=market_probability,
+        market_probability=None if market is None else shown_price(desk, market, outcome),
         source=source,
         forecast_at=desk.now,
     )
+
+
+def shown_price(desk: Desk, market: MarketView, outcome: str) -> Decimal | None:
+    """The market forecaster of a forecast (methodology, "Skill against the market"): the
+    price of ``outcome`` the model was shown in its frozen universe. Mode book: the mid of
+    that side's frozen book (a NO side: the NO token's own book), ``None`` when the book was
+    one-sided; mode gamma: Gamma's display price. Never a fallback from one to the other."""
+    try:
+        if desk.book is not None:
+            return market.side_touch(outcome).mid
+        return None if market.prices is None else market.side_price(outcome)
+    except ExecutionError:
+        return None

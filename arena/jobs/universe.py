@@ -28,7 +28,7 @@ from arena.domain.book import OrderBook, Touch
 from arena.domain.markets import MarketView, stored_prices, valid_prices
 from arena.domain.states import Job, MarketStatus
 from arena.errors import ClobError, UniverseUnavailable
-from arena.jobs.books import record_hash_mismatches, record_outage, store_marks
+from arena.jobs.books import fee_schedules, record_hash_mismatches, record_outage, store_marks
 from arena.record.chain import seal_universe
 from arena.store import schema
 from arena.store.db import transaction
@@ -178,7 +178,34 @@ def freeze_universe(
         if rows:
             session.execute(insert(UniverseMarket), rows)
         seal_universe(session, universe_id)  # its hash, for the records of its decisions
+    if books is not None:
+        store_panel_fees(factory, books, [row for row in ranked if row.id in panel], now)
     return universe_id
+
+
+def store_panel_fees(
+    factory: sessionmaker[Session], source: BookSource, panel: Sequence[Market], now: datetime
+) -> None:
+    """Mode book: fetch (and store) the fee schedule of every panel market with the universe,
+    so the after-fee return against the odds is known for every panel question, not only for
+    the traded ones (methodology, "Skill against the market"). Best effort, through the
+    schedules' cache (:func:`~arena.jobs.books.fee_schedules`): a schedule the CLOB does not
+    give is logged as a CLOB outage and stays unknown (never "no fee"); the freeze goes on."""
+    wanted = [row.condition_id for row in panel if row.condition_id]
+    try:
+        known = fee_schedules(factory, source, wanted, now)
+    except (ClobError, ValueError) as exc:  # ValueError: a stored id the client refuses
+        record_outage(factory, now, Job.DECISION_RUN, f"fee schedules of the panel: {exc}")
+        return
+    missing = [cid for cid in wanted if cid not in known]
+    if missing:
+        record_outage(
+            factory,
+            now,
+            Job.DECISION_RUN,
+            f"fee schedules of the panel: none for {len(missing)} of {len(wanted)} panel "
+            f"markets (condition {missing[0]})",
+        )
 
 
 def _tradable(session: Session, listed: Sequence[str] | None, limit: int | None) -> list[Market]:

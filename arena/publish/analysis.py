@@ -27,10 +27,8 @@ from arena.config import Settings
 from arena.errors import ForecastsError
 from arena.export.writer import table_columns
 from arena.publish.dataset import Part
+from arena.publish.layout import LEADERBOARD, REPORT
 from arena.store.models import Forecast
-
-LEADERBOARD = "leaderboard.json"
-REPORT = "analysis/report.json"
 
 
 def leaderboard_part(settings: Settings) -> Part:

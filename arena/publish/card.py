@@ -24,6 +24,19 @@ from arena.export.writer import EXPORT_SCHEMA_VERSION
 from arena.numbers import count, share
 from arena.publish.dataset import DATASET_SCHEMA_VERSION, Part
 from arena.publish.incidents import Timing, incident_log
+from arena.publish.layout import (
+    CHAIN,
+    COMMITMENTS,
+    INCIDENT_SUMMARY,
+    INCIDENTS,
+    LEADERBOARD,
+    MANIFEST,
+    MANIFESTS_DIR,
+    PUBLIC_KEY,
+    REPORT,
+    SITE,
+    TABLES_DIR,
+)
 from arena.store.models import (
     Agent,
     Cohort,
@@ -38,17 +51,20 @@ from arena.store.models import (
 CARD = "README.md"
 
 FILES = (
-    ("manifest.json", "the dataset's version, chain head, and the sha256 and size of every file"),
-    ("manifests/manifest-NNNNNN.json", "the manifest of every earlier version, kept"),
-    ("tables/<table>.parquet, .csv", "every export table (docs/EXPORT_SCHEMA.md), prompts in"),
-    ("chain.jsonl", "the record chain: one hash-linked record per line, in sequence order"),
-    ("commitments.jsonl", "the signed commitments of the chain's head"),
-    ("public_key.pem", "the Ed25519 key the commitments are signed with (when signed)"),
-    ("leaderboard.json", "the standings, as `arena leaderboard --format json` prints them"),
-    ("analysis/report.json", "ranking, proxy ranking and calibration (`arena analyze report`)"),
-    ("analysis/incidents.json", "the share of scheduled runs on time, per job"),
-    ("incidents.jsonl", "failed, late and caught-up runs, failed decisions, outages"),
-    ("site/index.html", "a static copy of the dashboard (opens from file://)"),
+    (MANIFEST, "the dataset's version, chain head, and the sha256 and size of every file"),
+    (f"{MANIFESTS_DIR}/manifest-NNNNNN.json", "the manifest of every earlier version, kept"),
+    (
+        f"{TABLES_DIR}/<table>.parquet, .csv",
+        "every export table (docs/EXPORT_SCHEMA.md), prompts in",
+    ),
+    (CHAIN, "the record chain: one hash-linked record per line, in sequence order"),
+    (COMMITMENTS, "the signed commitments of the chain's head"),
+    (PUBLIC_KEY, "the Ed25519 key the commitments are signed with (when signed)"),
+    (LEADERBOARD, "the standings, as `arena leaderboard --format json` prints them"),
+    (REPORT, "ranking, market, power, proxy and calibration (`analyze report`)"),
+    (INCIDENT_SUMMARY, "the share of scheduled runs on time, per job"),
+    (INCIDENTS, "failed, late and caught-up runs, failed decisions, outages"),
+    (f"{SITE}/index.html", "a static copy of the dashboard (opens from file://)"),
     ("README.md", "this card"),
 )
 

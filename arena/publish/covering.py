@@ -23,13 +23,10 @@ from typing import Any
 
 from arena.clock import iso_utc, parse_timestamp
 from arena.publish.findings import Chain, Verification, json_lines
+from arena.publish.layout import COMMITMENTS, PUBLIC_KEY
 from arena.publish.tables import table_rows
 from arena.record.commitments import COMMITMENT_FIELDS, covering
 from arena.record.signing import SigningKeyError, key_id, load_public_key, signature_holds
-
-COMMITMENTS = "commitments.jsonl"
-PUBLIC_KEY = "public_key.pem"
-
 
 # -- commitments ------------------------------------------------------------------------------
 

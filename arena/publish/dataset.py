@@ -39,6 +39,14 @@ from arena import __version__
 from arena.clock import iso_utc
 from arena.export.directory import sha256_of
 from arena.export.writer import write_table_files
+from arena.publish.layout import (
+    CHAIN,
+    COMMITMENTS,
+    MANIFEST,
+    MANIFESTS_DIR,
+    PUBLIC_KEY,
+    TABLES_DIR,
+)
 from arena.record.canonical import canonical
 from arena.record.chain import head
 from arena.record.signing import load_signing_key, public_key_pem
@@ -48,12 +56,6 @@ from arena.store.models import Commitment, Record
 log = logging.getLogger(__name__)
 
 DATASET_SCHEMA_VERSION = "1"
-MANIFEST = "manifest.json"
-MANIFESTS = "manifests"
-TABLES_DIR = "tables"
-CHAIN = "chain.jsonl"
-COMMITMENTS = "commitments.jsonl"
-PUBLIC_KEY = "public_key.pem"
 TABLE_FORMATS = ("parquet", "csv")
 STAGING = ".publishing"
 RECORD_BATCH = 2_000
@@ -124,9 +126,9 @@ def publish_dataset(
     if report.changed or not (out / MANIFEST).exists():
         report.version += 1
         manifest = _manifest(out, report, now, digests)
-        (out / MANIFESTS).mkdir(exist_ok=True)
+        (out / MANIFESTS_DIR).mkdir(exist_ok=True)
         text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-        _write_atomically(out / MANIFESTS / f"manifest-{report.version:06d}.json", text)
+        _write_atomically(out / MANIFESTS_DIR / f"manifest-{report.version:06d}.json", text)
         _write_atomically(out / MANIFEST, text)
     log.info("published %s: version %s, %s files changed", out, report.version, len(report.changed))
     return report
@@ -211,7 +213,7 @@ def _current_version(out: Path) -> int:
 def _files(out: Path) -> Iterator[Path]:
     for path in sorted(out.rglob("*")):
         relative = path.relative_to(out)
-        if path.is_file() and relative.parts[0] not in (MANIFEST, MANIFESTS, STAGING):
+        if path.is_file() and relative.parts[0] not in (MANIFEST, MANIFESTS_DIR, STAGING):
             yield path
 
 

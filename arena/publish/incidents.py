@@ -44,12 +44,12 @@ from arena.export.tables import DECISIONS, JOB_RUNS, SYSTEM_LOG
 from arena.export.values import text_rows
 from arena.masking import masked_text
 from arena.publish.dataset import Part
+from arena.publish.layout import INCIDENT_SUMMARY as SUMMARY
+from arena.publish.layout import INCIDENTS
 from arena.record.canonical import canonical
 from arena.slots import MISSED_AFTER
 from arena.store.models import AnchorDelivery, Decision
 
-INCIDENTS = "incidents.jsonl"
-SUMMARY = "analysis/incidents.json"
 FAILED_DECISIONS = (DecisionStatus.RETRYABLE, DecisionStatus.BUDGET_SKIPPED)
 ANCHOR_FAILED = "failed"  # anchor_deliveries.status of a delivery given up
 

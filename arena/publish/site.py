@@ -46,6 +46,7 @@ from arena.clock import FixedClock, ensure_utc
 from arena.config import FAMILY_ID_PATTERN, Settings
 from arena.errors import SiteFailed
 from arena.publish.dataset import Part
+from arena.publish.layout import SITE
 from arena.publish.static_html import make_static
 from arena.store.db import head_revision
 from arena.store.models import Agent, Cohort, Decision, Family, JobRun, PortfolioSnapshot
@@ -53,7 +54,6 @@ from arena.web.app import access, create_app
 from arena.web.context import PER_PAGE, WebContext
 from arena.web.render import HERE
 
-SITE = "site"  # the copy's directory in a published dataset
 STATIC = HERE / "static"
 FAMILY = FAMILY_ID_PATTERN.strip("^$")
 # The dashboard's pages the copy holds, by path; any other path is not in the copy.

@@ -37,17 +37,17 @@ from arena.export.directory import sha256_of
 from arena.publish.covering import check_commitments, check_timing
 from arena.publish.findings import Chain, Link, Verification, json_lines
 from arena.publish.incident_check import check_incidents
+from arena.publish.layout import (
+    CHAIN,
+    LEADERBOARD,
+    MANIFEST,
+    MANIFESTS_DIR,
+)
 from arena.publish.rebuild import SUBJECT_TABLES, Subjects, first_difference
 from arena.publish.standings import agent_ledgers, differences, family_money
 from arena.record.canonical import GENESIS_HASH, canonical, link_hash
 from arena.record.records import RecordKind
 
-MANIFEST = "manifest.json"
-MANIFESTS_DIR = "manifests"
-CHAIN = "chain.jsonl"
-COMMITMENTS = "commitments.jsonl"
-PUBLIC_KEY = "public_key.pem"
-LEADERBOARD = "leaderboard.json"
 COMMITMENT_FIELDS = ("seq", "head_hash", "count", "committed_at", "key_id")
 
 

@@ -9,7 +9,8 @@ and validation as a model's. Costs nothing, calls nothing.
   uninformed reference forecaster.
 * ``market-follower``: bets on the favourite side of the top few markets by volume that it
   does not hold yet, from the minimum bet up to a modest cap, more the stronger the favourite;
-  in v2 it forecasts the market prices: the "market" reference forecaster.
+  in v2 it forecasts the prices it was shown (the frozen mids in pricing mode book): the
+  "market" reference forecaster.
 * ``random``: seeded by (family seed, cohort, agent, decision week), so a rerun answers the
   same; random markets, sides and amounts within the rules, sometimes SELL, sometimes HOLD.
 """
@@ -176,11 +177,23 @@ def _index(market: MarketView, side: str) -> int:
 
 
 def market_forecast(market: MarketView) -> Payload:
-    """The market's own prices as a forecast (named outcomes normalised to add up to 1)."""
+    """The prices the model was shown, as a forecast (named outcomes normalised to add up to
+    1): in pricing mode book each outcome's frozen mid, which is what a forecast records as its
+    market price (methodology, "Skill against the market"), so the follower copies that price
+    exactly; Gamma's display price in mode gamma, or where a book is one-sided (no mid, and no
+    market price recorded either)."""
     if market.is_binary:
-        return {"market_id": market.id, "probability": _number(market.side_price("YES"))}
-    prices = market.prices or ()
-    return _distribution(market, list(prices))
+        return {"market_id": market.id, "probability": _number(shown_price(market, "YES"))}
+    return _distribution(market, [shown_price(market, outcome) for outcome in market.outcomes])
+
+
+def shown_price(market: MarketView, side: str) -> Decimal:
+    """A side's frozen mid in mode book (the market has books), else its display price."""
+    if market.books:
+        mid = market.side_touch(side).mid
+        if mid is not None:
+            return mid
+    return market.side_price(side)
 
 
 def uniform_forecast(market: MarketView) -> Payload:

@@ -617,7 +617,11 @@ class RankingReport(Open):
     n_scored_questions: int
     n_clusters: int
     n_components: int
-    shift: float
+    shift: float | None = Field(description="Mean difficulty added back; null: none scored.")
+    dropped_questions: int = Field(
+        description="Questions left unscored for want of a difficulty (see dropped_reason)."
+    )
+    dropped_reason: str | None
     sample: str = Field(description="What n counts (questions, each family's agents averaged).")
     rows: list[RankingRow]
     differences: list[Difference]

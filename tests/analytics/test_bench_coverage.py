@@ -52,8 +52,8 @@ def test_the_benchmark_runs_and_reports_every_interval_type(capsys: object) -> N
     bench.main(["--tournaments", "4", "--resamples", "50"])
     out = capsys.readouterr().out  # type: ignore[attr-defined]
     lines = [line for line in out.splitlines() if re.search(r"coverage: \d\.\d{3} ", line)]
-    labels = ("head-to-head", "ranking", "difference")
-    assert len(lines) == 6  # reference lines say "covers", not "coverage:"
+    labels = ("head-to-head", "ranking", "difference", "alpha (Brier)", "alpha (log)")
+    assert len(lines) == 10  # reference lines say "covers", not "coverage:"
     assert all(any(label in line for line in lines) for label in labels)
 
 

@@ -218,3 +218,20 @@ def test_the_market_weight_defaults_to_the_configured_difficulty_weight(
     ranking = ["analyze", "ranking", "--from-export", str(export), "--format", "json", *AT]
     assert _json(ranking)["options"]["market_weight"] == 0.25
     assert _json([*ranking, "--market-weight", "0.75"])["options"]["market_weight"] == 0.75
+
+
+def test_the_fit_sample_and_fit_by_type_flags(tmp_path: Path) -> None:
+    export = str(_write_export(tmp_path))
+    fit = ["--fit-exclude", "beta", "--fit-exclude", "gamma", "--fit-by-type"]
+    ranking = _json(["analyze", "ranking", "--from-export", export, "-f", "json", *AT, *fit])
+    assert ranking["options"]["fit_exclude"] == ["beta", "gamma"]
+    assert ranking["options"]["fit_by_type"] is True
+    assert ranking["dropped_questions"] == 0
+    assert {r["forecaster"] for r in ranking["rows"]} >= {"alpha", "beta", "gamma"}
+    report = _json(["analyze", "report", "--from-export", export, *AT, "--bootstrap", "20", *fit])
+    assert report["ranking"]["options"]["fit_exclude"] == ["beta", "gamma"]
+    assert report["ranking"]["options"]["fit_by_type"] is True
+    unknown = ["analyze", "ranking", "--from-export", export, *AT, "--fit-exclude", "zeta"]
+    result = runner.invoke(_app(), unknown)
+    assert result.exit_code != 0
+    assert "unknown forecaster 'zeta'; known: alpha, beta, gamma" in str(result.exception)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from arena.analytics.difficulty import Cells, difficulty_adjusted, fit_two_way, provisional
+from arena.analytics.difficulty import (
+    Cells,
+    FitScope,
+    difficulty_adjusted,
+    fit_two_way,
+    provisional,
+)
 from arena.analytics.synthetic_tournament import simulate_tournament
 
 
@@ -172,3 +180,170 @@ def test_adjusted_beats_standard_brier_on_round_based_sampling_with_drift() -> N
     assert np.mean(figures["adjusted w=0"]) > np.mean(figures["standard"]) + 0.1
     assert np.mean(figures["adjusted w=1"]) > np.mean(figures["standard"]) + 0.1
     assert np.mean(figures["adjusted w=0"]) > 0.8
+
+
+def _lstsq_gamma(f: np.ndarray, q: np.ndarray, y: np.ndarray, n_f: int, n_q: int) -> np.ndarray:
+    """Question effects of numpy's min-norm dense solve (NaN for a question without a cell)."""
+    design = np.zeros((len(y), n_f + n_q))
+    design[np.arange(len(y)), f] = 1.0
+    design[np.arange(len(y)), n_f + q] = 1.0
+    gamma = np.linalg.lstsq(design, y, rcond=None)[0][n_f:]
+    gamma[np.bincount(q, minlength=n_q) == 0] = np.nan
+    return gamma
+
+
+def _expected_scores(
+    f: np.ndarray, q: np.ndarray, y: np.ndarray, gamma: np.ndarray, n_f: int
+) -> np.ndarray:
+    """mean_i(b - gamma) + mean over questions with a difficulty (unweighted)."""
+    shift = np.nanmean(gamma)
+    return np.array([np.mean(y[f == i] - gamma[q[f == i]]) + shift for i in range(n_f)])
+
+
+def _with_outsiders(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Five forecasters who cover all 20 questions between them, and two more (5 and 6, to be
+    left out of the fit) on random halves of them."""
+    f, q, _ = _random_panel(seed, n_f=5, n_q=20)
+    rng = np.random.default_rng(seed)
+    extra_q = [np.flatnonzero(rng.random(20) < 0.5) for _ in range(2)]
+    f = np.r_[f, np.full(len(extra_q[0]), 5), np.full(len(extra_q[1]), 6)]
+    q = np.r_[q, extra_q[0], extra_q[1]]
+    return f.astype(np.int64), q.astype(np.int64), rng.random(len(f))
+
+
+@pytest.mark.parametrize("method", ["schur", "lsmr"])
+@pytest.mark.parametrize("seed", range(3))
+def test_fit_exclude_fits_on_the_included_cells_and_scores_everyone(method: str, seed: int) -> None:
+    f, q, y = _with_outsiders(seed)
+    in_fit = np.array([True] * 5 + [False] * 2)
+    inside = in_fit[f]
+    gamma = _lstsq_gamma(f[inside], q[inside], y[inside], 7, 20)
+    result = difficulty_adjusted(
+        Cells(f, q, y, 7, 20), market_weight=0.0, scope=FitScope(in_fit=in_fit), method=method
+    )
+    np.testing.assert_allclose(result.adjusted, _expected_scores(f, q, y, gamma, 7), atol=1e-9)
+    assert result.n_dropped == 0
+    # the two outsiders are scored but left nothing in the fit
+    assert np.isnan(result.fits[0].alpha[5:]).all()
+    everyone = difficulty_adjusted(Cells(f, q, y, 7, 20), market_weight=0.0, method=method)
+    assert not np.allclose(everyone.adjusted, result.adjusted)
+
+
+def test_fit_exclude_with_the_market_mixes_on_the_fit_sample() -> None:
+    f, q, y = _with_outsiders(4)
+    in_fit = np.array([True] * 5 + [False] * 2)
+    inside = in_fit[f]
+    market_brier = np.random.default_rng(4).random(20)
+    market_brier[[3, 11]] = np.nan
+    ols = _lstsq_gamma(f[inside], q[inside], y[inside], 7, 20)
+    priced = ~np.isnan(market_brier)
+    aligned = ols + np.mean(market_brier[priced] - ols[priced])
+    gamma = np.where(priced, 0.3 * market_brier + 0.7 * aligned, aligned)
+    result = difficulty_adjusted(
+        Cells(f, q, y, 7, 20),
+        market_brier=market_brier,
+        market_weight=0.3,
+        scope=FitScope(in_fit=in_fit),
+    )
+    np.testing.assert_allclose(result.gamma, gamma, atol=1e-9)
+    np.testing.assert_allclose(result.adjusted, _expected_scores(f, q, y, gamma, 7), atol=1e-9)
+
+
+def _typed_panel(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Seven forecasters on 24 questions of two types (12 each), every type's cells connected."""
+    f, q, y = _random_panel(seed, n_f=7, n_q=24, density=0.6)
+    question_type = np.repeat([0, 1], 12)[np.random.default_rng(seed).permutation(24)]
+    return f, q, y, question_type.astype(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fit_by_type_equals_separate_fits_per_type(seed: int) -> None:
+    f, q, y, question_type = _typed_panel(seed)
+    market_brier = np.random.default_rng(seed + 100).random(24)
+    market_brier[:3] = np.nan
+    priced = ~np.isnan(market_brier)
+    gamma = np.full(24, np.nan)
+    for t in (0, 1):
+        mine = question_type[q] == t
+        ols = _lstsq_gamma(f[mine], q[mine], y[mine], 7, 24)
+        own = question_type == t
+        offset = np.mean(market_brier[own & priced] - ols[own & priced])
+        aligned = ols + offset
+        gamma[own] = np.where(priced, 0.5 * market_brier + 0.5 * aligned, aligned)[own]
+    for method in ("schur", "lsmr"):
+        result = difficulty_adjusted(
+            Cells(f, q, y, 7, 24),
+            market_brier=market_brier,
+            market_weight=0.5,
+            scope=FitScope(question_type=question_type),
+            method=method,
+        )
+        assert len(result.fits) == 2
+        assert result.n_components == 2
+        np.testing.assert_allclose(result.gamma, gamma, atol=1e-9)
+        np.testing.assert_allclose(result.shift, gamma.mean(), atol=1e-12)
+        np.testing.assert_allclose(result.adjusted, _expected_scores(f, q, y, gamma, 7), atol=1e-9)
+
+
+def test_one_type_is_the_plain_fit() -> None:
+    f, q, y, _ = _typed_panel(1)
+    market_brier = np.random.default_rng(1).random(24)
+    plain = difficulty_adjusted(Cells(f, q, y, 7, 24), market_brier=market_brier, market_weight=0.5)
+    typed = difficulty_adjusted(
+        Cells(f, q, y, 7, 24),
+        market_brier=market_brier,
+        market_weight=0.5,
+        scope=FitScope(np.ones(7, dtype=bool), np.zeros(24, dtype=np.int64)),
+    )
+    np.testing.assert_array_equal(typed.adjusted, plain.adjusted)
+    np.testing.assert_array_equal(typed.cell_adjusted, plain.cell_adjusted)
+
+
+def test_questions_without_a_difficulty_are_dropped_and_counted() -> None:
+    # forecasters 0, 1 (fitted) answer questions 0-5; forecaster 2 (left out) answers 4-7
+    f = np.array([0] * 6 + [1] * 6 + [2] * 4)
+    q = np.r_[np.arange(6), np.arange(6), np.arange(4, 8)]
+    y = np.random.default_rng(2).random(len(f))
+    in_fit = np.array([True, True, False])
+    market_brier = np.full(8, np.nan)
+    market_brier[6] = 0.3  # question 6 has a price, question 7 none
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        at_one = difficulty_adjusted(
+            Cells(f, q, y, 3, 8),
+            market_brier=market_brier,
+            market_weight=1.0,
+            scope=FitScope(in_fit),
+        )
+        below_one = difficulty_adjusted(
+            Cells(f, q, y, 3, 8),
+            market_brier=market_brier,
+            market_weight=0.5,
+            scope=FitScope(in_fit),
+        )
+    # at weight 1 the price alone sets question 6's difficulty; below 1 it needs the fit too
+    assert at_one.dropped.tolist() == [7] and at_one.n_dropped == 1
+    assert at_one.gamma[6] == pytest.approx(0.3)
+    assert below_one.dropped.tolist() == [6, 7] and below_one.n_dropped == 2
+    for result, kept in ((at_one, [4, 5, 6]), (below_one, [4, 5])):
+        mine = (f == 2) & np.isin(q, kept)
+        assert result.n_questions[2] == len(kept)
+        assert result.standard[2] == pytest.approx(np.mean(y[mine]))
+        expected = np.mean(y[mine] - result.gamma[q[mine]]) + result.shift
+        assert result.adjusted[2] == pytest.approx(expected)
+        assert np.isnan(result.cell_adjusted[~result.scored]).all()
+        assert result.scored.tolist() == (~np.isin(q, result.dropped)).tolist()
+
+
+def test_nothing_left_to_score_gives_no_warning() -> None:
+    f, q, y = np.array([0, 0, 1]), np.array([0, 1, 1]), np.array([0.1, 0.2, 0.3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        none_fitted = difficulty_adjusted(
+            Cells(f, q, y, 2, 2), market_weight=0.0, scope=FitScope(np.zeros(2, dtype=bool))
+        )
+        no_cells = difficulty_adjusted(Cells(f[:0], q[:0], y[:0], 2, 2))
+    assert none_fitted.n_dropped == 2 and none_fitted.fits == ()
+    assert np.isnan(none_fitted.shift) and np.isnan(none_fitted.adjusted).all()
+    assert none_fitted.n_questions.tolist() == [0, 0]
+    assert no_cells.n_dropped == 0 and np.isnan(no_cells.shift)

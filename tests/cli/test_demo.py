@@ -5,11 +5,23 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from arena.analytics.loading import read_export
+from arena.analytics.report import AnalysisOptions, against_market
+from arena.cli.demo import DEMO_SKILLS
+from tests.analytics.outside import (
+    check_alpha,
+    check_calibration,
+    check_rank_probabilities,
+    check_return,
+)
 from tests.analytics.recompute import assert_matches, recompute
 from tests.helpers import cli_env, run_arena, write_config
+
+DEMO_SKILLS_PERCENT = [round(100 * skill) for skill in DEMO_SKILLS]  # sim-skill-90 ...
 
 
 def _close(a: object, b: object) -> bool:
@@ -110,6 +122,32 @@ def test_demo_runs_offline_and_agrees_with_its_export(tmp_path: Path) -> None:
     assert skills == sorted(skills, reverse=True)
     assert all(r["rank"] is not None for r in rows)
     assert_no_timestamp_after(out / "demo.db", now)
+
+    # issue 24, done when: against the market (what `arena analyze market` shows), the simulated
+    # families' alphas are in skill order, the most skilled one's interval lies above 0, and
+    # the market-follower baseline follows the market it was shown
+    data = read_export(out / "export")
+    options = AnalysisOptions(as_of=after, bootstrap_resamples=200)
+    market = {r["forecaster"]: r for r in against_market(data, options)["rows"]}
+    simulated = sorted(
+        (name for name in market if name.startswith("sim-skill-")),
+        key=lambda name: market[name]["alpha_brier"]["estimate"],
+    )
+    assert [int(name.rsplit("-", 1)[1]) for name in simulated] == sorted(DEMO_SKILLS_PERCENT)
+    best = market[f"sim-skill-{max(DEMO_SKILLS_PERCENT)}"]["alpha_brier"]
+    assert best["estimate"] > 0 and best["low"] > 0
+    follower = market["market-follower"]
+    assert follower["follows_market"], follower
+    assert not any(market[name]["follows_market"] for name in simulated)
+
+    # and the demo's v2 export agrees with outside code (tests/analytics/outside.py): alpha
+    # with statsmodels, the return with pm-rank (per agent: one forecast per question), log
+    # loss and the spherical score with pm-rank and scikit-learn, ACE and MCE, and the rank
+    # probabilities with a brute-force bootstrap
+    assert check_alpha(data, options) >= 10
+    assert check_return(data, replace(options, by="agent")) >= 5
+    assert check_calibration(data, options) >= 5
+    assert check_rank_probabilities(data, options) >= 5
 
 
 SCHEDULED = {"end_date"}  # a market's scheduled end lies in the future by nature

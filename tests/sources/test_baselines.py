@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.config import BaselineFamily
+from arena.domain.book import Touch
 from arena.domain.decisions import Action, PanelForecast, ValidationContext, parse_decision
 from arena.domain.prompting import PromptContext
 from arena.errors import PermanentProviderError
@@ -162,3 +163,33 @@ def test_every_baseline_answer_is_valid(strategy, ctx):
     _, decision = ask(BaselineProvider(strategy, seed=3), ctx)
     total = sum((b.amount for b in decision.bets), Decimal(0))
     assert total <= ctx.cash
+
+
+def _touch(bid: str | None, ask: str | None) -> Touch:
+    low = None if bid is None else Decimal(bid)
+    high = None if ask is None else Decimal(ask)
+    mid = None if low is None or high is None else (low + high) / 2
+    return Touch("t", low, high, mid, Decimal(100), Decimal(100), "h", 0)
+
+
+def test_market_follower_forecasts_the_mid_it_was_shown_in_mode_book():
+    """In pricing mode book a forecast records the side's frozen mid as its market price, so
+    the follower forecasts that mid (not Gamma's display price): it copies the market exactly,
+    its copy distance 0. A one-sided book has no mid (and no market price recorded): the
+    display price stands in."""
+    booked = [
+        binary("1", "0.62", books=(_touch("0.60", "0.63"), _touch("0.37", "0.40"))),
+        binary("2", "0.30", books=(_touch(None, "0.33"), _touch("0.67", None))),
+        named(
+            "3",
+            ("Lakers", "Celtics"),
+            ("0.55", "0.45"),
+            books=(_touch("0.50", "0.54"), _touch("0.46", "0.50")),
+        ),
+    ]
+    ctx = context(markets=booked, methodology="v2", panel=booked)
+    _, decision = ask(BaselineProvider("market-follower"), ctx)
+    assert PanelForecast("1", "YES", Decimal("0.615")) in decision.forecasts
+    assert PanelForecast("2", "YES", Decimal("0.3")) in decision.forecasts
+    named_rows = {f.outcome: f.probability for f in decision.forecasts if f.market_id == "3"}
+    assert named_rows == {"Lakers": Decimal("0.52"), "Celtics": Decimal("0.48")}
