@@ -152,25 +152,34 @@ def _stored_snapshots(session: Session, agents: Sequence[Any]) -> Snapshots:
 def _values_at(
     session: Session, agent: NDArray[np.int64], moment: NDArray[np.datetime64]
 ) -> NDArray[np.float64]:
-    """The value of each agent's last snapshot at or before each instant (NaN if none): one
-    statement per batch, one index seek per pair. Written as driver SQL: SQLAlchemy would
-    compile a new statement for every batch of literal rows, which costs more than the query."""
+    """The value of each agent's last snapshot at or before each instant (NaN if none), one
+    index seek per pair: on PostgreSQL one statement over two arrays, on SQLite one statement
+    per batch of ``VALUES`` rows. Written as driver SQL: SQLAlchemy would compile a new
+    statement for every batch of literal rows, which costs more than the query."""
     sqlite = session.get_bind().dialect.name == "sqlite"
-    mark = "?" if sqlite else "%s"
-    end = "ends.week_end" if sqlite else "CAST(ends.week_end AS timestamptz)"
-    real = "REAL" if sqlite else "double precision"
     table = PortfolioSnapshot.__table__.name
+    real = "REAL" if sqlite else "double precision"
+    value = (
+        f"SELECT (SELECT CAST(s.total_value AS {real}) FROM {table} s "
+        "WHERE s.agent_id = ends.agent_id AND s.taken_at <= ends.week_end "
+        "ORDER BY s.taken_at DESC LIMIT 1)"
+    )
     connection = session.connection()
-    found: list[Any] = []
     texts = _end_texts(moment, sqlite)
-    for first in range(0, len(agent), BATCH):
-        batch = range(first, min(first + BATCH, len(agent)))
-        rows = ", ".join([f"({mark}, {mark}, {mark})"] * len(batch))
+    found: list[Any] = []
+    if not sqlite:
         sql = (
-            f"WITH ends(n, agent_id, week_end) AS (VALUES {rows}) "
-            f"SELECT (SELECT CAST(s.total_value AS {real}) FROM {table} s "
-            f"WHERE s.agent_id = ends.agent_id AND s.taken_at <= {end} "
-            "ORDER BY s.taken_at DESC LIMIT 1) FROM ends ORDER BY ends.n"
+            f"{value} FROM unnest(%s::bigint[], %s::text[]::timestamptz[]) "
+            "WITH ORDINALITY AS ends(agent_id, week_end, n) ORDER BY ends.n"
+        )
+        found = [
+            row[0] for row in connection.exec_driver_sql(sql, ([int(a) for a in agent], texts))
+        ]
+    for first in range(0, len(agent) if sqlite else 0, BATCH):
+        batch = range(first, min(first + BATCH, len(agent)))
+        rows = ", ".join(["(?, ?, ?)"] * len(batch))
+        sql = (
+            f"WITH ends(n, agent_id, week_end) AS (VALUES {rows}) {value} FROM ends ORDER BY ends.n"
         )
         parameters = tuple(item for i in batch for item in (i - first, int(agent[i]), texts[i]))
         found.extend(row[0] for row in connection.exec_driver_sql(sql, parameters))
