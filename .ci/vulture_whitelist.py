@@ -108,3 +108,28 @@ _.spherical
 _.overconfidence
 # forecasts column for the per-type difficulty fit (AnalysisOptions.fit_by_type)
 _.question_type
+# the research measures in the JSON API's response models (issue 24)
+_.p_rank_1
+_.p_top_3
+_.rank_low
+_.rank_high
+_.rank_sample
+_.assumptions
+_.bin_rule
+_.copy_correlation
+_.copy_distance
+_.copy_questions
+_.follows_market
+_.mean_forecast
+_.more_weeks
+_.observed_frequency
+_.return_per_dollar
+_.return_per_dollar_after_fee
+_.weeks_needed
+
+# the category and horizon breakdown (arena/web/breakdown.py, arena/web/schemas.py)
+_.LE7  # Horizon member, reached by value from ?horizon=
+_.D8TO30  # Horizon member, reached by value
+_.GT30  # Horizon member, reached by value
+_.HORIZON  # By member, reached by value from ?by=
+_.horizon_rule  # Breakdown response model field

@@ -121,6 +121,9 @@ class Schedule(_Strict):
     settlement_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
     # At least this often while new records exist (and after each decision run).
     commitment_minutes: Annotated[int, Field(ge=1, le=1440)] = 60
+    # The stored v2 analysis is brought up to date this often (and after each decision run and
+    # settlement); it computes only when the forecasts changed or the result is an hour old.
+    analysis_minutes: Annotated[int, Field(ge=1, le=1440)] = 10
     misfire_grace_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] = 300
     # Missed weekly work (cohort start, decision run, unfinished decisions) is caught up until
     # this many hours after the week starts (168: the whole week).
@@ -142,6 +145,7 @@ class Schedule(_Strict):
             Job.SETTLEMENT: self.settlement_minutes,
             Job.SNAPSHOT: self.snapshot_minutes,
             Job.COMMITMENT: self.commitment_minutes,
+            Job.ANALYSIS: self.analysis_minutes,
         }[job]
 
     @field_validator("cohort_start", "decision_run")
@@ -162,7 +166,11 @@ class Schedule(_Strict):
         return self
 
     @field_validator(
-        "market_sync_minutes", "snapshot_minutes", "settlement_minutes", "commitment_minutes"
+        "market_sync_minutes",
+        "snapshot_minutes",
+        "settlement_minutes",
+        "commitment_minutes",
+        "analysis_minutes",
     )
     @classmethod
     def _divides_the_day(cls, value: int) -> int:

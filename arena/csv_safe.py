@@ -22,3 +22,15 @@ def safe_cell(text: str) -> str:
     if text.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(text):
         return "'" + text
     return text
+
+
+def csv_text(value: object) -> str:
+    """A JSON value as a CSV cell: null empty, booleans ``true``/``false``, text
+    spreadsheet-safe (:func:`safe_cell`), numbers as Python writes them."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return safe_cell(value)
+    return str(value)

@@ -52,9 +52,14 @@ from arena.store.system_log import LogMessage, log_event
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+    from arena.analytics.stored import AnalysisReport
+
 log = logging.getLogger(__name__)
 
 DECISION_RETRY_MINUTES = 30
+ANALYSED_AFTER = frozenset({Job.DECISION_RUN, Job.SETTLEMENT})
+"""The jobs that write what the stored v2 analysis reads (forecasts, their results): the
+analysis job runs right after each of them."""
 
 
 class SupportsClose(Protocol):
@@ -140,6 +145,13 @@ class Runtime:
         has not taken yet (``arena record commit``)."""
         return commit_record(self.factory, clock, self.signing_key, self.anchors)
 
+    def analysis(self, clock: Clock) -> AnalysisReport:
+        """Bring the stored v2 analysis, which the dashboard serves, up to date as of now
+        (numpy, pyarrow and scipy load only when it first runs)."""
+        from arena.analytics.stored import refresh_analysis
+
+        return refresh_analysis(self.factory, self.settings, clock.now())
+
     def _commit_after_decisions(self, clock: Clock) -> None:
         """The commitment that follows a decision run; its failure is logged (the next
         commitment run tries again), never the decision run's."""
@@ -224,11 +236,14 @@ class Runtime:
     def slot(self, job: Job, now: datetime) -> datetime:
         return job_slot(self.settings, job, now)
 
-    def run_job(self, job: Job, clock: Clock, *, reopen: bool = False) -> GuardedRun:
+    def run_job(
+        self, job: Job, clock: Clock, *, reopen: bool = False, analyse: bool = True
+    ) -> GuardedRun:
         """Run ``job`` for its slot at ``clock.now()`` under the database guard; ``reopen``:
         even when the slot succeeded before (the catch-up, for agents still undecided). The
         run fails (and is retried) when its report says so (:func:`raise_failure`); else its
-        counts are stored on the ``job_runs`` row."""
+        counts are stored on the ``job_runs`` row. ``analyse``: the analysis job follows a job
+        of :data:`ANALYSED_AFTER` (``--once`` runs it in its own turn instead)."""
         slot = self.slot(job, clock.now())
         if self._settled.get(job) == slot and not reopen:
             return GuardedRun(job, slot, False, Blocked.ALREADY_FINAL)
@@ -239,6 +254,7 @@ class Runtime:
             Job.SETTLEMENT: lambda: self.settlement(clock),
             Job.SNAPSHOT: lambda: self.snapshot(clock),
             Job.COMMITMENT: lambda: self.commitment(clock),
+            Job.ANALYSIS: lambda: self.analysis(clock),
         }
 
         def run() -> dict[str, Any]:
@@ -257,7 +273,16 @@ class Runtime:
         )
         if result.status == JobRunStatus.SUCCEEDED:
             self._settled[job] = slot  # done here: no need to ask the database again
+        if analyse and result.ran and job in ANALYSED_AFTER:
+            self._analyse_after(job, clock)
         return result
+
+    def _analyse_after(self, job: Job, clock: Clock) -> None:
+        """The analysis job right after a job that writes what it reads (:data:`ANALYSED_AFTER`),
+        for its own current slot again: its failure is its own run's (recorded and retried at
+        its next slot), never ``job``'s."""
+        result = self.run_job(Job.ANALYSIS, clock, reopen=True)
+        log.info("analysis after %s: %s", job, result.describe())
 
     def week_due(self, now: datetime) -> WeekDue:
         """What the week of ``now`` still owes (missing cohort, decision run, decisions)."""
@@ -376,7 +401,7 @@ class Runtime:
             if job.weekly and weekly_fire_time(slot, at) is None:
                 results.append(GuardedRun(job, slot, False, Blocked.WEEK_OVER))
             else:
-                results.append(self.run_job(job, clock))
+                results.append(self.run_job(job, clock, analyse=False))
         return results
 
     def finish_held(self, at: datetime, results: list[GuardedRun]) -> list[GuardedRun]:

@@ -1,5 +1,8 @@
-"""Time and peak memory of ``arena leaderboard``, of a full Parquet export and of the trend
-(``arena analyze trend``: read every snapshot, bet and agent, then compute), at two sizes.
+"""Time and peak memory of the leaderboard, the category breakdown, a Parquet export and the trend.
+
+Measured: ``arena leaderboard``, ``arena analyze breakdown --by category`` (its database side:
+this arena holds no forecasts), a full Parquet export and the trend (``arena analyze trend``:
+read its inputs from the database, then compute), at two sizes.
 
 Generates a large stored arena: ``50 * scale`` cohorts x 7 families x 52 weekly decisions, each
 with a ~45 KB prompt (system prompt plus a 500-market list drawn from 2,000 synthetic markets)
@@ -70,7 +73,7 @@ PROMPT_MARKETS = 500
 SNAPSHOTS_PER_WEEK = 48
 BATCH = 2_000
 START = datetime(2025, 1, 5, tzinfo=UTC)  # a Sunday
-KINDS = ("leaderboard", "export", "trend")
+KINDS = ("leaderboard", "breakdown", "export", "trend")
 WEEK = timedelta(days=7)
 WORDS = (
     "election",
@@ -157,6 +160,9 @@ def market_lines(rng: random.Random) -> list[tuple[str, list[str], D]]:
     return lines
 
 
+BENCH_CATEGORIES = ("Politics", "Sports", "Crypto", "Economy", "Tech", "Culture", None)
+
+
 def generate(engine: Engine, scale: float, seed: int = 1) -> dict[str, int]:
     rng = random.Random(seed)
     loader = Loader(engine)
@@ -197,6 +203,8 @@ def generate(engine: Engine, scale: float, seed: int = 1) -> dict[str, int]:
                 "resolution_state": "resolved_winner" if settled else None,
                 "winning_outcome": ("YES" if number % 2 else "NO") if settled else None,
                 "resolved_at": START + 40 * WEEK if settled else None,
+                # the category breakdown's groups: six named, one in seven "other" (None)
+                "category": BENCH_CATEGORIES[number % len(BENCH_CATEGORIES)],
             },
         )
         for week in range(WEEKS):
@@ -439,6 +447,7 @@ def _decision(source: _Source, seat: _Seat, week: int, run_at: datetime) -> None
 
 
 def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
+    from arena.analytics.breakdown_view import breakdown_report  # imported before the clock
     from arena.analytics.leaderboard import compute_leaderboard
     from arena.analytics.trend_inputs import read_stored_trend_inputs
     from arena.analytics.trend_report import trend
@@ -458,6 +467,8 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
             inputs = read_stored_trend_inputs(session)
         rows = len(trend(inputs)["rows"])
         detail = f"{rows} family-weeks from {len(inputs.snapshots.taken_at):,} snapshots kept"
+    elif kind == "breakdown":
+        detail = _breakdown(factory, breakdown_report)
     else:
         assert out is not None
         manifest = export(factory, ExportTarget(out, "parquet"))
@@ -466,6 +477,22 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     engine.dispose()
     return {"seconds": seconds, "baseline_mib": baseline, "peak_mib": rss_mib(), "detail": detail}
+
+
+def _breakdown(factory: Any, breakdown_report: Any) -> str:
+    """``arena analyze breakdown --by category`` as the dashboard computes it: the ledger
+    side, and the forecast side when the database holds forecasts (this one holds none)."""
+    from arena.analytics.options import AnalysisOptions
+    from arena.analytics.records import Forecasts
+    from arena.export.writer import table_columns
+
+    with factory() as session:
+        forecasts: Forecasts | None = Forecasts.from_columns(table_columns(session, "forecasts"))
+        if forecasts is not None and len(forecasts) == 0:
+            forecasts = None
+        report = breakdown_report(session, forecasts, "category", AnalysisOptions())
+    groups = len({row["group"] for row in report["ledger"]})
+    return f"{len(report['ledger'])} family x category rows, {groups} categories"
 
 
 def run_measure(kind: str, url: str, out: Path | None) -> dict[str, Any]:

@@ -34,6 +34,7 @@ def test_each_job_has_one_name_and_the_old_one_reads_as_it() -> None:
         "decision_run",
         "settlement",
         "snapshot",
+        "analysis",
         "commitment",
     ]
     assert Job("resolution") is Job.SETTLEMENT
@@ -149,7 +150,8 @@ def test_a_failed_settlement_fails_its_slot(
 def test_every_scheduled_job_stores_its_report_counts(sim: Simulation) -> None:
     clock: Clock = sim.clock
     sim.clock.set(SUNDAY + timedelta(minutes=10))
-    runs = {job: sim.runtime.run_job(job, clock) for job in Job}
+    # each job in its own turn, as --once runs them (not also right after the decision run)
+    runs = {job: sim.runtime.run_job(job, clock, analyse=False) for job in Job}
     assert {job: run.status for job, run in runs.items()} == dict.fromkeys(Job, "succeeded")
     assert runs[Job.COHORT_START].counts == {"cohort_id": 1, "created": True, "agents": 3}
     assert runs[Job.SNAPSHOT].counts is not None

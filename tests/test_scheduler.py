@@ -62,6 +62,7 @@ def test_jobs_never_overlap_and_coalesce(tmp_path: Path) -> None:
         "market_sync",
         "settlement",
         "snapshot",
+        "analysis",
         "commitment",
         "catch_up",
     }

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from arena.analytics.calibration import Calibration, calibrate
+    from arena.analytics.groups import breakdown
     from arena.analytics.loading import read_export
     from arena.analytics.options import AnalysisOptions
     from arena.analytics.records import Forecasts
@@ -61,6 +62,7 @@ _HOMES = {
     "SignTest": "arena.analytics.significance",
     "TInterval": "arena.analytics.significance",
     "against_market": "arena.analytics.report",
+    "breakdown": "arena.analytics.groups",
     "calibrate": "arena.analytics.calibration",
     "calibration_report": "arena.analytics.report",
     "difference": "arena.analytics.report",
@@ -85,6 +87,7 @@ __all__ = [
     "SignTest",
     "TInterval",
     "against_market",
+    "breakdown",
     "calibrate",
     "calibration_report",
     "difference",

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from arena.domain.book import Pricing
 from arena.domain.ledger import ZERO
 from arena.domain.markets import side_index
+from arena.domain.valuation import side_mark
 from arena.errors import ExecutionError
 from arena.store.models import Agent, BookMark, Decision, PortfolioSnapshot, Trade
 from arena.store.queries import held_market_ids
@@ -70,6 +71,21 @@ def book_mark(
         return marks.get(str(tokens[side_index(outcomes, side)]))
     except ExecutionError:
         return None
+
+
+def open_mark(
+    marks: dict[str, Decimal],
+    outcomes: list[str],
+    prices: Any,
+    tokens: list[Any] | None,
+    side: str,
+    pricing: str,
+) -> Decimal | None:
+    """An open position's mark as the leaderboard values it: in mode book its token's last
+    valid mark when it has one, else the side's stored last valid price (``prices`` as
+    :func:`arena.domain.markets.stored_prices` gives them)."""
+    mark = book_mark(marks, outcomes, tokens, side) if pricing == Pricing.BOOK else None
+    return mark if mark is not None else side_mark(outcomes, prices, side)
 
 
 def add_executions(

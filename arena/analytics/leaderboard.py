@@ -41,11 +41,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.analytics.execution_quality import (
     ExecutionQuality,
     add_executions,
-    book_mark,
     held_book_marks,
+    open_mark,
 )
-from arena.csv_safe import safe_cell
-from arena.domain.book import Pricing
+from arena.analytics.ledger_breakdown import Scope, ledger_cells
+from arena.csv_safe import csv_text
 from arena.domain.ledger import ZERO, to_money
 from arena.domain.markets import stored_prices
 from arena.domain.scores import (
@@ -56,7 +56,7 @@ from arena.domain.scores import (
     return_pct,
 )
 from arena.domain.states import FAILED_CALLS, AttemptOutcome, DecisionStatus, PositionStatus
-from arena.domain.valuation import position_value, side_mark
+from arena.domain.valuation import position_value
 from arena.errors import UserError
 from arena.store.consistent_read import consistent_read
 from arena.store.models import (
@@ -247,23 +247,34 @@ RowFor = Callable[[str], FamilyStanding]  # the standing of a family id, created
 
 
 def compute_leaderboard(
-    factory: sessionmaker[Session], *, cohort_id: int | None = None, min_scored_bets: int = 10
+    factory: sessionmaker[Session],
+    *,
+    cohort_id: int | None = None,
+    min_scored_bets: int = 10,
+    scope: Scope | None = None,
 ) -> list[FamilyStanding]:
-    """Standings per family across all cohorts, or within one cohort with ``cohort_id``.
+    """Standings per family across all cohorts, or within one cohort with ``cohort_id``; with
+    ``scope``, the money and scores of the positions and bets in its category and horizon
+    bucket only (:mod:`arena.analytics.ledger_breakdown` says what each field then means).
 
     Only families with at least one agent in scope appear. Sorted by P/L (best first), then
     Brier (lower first, unscored last), then family id.
     """
     with consistent_read(factory) as session:
-        return standings(session, cohort_id=cohort_id, min_scored_bets=min_scored_bets)
+        return standings(session, cohort_id=cohort_id, min_scored_bets=min_scored_bets, scope=scope)
 
 
 def standings(
-    session: Session, *, cohort_id: int | None = None, min_scored_bets: int = 10
+    session: Session,
+    *,
+    cohort_id: int | None = None,
+    min_scored_bets: int = 10,
+    scope: Scope | None = None,
 ) -> list[FamilyStanding]:
     """:func:`compute_leaderboard` on a session the caller holds (a published dataset reads
     it in the snapshot its tables come from)."""
-    return sorted(_standings(session, cohort_id, min_scored_bets), key=_rank_key)
+    rows = _standings(session, cohort_id, min_scored_bets, scope or Scope())
+    return sorted(rows, key=_rank_key)
 
 
 def _rank_key(row: FamilyStanding) -> tuple[Decimal, bool, Decimal, str]:
@@ -271,7 +282,9 @@ def _rank_key(row: FamilyStanding) -> tuple[Decimal, bool, Decimal, str]:
     return (-row.pnl, brier is None, brier if brier is not None else ZERO, row.family_id)
 
 
-def _standings(session: Session, cohort_id: int | None, min_scored: int) -> list[FamilyStanding]:
+def _standings(
+    session: Session, cohort_id: int | None, min_scored: int, scope: Scope
+) -> list[FamilyStanding]:
     if cohort_id is not None and session.get(Cohort, cohort_id) is None:
         raise UserError(f"cohort {cohort_id} does not exist")
     names = {
@@ -300,32 +313,56 @@ def _standings(session: Session, cohort_id: int | None, min_scored: int) -> list
     for family_id, start, cash, realized in _stream(
         session, _in_cohort(money, Agent.cohort_id, cohort_id)
     ):
+        if scope:  # the money of the matching positions alone: see _scoped
+            continue
         standing = row(family_id)
         standing.starting_balance += start
         standing.cash += cash
         standing.realized_pnl += realized
 
-    marks = held_book_marks(session)
-    for family_id, side, shares, basis, outcomes, prices, tokens, pricing in _stream(
-        session, _in_cohort(_open_positions(), Position.cohort_id, cohort_id)
-    ):
-        standing = row(family_id)
-        mark = book_mark(marks, outcomes, tokens, side) if pricing == Pricing.BOOK else None
-        if mark is None:
-            mark = side_mark(outcomes, stored_prices(prices), side)
-        standing.positions_value += position_value(shares, basis, mark)
-        standing.open_cost_basis += basis
+    if scope:
+        _scoped(session, cohort_id, scope, row)
+    else:
+        marks = held_book_marks(session)
+        for family_id, side, shares, basis, outcomes, prices, tokens, pricing in _stream(
+            session, _in_cohort(_open_positions(), Position.cohort_id, cohort_id)
+        ):
+            standing = row(family_id)
+            mark = open_mark(marks, outcomes, stored_prices(prices), tokens, side, pricing)
+            standing.positions_value += position_value(shares, basis, mark)
+            standing.open_cost_basis += basis
 
-    scored = select(BrierScore.family_id, BrierScore.brier, BrierScore.market_brier, BrierScore.won)
-    for family_id, brier, market_brier, won in _stream(
-        session, _in_cohort(scored, BrierScore.cohort_id, cohort_id)
-    ):
-        row(family_id).tally.add(brier, market_brier, bool(won))
+        scored = select(
+            BrierScore.family_id, BrierScore.brier, BrierScore.market_brier, BrierScore.won
+        )
+        for family_id, brier, market_brier, won in _stream(
+            session, _in_cohort(scored, BrierScore.cohort_id, cohort_id)
+        ):
+            row(family_id).tally.add(brier, market_brier, bool(won))
 
     _add_attempts(session, cohort_id, row)
     _add_decisions(session, cohort_id, row)
     add_executions(session, cohort_id, lambda f: row(f).execution, _stream, _in_cohort)
+    if scope:
+        for standing in table.values():
+            standing.execution.exit_value = None  # a whole book's exit value: not split by market
     return [standing for standing in table.values() if standing.agents > 0]
+
+
+def _scoped(session: Session, cohort_id: int | None, scope: Scope, row: RowFor) -> None:
+    """Money and scores of the positions and scored bets in ``scope``: the matching positions'
+    cost is the starting balance, what they returned the cash, their open value and basis the
+    positions' (so ``pnl`` is their P/L)."""
+    for (family_id, _group), cell in ledger_cells(
+        session, "all", cohort_id=cohort_id, scope=scope
+    ).items():
+        standing = row(family_id)
+        standing.starting_balance += cell.cost
+        standing.cash += cell.returned
+        standing.realized_pnl += cell.realized_pnl
+        standing.positions_value += cell.open_value
+        standing.open_cost_basis += cell.open_basis
+        standing.tally = cell.tally
 
 
 def _open_positions() -> Select:
@@ -451,12 +488,4 @@ def write_csv(standings: Iterable[FamilyStanding], out: IO[str]) -> None:
     writer.writerow(FIELDS)
     for standing in standings:
         data = standing.to_json()
-        writer.writerow(["" if data[name] is None else _csv_value(data[name]) for name in FIELDS])
-
-
-def _csv_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return safe_cell(value)  # the OWASP rule: numbers pass unchanged, formulas do not
-    return str(value)
+        writer.writerow([csv_text(data[name]) for name in FIELDS])

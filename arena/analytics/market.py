@@ -176,6 +176,17 @@ def market_rows(prep: Prepared, options: AnalysisOptions) -> list[dict[str, Any]
     return rows
 
 
+def in_skill_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`market_rows` as tables show them: the highest Brier alpha first, the rows whose
+    alpha is "insufficient" last (each group otherwise in its given order)."""
+
+    def key(row: dict[str, Any]) -> tuple[int, float]:
+        alpha = row["alpha_brier"]
+        return (0, -float(alpha["estimate"])) if isinstance(alpha, dict) else (1, 0.0)
+
+    return sorted(rows, key=key)
+
+
 def copy_index(p: NDArray[np.float64], m: NDArray[np.float64]) -> dict[str, Any]:
     """Pearson correlation and mean distance of forecasts ``p`` and prices ``m`` (NaN prices
     left out); "insufficient" correlation below 3 questions or without spread in either."""

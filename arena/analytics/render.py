@@ -1,18 +1,25 @@
 """Terminal tables for the analysis dicts of :mod:`arena.analytics.report`.
 
 Each table shows its essential columns by default, fitting 80 columns; ``wide`` shows all of
-them, and ``--format json`` every field.
+them, and ``--format json`` every field. ``--format csv`` writes one row per forecaster (per
+pair for ``power``; :func:`write_csv`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import csv
+import json
+from collections.abc import Iterable, Sequence
+from typing import IO, Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from arena import numbers
+from arena.analytics.market import in_skill_order
+from arena.analytics.significance import INSUFFICIENT
+from arena.csv_safe import csv_text
 from arena.terminal import TerminalColumn, fitted_table
 
 
@@ -41,13 +48,23 @@ RANKING_COLUMNS = [
     TerminalColumn("forecaster", _name, numeric=False),
     TerminalColumn("adj. Brier", lambda r: _num(r["adjusted_brier"])),
     TerminalColumn("95% CI", lambda r: _interval(r["ci_low"], r["ci_high"], 3)),
-    TerminalColumn("Brier", lambda r: _num(r["brier"])),
+    TerminalColumn("Brier", lambda r: _num(r["brier"]), essential=False),
+    TerminalColumn("P(#1)", lambda r: numbers.share(r.get("p_rank_1"))),
+    TerminalColumn("rank 95%", lambda r: _rank_interval(r)),
     TerminalColumn("peer", lambda r: _num(r["peer_score"], 1), essential=False),
     TerminalColumn(
         "n (weight)",
         lambda r: f"{numbers.count(r['n_questions'])} ({_num(r['weight_sum'], 1)})",
     ),
 ]
+
+
+def _rank_interval(row: dict[str, Any]) -> str:
+    """The 95% rank interval ``low-high`` (one rank when both agree), "-" when unranked."""
+    low, high = row.get("rank_low"), row.get("rank_high")
+    if low is None or high is None:
+        return "-"
+    return str(low) if low == high else f"{low}-{high}"
 
 
 def ranking_table(report: dict[str, Any], wide: bool = False) -> Group:
@@ -66,7 +83,9 @@ def ranking_table(report: dict[str, Any], wide: bool = False) -> Group:
             f"{options['min_clusters']} independent clusters); CI -: no interval (too few "
             "clusters, no spread, or the reference row); 95% CI: cluster-robust t, clipped to "
             f"[0, 1]; cluster bootstrap in --format json ({report['resampling']['resamples']} "
-            f"resamples, seed {report['resampling']['seed']}); {report['sample']}"
+            f"resamples, seed {report['resampling']['seed']}); {report['sample']}; "
+            f"P(#1): share of resamples ranked first; rank 95%: 2.5%-97.5% of the resampled "
+            f"ranks ({report.get('rank_sample', '')}); Brier (plain): --wide"
         ),
         row_style=lambda r: "dim" if r["reference"] else None,
     )
@@ -142,10 +161,172 @@ CALIBRATION_COLUMNS = [
 ]
 
 
-def calibration_table(report: dict[str, Any], wide: bool = False) -> Table:
-    """Calibration and Murphy decomposition per forecaster."""
+DEPTH_COLUMNS = [
+    TerminalColumn("forecaster", _name, numeric=False),
+    TerminalColumn("ECE", lambda r: _num(r["ece"])),
+    TerminalColumn("MCE", lambda r: _num(r.get("mce"))),
+    TerminalColumn("ACE", lambda r: _num(r.get("ace"))),
+    TerminalColumn("log loss", lambda r: _num(r.get("log_loss"))),
+    TerminalColumn("spherical", lambda r: _num(r.get("spherical"))),
+    TerminalColumn("overconf.", lambda r: _num(r.get("overconfidence"), 3)),
+]
+
+
+def calibration_table(report: dict[str, Any], wide: bool = False) -> Group:
+    """Calibration and Murphy decomposition per forecaster, then calibration in depth (MCE,
+    ACE, log loss, spherical score, overconfidence) with the bin rule under it."""
     title = "Calibration (REL - RES + UNC = binned Brier)"
     caption = report["sample"]
-    return fitted_table(
+    table = fitted_table(
         CALIBRATION_COLUMNS, report["rows"], wide=wide, title=title, caption=caption
     )
+    depth = fitted_table(
+        DEPTH_COLUMNS,
+        report["rows"],
+        wide=wide,
+        title="Calibration in depth (lower is better, except spherical)",
+        caption=(
+            "MCE: largest |mean forecast - frequency| of a bin; ACE: ECE over equal-mass bins; "
+            "log loss: -mean ln p(outcome), p clipped to [0.001, 0.999]; spherical: mean "
+            "p(outcome) / |p|; overconfidence: mean confidence - hit rate (> 0: "
+            f"overconfident); {report.get('bin_rule', '')}"
+        ),
+    )
+    return Group(table, depth)
+
+
+def _alpha(value: Any, digits: int = 3) -> str:
+    """An interval object's estimate, signed; "-" for "insufficient"."""
+    if isinstance(value, dict):
+        return numbers.fixed(value.get("estimate"), digits, signed=True)
+    return "-"
+
+
+def _bounds(value: Any, digits: int = 3) -> str:
+    """An interval object's ``low..high``, "-" without one."""
+    if isinstance(value, dict):
+        return _interval(value.get("low"), value.get("high"), digits)
+    return "-"
+
+
+MARKET_COLUMNS = [
+    TerminalColumn("forecaster", _name, numeric=False),
+    TerminalColumn("α Brier", lambda r: _alpha(r["alpha_brier"])),
+    TerminalColumn("95% CI", lambda r: _bounds(r["alpha_brier"], 2)),
+    TerminalColumn("α log", lambda r: _alpha(r["alpha_log"])),
+    TerminalColumn("log 95% CI", lambda r: _bounds(r["alpha_log"], 2), essential=False),
+    TerminalColumn(
+        "corr.",
+        lambda r: "-" if r["copy_correlation"] == INSUFFICIENT else _num(r["copy_correlation"], 3),
+    ),
+    TerminalColumn("dist.", lambda r: _num(r["copy_distance"], 3), essential=False),
+    TerminalColumn("copy", lambda r: "yes" if r["follows_market"] else "no", numeric=False),
+    TerminalColumn("ret/$1", lambda r: _alpha(r["return_per_dollar"], 2)),
+    TerminalColumn("fee'd", lambda r: _alpha(r["return_per_dollar_after_fee"], 2)),
+    TerminalColumn("n", lambda r: numbers.count(r["questions"]), essential=False),
+    TerminalColumn("markets", lambda r: numbers.count(r["markets"]), essential=False),
+]
+
+
+def market_table(report: dict[str, Any], wide: bool = False) -> Table:
+    """Skill against the market: alpha (Brier, log), market-copy index, return against the
+    odds before and after the fee; the highest alpha first."""
+    resampling = report["resampling"]
+    caption = (
+        f"as of {report['as_of']}; α Brier: mean (m-o)^2 - (p-o)^2, α log: mean ln p(o) - "
+        "ln m(o) (> 0: beat the price shown), 95% CI cluster-robust t (cluster bootstrap in "
+        f"--format json, {resampling['resamples']} resamples, seed {resampling['seed']}); "
+        "corr./dist.: correlation and mean |p - m| with the price shown (dist.: --wide); "
+        "copy: follows the market (corr. >= 0.98 and dist. <= 0.02); ret/$1: return of "
+        "betting $1 against the odds, fee'd: after the taker fee; -: insufficient (too few "
+        f"clusters or questions, or no spread); {report['sample']}"
+    )
+    return fitted_table(
+        MARKET_COLUMNS,
+        in_skill_order(report["rows"]),
+        wide=wide,
+        title="Against the market (alpha > 0: better than the price shown)",
+        caption=caption,
+    )
+
+
+def _pair_name(row: dict[str, Any], key: str) -> str:
+    return str(row.get(f"{key}_name") or row[key])
+
+
+POWER_COLUMNS = [
+    TerminalColumn("A", lambda r: _pair_name(r, "a"), numeric=False),
+    TerminalColumn("B", lambda r: _pair_name(r, "b"), numeric=False),
+    TerminalColumn("delta", lambda r: _num(r["delta"])),
+    TerminalColumn("se", lambda r: _num(r["se"])),
+    TerminalColumn("weeks", lambda r: numbers.count(r["weeks_seen"])),
+    TerminalColumn("verdict", lambda r: str(r["verdict"]), numeric=False),
+]
+
+
+def power_table(report: dict[str, Any], wide: bool = False) -> Table:
+    """Weeks to separate each adjacent pair of the ranking, with its assumptions."""
+    caption = (
+        f"as of {report['as_of']}; delta: mean Brier of A minus B on their common scored "
+        "questions (< 0: A better), se: its cluster-robust standard error over the weeks seen; "
+        f"assumptions: {report['assumptions']}"
+    )
+    return fitted_table(
+        POWER_COLUMNS,
+        report["rows"],
+        wide=wide,
+        title="Weeks to separate adjacent forecasters",
+        caption=caption,
+    )
+
+
+def label_pairs(report: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    """``report`` (:func:`arena.analytics.report.power`) with ``a_name`` and ``b_name`` on each
+    row whose forecasters ``labels`` names."""
+    for row in report.get("rows", []):
+        for key in ("a", "b"):
+            if row[key] in labels:
+                row[f"{key}_name"] = labels[row[key]]
+    return report
+
+
+# -- CSV ------------------------------------------------------------------------------------------
+
+INTERVAL_FIELDS = frozenset(
+    {"alpha_brier", "alpha_log", "return_per_dollar", "return_per_dollar_after_fee"}
+)
+"""The fields holding an interval object (or "insufficient"), written as three CSV columns."""
+INTERVAL_PARTS = ("estimate", "low", "high")
+
+
+def flat_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One report row as CSV cells: an interval field as ``_estimate``, ``_low`` and ``_high``
+    (the estimate "insufficient", the bounds empty, below the minimum sample); lists (the
+    calibration bins) left out (``--format json`` has them)."""
+    flat: dict[str, Any] = {}
+    for key, value in row.items():
+        if key in INTERVAL_FIELDS:
+            found = value if isinstance(value, dict) else {"estimate": value}
+            for part in INTERVAL_PARTS:
+                flat[f"{key}_{part}"] = found.get(part)
+        elif isinstance(value, list):
+            continue
+        elif isinstance(value, dict):
+            flat[key] = json.dumps(value, sort_keys=True)
+        else:
+            flat[key] = value
+    return flat
+
+
+def write_csv(rows: Iterable[dict[str, Any]], out: IO[str], first: Sequence[str] = ()) -> None:
+    """``rows`` flattened (:func:`flat_row`) as CSV with the JSON field names as header, in the
+    order first seen (``first`` leading); null is an empty cell, booleans ``true``/``false``,
+    text spreadsheet-safe (:func:`arena.csv_safe.csv_text`)."""
+    flat = [flat_row(r) for r in rows]
+    header: list[str] = list(first)
+    for row in flat:
+        header += [key for key in row if key not in header]
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for row in flat:
+        writer.writerow([csv_text(row.get(key)) for key in header])

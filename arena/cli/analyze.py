@@ -1,12 +1,14 @@
 """``arena analyze``: research statistics over forecasts (methodology v2).
 
-Every subcommand reads the forecasts of an export directory (``--from-export DIR``), so a
-researcher needs no database, and prints a table or JSON (``--format json``).
+Every subcommand reads the forecasts of an export directory (``--from-export DIR``), or the
+configured database's, and prints a table, JSON (``--format json``) or CSV (``--format csv``:
+one row per forecaster, per pair for ``power``).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -15,9 +17,8 @@ import typer
 from typer.core import TyperCommand
 
 from arena.cli.common import (
-    VIEW_FORMATS,
     AtOption,
-    ViewFormatOption,
+    FormatOption,
     WideOption,
     clock_for,
     console,
@@ -26,6 +27,7 @@ from arena.cli.common import (
 )
 from arena.cli.composed import with_options
 from arena.cli.style import command_group
+from arena.cli.where import CategoryOption, HorizonOption, ledger_scope, scoped_forecasts
 from arena.errors import OptionError, UserError
 from arena.terminal import show
 
@@ -73,8 +75,9 @@ def _read_verified_export(path: Path) -> Forecasts:
 
 analyze_app = command_group(
     help="Research statistics over forecasts: difficulty-adjusted ranking, head-to-head, "
-    "proxy ranking, calibration."
+    "skill against the market, weeks to separate, proxy ranking, calibration."
 )
+ANALYZE_FORMATS = ("table", "json", "csv")
 
 FromExport = Annotated[
     Path | None,
@@ -160,7 +163,7 @@ class AnalyzeFlags:
     the forecasts come from, how the result is printed, and how the statistics are taken."""
 
     from_export: FromExport = None
-    output_format: ViewFormatOption = "table"
+    output_format: FormatOption = "table"
     at: AtOption = None
     market_weight: MarketWeight = None
     fit_exclude: FitExclude = None
@@ -171,13 +174,15 @@ class AnalyzeFlags:
     by: By = "family"
     with_bets: WithBets = False
     wide: WideOption = False
+    category: CategoryOption = None
+    horizon: HorizonOption = None
 
 
 def _options(ctx: typer.Context, flags: AnalyzeFlags, **extra: Any) -> AnalysisOptions:
     """Options of one command; the resample count and seed default to the config's
     ``analysis`` section, so every entry point resamples alike."""
     one_of("--by", flags.by, ("family", "agent"))
-    one_of("--format", flags.output_format, VIEW_FORMATS)
+    one_of("--format", flags.output_format, ANALYZE_FORMATS)
     return _report().configured_options(
         state(ctx).settings,
         bootstrap_resamples=flags.bootstrap,
@@ -209,6 +214,11 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
         return _read_export(Path(tmp))
 
 
+def _scoped(forecasts: Forecasts, flags: AnalyzeFlags, options: AnalysisOptions) -> Forecasts:
+    """The forecasts of ``--category`` and ``--horizon`` (horizons as known at ``--at``)."""
+    return scoped_forecasts(forecasts, flags.category, flags.horizon, options.as_of)
+
+
 def family_names(ctx: typer.Context, from_export: Path | None) -> dict[str, str]:
     """Display names by family id: the configured ones, over them the stored ones (of the
     export directory, or of the configured database)."""
@@ -234,16 +244,41 @@ def _emit(
     render: Any,
     forecasts: Forecasts | None = None,
 ) -> None:
-    """Print ``report``: its JSON (forecasters by id), or its table, where each forecaster of
-    ``forecasts`` is named by its family's display name (and cohort, ``--by agent``)."""
-    if one_of("--format", flags.output_format, VIEW_FORMATS) == "json":
+    """Print ``report``: its JSON (forecasters by id), or its table or CSV, where each
+    forecaster of ``forecasts`` is named by its family's display name (and cohort, ``--by
+    agent``; CSV keeps the id in ``forecaster`` and adds ``display_name``)."""
+    fmt = one_of("--format", flags.output_format, ANALYZE_FORMATS)
+    if fmt == "json":
         typer.echo(json.dumps(report, indent=2, sort_keys=False))
         return
     if forecasts is not None:
-        names = family_names(ctx, flags.from_export)
-        labels = _report().forecaster_labels(forecasts, flags.by, names)
-        report = _report().label_rows(report, labels)
+        report = _labelled(ctx, report, flags, forecasts)
+    if fmt == "csv":
+        rows = report.get("rows", [report])  # head-to-head: one row, the report itself
+        _render().write_csv(rows, sys.stdout, first=_first_columns(report))
+        return
     show(console, render(report, wide=flags.wide), flags.wide)
+
+
+def _labelled(
+    ctx: typer.Context, report: dict[str, Any], flags: AnalyzeFlags, forecasts: Forecasts
+) -> dict[str, Any]:
+    """``report`` with display names: ``display_name`` on each forecaster's row, ``a_name``
+    and ``b_name`` on each pair of ``power``."""
+    names = family_names(ctx, flags.from_export)
+    labels = _report().forecaster_labels(forecasts, flags.by, names)
+    if report.get("kind") == "weeks_to_separate":
+        return _render().label_pairs(report, labels)
+    return _report().label_rows(report, labels)
+
+
+def _first_columns(report: dict[str, Any]) -> tuple[str, ...]:
+    """The CSV's leading columns: who the row is about."""
+    if report.get("kind") == "weeks_to_separate":
+        return ("a", "a_name", "b", "b_name")
+    if "rows" in report:
+        return ("forecaster", "display_name")
+    return ()
 
 
 @analyze_app.command("ranking")
@@ -252,6 +287,8 @@ def _emit(
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "market_weight",
     "fit_exclude",
     "fit_by_type",
@@ -286,7 +323,7 @@ def ranking_command(
     Only resolved questions past their scheduled close count (early closers wait).
     """
     options = _options(ctx, flags, min_days=min_days, min_questions=min_questions)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().ranking(forecasts, options)
     _emit(ctx, report, flags, _render().ranking_table, forecasts)
 
@@ -299,6 +336,8 @@ def ranking_command(
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "score",
     "weights",
     "bootstrap",
@@ -336,7 +375,7 @@ def h2h_command(
     """
     one_of("--score", score, ("log", "brier"))
     options = _options(ctx, flags, h2h_score=score)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().head_to_head(forecasts, family_a, family_b, options)
     _emit(ctx, report, flags, _render().head_to_head_table)
 
@@ -347,6 +386,8 @@ def h2h_command(
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "include_baselines",
     "include_resolved",
     "by",
@@ -375,9 +416,70 @@ def proxy_command(
         proxy_include_baselines=include_baselines,
         proxy_include_resolved=include_resolved,
     )
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().proxy_ranking(forecasts, options)
     _emit(ctx, report, flags, _render().proxy_table, forecasts)
+
+
+@analyze_app.command("market")
+@with_options(
+    AnalyzeFlags,
+    "from_export",
+    "output_format",
+    "at",
+    "category",
+    "horizon",
+    "bootstrap",
+    "seed",
+    "by",
+    "with_bets",
+    "wide",
+)
+def market_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
+    """Skill against the market: alpha in Brier and log terms against the price each
+    forecaster was shown (> 0: it beat that price), the market-copy index (correlation, mean
+    distance, "follows the market") and the return per $1 of betting against the odds, before
+    and after the taker fee.
+
+    Intervals are cluster-robust t (cluster bootstrap too in --format json); "insufficient"
+    below 5 clusters. CSV flattens each interval into _estimate, _low and _high columns.
+    """
+    options = _options(ctx, flags)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
+    report = _report().against_market(forecasts, options)
+    _emit(ctx, report, flags, _render().market_table, forecasts)
+
+
+@analyze_app.command("power")
+@with_options(
+    AnalyzeFlags,
+    "from_export",
+    "output_format",
+    "at",
+    "category",
+    "horizon",
+    "market_weight",
+    "weights",
+    "fit_exclude",
+    "fit_by_type",
+    "bootstrap",
+    "seed",
+    "by",
+    "with_bets",
+    "wide",
+)
+def power_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
+    """Weeks to separate each adjacent pair of the ranking: the Brier gap on their common
+    questions, its standard error, and "separated", "about N more weeks" (for 80% power at
+    two-sided 5%) or "not separable at this gap".
+
+    Assumes the weeks to come have the same panel size, variance per week and gap as the
+    weeks seen (the table states it; "assumptions" in --format json).
+    """
+    options = _options(ctx, flags)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
+    report = _report().power(forecasts, options)
+    _emit(ctx, report, flags, _render().power_table, forecasts)
 
 
 @analyze_app.command("calibration")
@@ -386,6 +488,8 @@ def proxy_command(
     "from_export",
     "output_format",
     "at",
+    "category",
+    "horizon",
     "bins",
     "plot",
     "by",
@@ -408,9 +512,11 @@ def calibration_command(
         ),
     ] = None,
 ) -> None:
-    """Reliability data, expected calibration error and Brier decomposition per forecaster."""
+    """Reliability data, expected calibration error and Brier decomposition per forecaster,
+    and calibration in depth: MCE, ACE, log loss, spherical score, overconfidence (the bin
+    rule is written under the table, and as "bin_rule" in --format json)."""
     options = _options(ctx, flags, n_bins=bins)
-    forecasts = load_forecasts(ctx, flags.from_export)
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
     prep = _report().prepare(forecasts, options)
     report = _report().calibration_report(forecasts, options, prep)
     if plot is not None:
@@ -458,13 +564,17 @@ def parse_pair(value: str | None) -> tuple[str, str] | None:
 @with_options(
     AnalyzeFlags,
     "from_export",
+    "report_format",
     "at",
+    "category",
+    "horizon",
     "pair",
     "market_weight",
     "fit_exclude",
     "fit_by_type",
     "bootstrap",
     "seed",
+    "wide",
 )
 def report_command(
     ctx: typer.Context,
@@ -478,12 +588,114 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    report_format: FormatOption = "json",
 ) -> None:
-    """Everything at once (ranking, proxy, calibration, optional head-to-head) as JSON."""
+    """Everything at once: ranking (with rank probabilities), skill against the market, weeks
+    to separate, proxy ranking, calibration (in depth) and an optional head-to-head.
+
+    JSON by default; --format table prints each table in turn; --format csv writes one CSV
+    whose first column, "section", names the analysis each row comes from.
+    """
+    fmt = one_of("--format", report_format, ANALYZE_FORMATS)
     pair_names = parse_pair(pair)
     options = _options(ctx, flags)
-    forecasts = load_forecasts(ctx, flags.from_export)
-    typer.echo(json.dumps(_report().full_analysis(forecasts, options, pair_names), indent=2))
+    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
+    report = _report().full_analysis(forecasts, options, pair_names)
+    if fmt == "json":
+        typer.echo(json.dumps(report, indent=2))
+        return
+    sections = {
+        name: _labelled(ctx, report[name], flags, forecasts)
+        for name in ("ranking", "market", "power", "proxy", "calibration")
+    }
+    if fmt == "csv":
+        rows = [{"section": name, **row} for name, part in sections.items() for row in part["rows"]]
+        if "head_to_head" in report:
+            rows.append({"section": "head_to_head", **report["head_to_head"]})
+        _render().write_csv(rows, sys.stdout, first=("section", "forecaster", "display_name"))
+        return
+    render = _render()
+    tables = {
+        "ranking": render.ranking_table,
+        "market": render.market_table,
+        "power": render.power_table,
+        "proxy": render.proxy_table,
+        "calibration": render.calibration_table,
+    }
+    for name, table in tables.items():
+        show(console, table(sections[name], wide=flags.wide), flags.wide)
+    if "head_to_head" in report:
+        show(console, render.head_to_head_table(report["head_to_head"], flags.wide), flags.wide)
+
+
+@analyze_app.command("breakdown")
+@with_options(
+    AnalyzeFlags,
+    "by_group",
+    "from_export",
+    "breakdown_format",
+    "at",
+    "category",
+    "horizon",
+    "bootstrap",
+    "seed",
+    "with_bets",
+    "wide",
+)
+def breakdown_command(
+    ctx: typer.Context,
+    flags: AnalyzeFlags,
+    by_group: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            metavar="category|horizon",
+            help="One row per family and category, or "
+            "per family and horizon bucket (le7, 8to30, gt30 days).",
+        ),
+    ] = "category",
+    breakdown_format: Annotated[
+        str,
+        typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json or csv."),
+    ] = "table",
+) -> None:
+    """Every family per market category or horizon bucket: positions, P/L, cost, scored bets
+    and Brier (the ledger, from the database), and forecasts, scored questions and the
+    difficulty-adjusted Brier with its interval (the forecasts, at --at). A group with fewer
+    than 30 scored questions (bets) for a family is provisional for it; markets without a
+    category are "other"; unresolved markets are bucketed by their scheduled end."""
+    import sys
+
+    from arena.analytics.breakdown_view import (
+        breakdown_report,
+        breakdown_table,
+        write_breakdown_csv,
+    )
+
+    one_of("--format", breakdown_format, ("table", "json", "csv"))
+    one_of("--by", by_group, ("category", "horizon"))
+    options = _options(ctx, flags)
+    scope = ledger_scope(ctx, flags.category, flags.horizon)
+    try:
+        forecasts: Forecasts | None = scoped_forecasts(
+            load_forecasts(ctx, flags.from_export),
+            flags.category,
+            flags.horizon,
+            options.as_of,
+            checked=True,
+        )
+    except UserError:
+        if flags.from_export is not None:
+            raise
+        forecasts = None  # methodology v1: positions and bets only
+    with state(ctx).reader()() as session:
+        report = breakdown_report(session, forecasts, by_group, options, scope=scope)
+    if breakdown_format == "json":
+        typer.echo(json.dumps(report, indent=2))
+    elif breakdown_format == "csv":
+        write_breakdown_csv(report, sys.stdout)
+    else:
+        show(console, breakdown_table(report, wide=flags.wide), flags.wide)
 
 
 def register(app: typer.Typer) -> None:

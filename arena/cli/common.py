@@ -184,7 +184,8 @@ ViewFormatOption = Annotated[
     typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table or json."),
 ]
 VIEW_FORMATS = ("table", "json")
-"""The formats of a command that shows a view (``status``, ``families``, ``analyze ...``)."""
+"""The formats of a command that shows a view (``status``, ``families``, ``verify``, ...);
+``arena analyze`` takes csv too (:data:`arena.cli.analyze.ANALYZE_FORMATS`)."""
 
 
 def one_of(flag: str, value: str, choices: Sequence[str]) -> str:

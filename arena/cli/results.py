@@ -27,6 +27,7 @@ from arena.cli.common import (
     state,
 )
 from arena.cli.composed import with_options
+from arena.cli.where import CategoryOption, HorizonOption, ledger_scope, say_scope
 from arena.export import FORMATS
 from arena.terminal import TerminalColumn, fitted_table, show, text_column
 
@@ -50,6 +51,8 @@ def leaderboard(
         ),
     ] = None,
     wide: WideOption = False,
+    category: CategoryOption = None,
+    horizon: HorizonOption = None,
 ) -> None:
     """Standings per model family: value, P/L, Brier and skill, cost and reliability."""
     one_of("--format", fmt, LEADERBOARD_FORMATS)
@@ -57,7 +60,12 @@ def leaderboard(
 
     app_state = state(ctx)
     minimum = app_state.settings.benchmark.min_scored_bets
-    standings = compute_leaderboard(app_state.reader(), cohort_id=cohort, min_scored_bets=minimum)
+    scope = ledger_scope(ctx, category, horizon)
+    standings = compute_leaderboard(
+        app_state.reader(), cohort_id=cohort, min_scored_bets=minimum, scope=scope
+    )
+    if fmt == "table":
+        say_scope(scope)
     if fmt == "json":
         typer.echo(json.dumps(to_json(standings), indent=2))
     elif fmt == "csv":

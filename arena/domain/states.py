@@ -142,6 +142,10 @@ class Job(enum.StrEnum):
     (:mod:`arena.domain.resolution`)."""
     SNAPSHOT = "snapshot"
     """Value every agent at this slot (``arena snapshot``; every ``schedule.snapshot_minutes``)."""
+    ANALYSIS = "analysis"
+    """Bring the stored methodology v2 analysis up to date, which the dashboard serves
+    (:func:`arena.analytics.stored.refresh_analysis`; every ``schedule.analysis_minutes``, and
+    right after each decision run and settlement). Operational: nothing it stores is recorded."""
     COMMITMENT = "commitment"
     """Commit the record chain's head, signed, and send it to the anchors, retrying earlier
     deliveries that failed (``arena record commit``; every ``schedule.commitment_minutes``,

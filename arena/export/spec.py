@@ -9,7 +9,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Integer, Select, String, Text, cast, null, select
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Integer,
+    Select,
+    String,
+    Text,
+    cast,
+    null,
+    select,
+    type_coerce,
+)
+from sqlalchemy.types import NullType
 
 from arena.store.types import ExactDecimal, UTCDateTime
 
@@ -86,9 +98,13 @@ class TableSpec:
     restrict: Restrict
     batch_rows: int | None = None
 
-    def query(self, filters: ExportFilters, include_prompts: bool) -> Select:
+    def query(self, filters: ExportFilters, include_prompts: bool, *, raw: bool = False) -> Select:
+        """The slice's rows in order; ``raw``: each value as the database driver gives it
+        (no result processing: text for decimals and times on SQLite)."""
         selected = [
-            null().label(c.name) if c.prompt and not include_prompts else c.sql.label(c.name)
+            null().label(c.name)
+            if c.prompt and not include_prompts
+            else (type_coerce(c.sql, NullType()) if raw else c.sql).label(c.name)
             for c in self.columns
         ]
         statement = self.source(select(*selected))

@@ -127,6 +127,11 @@ _CONVERT: dict[Kind, Callable[[ExportColumn], Callable[[Any], Any] | None]] = {
 }
 
 
+def converter(column: ExportColumn) -> Callable[[Any], Any] | None:
+    """What turns a database value of ``column`` into its export value (None: kept as read)."""
+    return _CONVERT[column.kind](column)
+
+
 def decimal_text(value: Decimal, scale: int) -> str:
     """Money (scale 2) keeps its cents (``"10000.00"``); other decimals drop trailing zeros."""
     text = format(value, "f")

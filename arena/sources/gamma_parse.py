@@ -61,6 +61,8 @@ _TAG_CATEGORIES = {
     "culture": "Culture",
     "pop culture": "Culture",
     "entertainment": "Culture",
+    "us current affairs": "Politics",  # a legacy (2020) category
+    "coronavirus": "Science",  # a legacy (2020) category
 }
 
 # Fallback when no tag names a category: keywords in the event title or the question.
@@ -78,14 +80,27 @@ _TITLE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"\b(bitcoin|btc|ethereum|eth|solana|crypto|airdrop|token|fdv|memecoin|stablecoin)\b",
         ),
         (
+            "Geopolitics",
+            r"\b(ceasefire|invades?|invasion|war|nato|nuclear (deal|test|weapons?))\b",
+        ),
+        (
             "Economy",
             r"\b(fed|interest rates?|inflation|cpi|gdp|recession|unemployment|tariffs?)\b",
         ),
         (
             "Politics",
             r"\b(elections?|president(ial)?|nominee|nomination|senate|congress|governor|"
-            r"prime minister|parliament|government|shutdown|primar(y|ies)|mayor|trump|biden)\b",
+            r"prime minister|parliament|government|shutdown|primar(y|ies)|mayor|trump|biden|"
+            r"xi jinping|putin|banned in the us)\b",
         ),
+        (
+            "Culture",
+            r"\b(album|box office|opening weekend|movie|film|oscars?|grammys?|emmys?|"
+            r"billboard|spotify|netflix|youtube|tiktok)\b",
+        ),
+        ("Weather", r"\b(hurricane|named storms?|tornado|temperature|rainfall|snowfall)\b"),
+        ("Business", r"\b(largest company|market cap|ipo|earnings|nvidia|apple|tesla)\b"),
+        ("Sports", r"\b(wsop|poker|formula 1|f1|grand prix|boxing|golf|pga|tennis)\b"),
     )
 )
 
@@ -210,10 +225,15 @@ def should_skip(market: MarketView) -> str | None:
 def derive_category(
     raw: Mapping[str, Any], event_title: str | None, tags: tuple[str, ...], question: str
 ) -> str | None:
-    """Gamma's legacy ``category``, else one from the event's tags, else from title keywords."""
+    """Gamma's legacy ``category``, else one from the event's tags, else from title keywords.
+
+    A legacy category that names one of the tag categories (``US-current-affairs``,
+    ``Crypto``) becomes that category, so one topic is one name whichever field gave it; other
+    legacy text is kept as Gamma wrote it. None when nothing names a category (the analyses
+    count such a market as "other")."""
     legacy = _text(raw.get("category"))
     if legacy:
-        return legacy
+        return _TAG_CATEGORIES.get(legacy.replace("-", " ").strip().lower(), legacy)
     for label in tags:
         category = _TAG_CATEGORIES.get(label.strip().lower())
         if category:

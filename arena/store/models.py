@@ -377,6 +377,22 @@ class JobRun(Base):
     error: Mapped[str | None]
 
 
+class AnalysisResult(Base):
+    """The latest stored analysis of one name (``v2``:
+    :func:`arena.analytics.stored.refresh_analysis`)."""
+
+    __table__ = schema.analysis_results
+
+    name: Mapped[str]
+    data_version: Mapped[str]
+    as_of: Mapped[datetime]
+    computed_at: Mapped[datetime]
+    seconds: Mapped[float]
+    resamples: Mapped[int]
+    seed: Mapped[int]
+    body: Mapped[str]
+
+
 class SystemLog(Base):
     __table__ = schema.system_log
 

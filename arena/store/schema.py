@@ -27,6 +27,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -455,6 +456,23 @@ job_runs = Table(
     Column("counts", JSON),
     Column("error", Text),
     UniqueConstraint("job", "slot"),
+)
+
+
+# The latest full v2 analysis the daemon computed (arena.analytics.stored), one row per analysis
+# name: what the dashboard serves instead of computing in a request. Operational state, like
+# job_runs: derived from the forecasts, so neither exported nor in the record chain.
+analysis_results = Table(
+    "analysis_results",
+    metadata,
+    Column("name", String(32), primary_key=True),  # "v2"
+    Column("data_version", String(64), nullable=False),  # sha256 of the input and options
+    Column("as_of", UTCDateTime(), nullable=False),
+    Column("computed_at", UTCDateTime(), nullable=False),
+    Column("seconds", Float, nullable=False),  # how long the computation took
+    Column("resamples", Integer, nullable=False),
+    Column("seed", BigInteger, nullable=False),
+    Column("body", Text, nullable=False),  # the analysis as JSON text; "null": nothing to rank
 )
 
 

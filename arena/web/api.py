@@ -12,11 +12,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from sqlalchemy.orm import Session
 
+from arena.web import breakdown as where
 from arena.web import records, schemas, standings, trend
+from arena.web.breakdown import By, ByParam, HorizonParam
+from arena.web.context import WebContext
 from arena.web.curves import MAX_POINTS, CurveRange, curves
 from arena.web.deps import ContextDep, SessionDep
 from arena.web.params import (
+    CategoryParam,
     CheckedRoute,
     CohortId,
     CohortParam,
@@ -41,20 +46,78 @@ BY_ID: schemas.Responses = {**NOT_FOUND, **INVALID}
 
 @router.get("/leaderboard", response_model=list[schemas.Standing], responses=BY_ID)
 def leaderboard(
-    ctx: ContextDep, session: SessionDep, cohort: CohortParam = None
+    ctx: ContextDep,
+    session: SessionDep,
+    cohort: CohortParam = None,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
 ) -> list[dict[str, Any]]:
     """Standings per family: the same rows and fields as `arena leaderboard --format json`
-    (404 for an unknown cohort)."""
-    return standings.leaderboard(ctx, session, cohort)
+    (404 for an unknown cohort). With `category` or `horizon`: the money and scores of the
+    matching positions and bets only, as `arena leaderboard --category/--horizon` (an unknown
+    category is a 422 listing the known ones)."""
+    return where.leaderboard(ctx, session, cohort, category, horizon)
 
 
-@router.get("/ranking", response_model=schemas.Ranking)
-def ranking(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
+@router.get("/breakdown", response_model=schemas.Breakdown, responses=INVALID)
+def breakdown(
+    ctx: ContextDep,
+    session: SessionDep,
+    by: ByParam = By.CATEGORY,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
+) -> dict[str, Any]:
+    """Every family per market category (`by=category`) or horizon bucket (`by=horizon`):
+    positions, P/L, cost, scored bets and Brier, and forecasts, scored questions and the
+    difficulty-adjusted Brier with its interval; the same as
+    `arena analyze breakdown --by ... --format json` at the server's instant."""
+    return where.breakdown(ctx, session, by, category, horizon)
+
+
+@router.get("/ranking", response_model=schemas.Ranking, responses=INVALID)
+def ranking(
+    ctx: ContextDep,
+    session: SessionDep,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
+) -> dict[str, Any]:
     """Methodology v2: the difficulty-adjusted Brier ranking with 95% intervals (`ranking` is
-    null until forecasts resolve)."""
-    report = standings.v2_ranking(ctx, session)
-    methodology = standings.methodology_in_use(ctx, session, None)
-    return {"methodology": methodology, "ranking": report}
+    null until forecasts resolve, and while the analysis is being computed: `pending`). It is
+    the stored analysis the daemon computed after its last write, as of `as_of` and computed
+    at `computed_at`; no request computes it. With `category` or `horizon` it is the ranking of
+    the forecasts of those markets only, as `arena analyze ranking --category/--horizon`,
+    computed at the first such request after a write and then cached."""
+    return {
+        **_part(ctx, session, "ranking"),
+        "ranking": where.v2_ranking(ctx, session, category, horizon),
+    }
+
+
+@router.get("/market", response_model=schemas.AgainstMarket)
+def market_skill(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
+    """Methodology v2: skill against the market per forecaster (alpha in Brier and log terms,
+    the market-copy index, the return per $1 against the odds before and after the fee), as
+    `arena analyze market --format json` (`market` is null until forecasts resolve)."""
+    return _part(ctx, session, "market")
+
+
+@router.get("/power", response_model=schemas.Power)
+def power(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
+    """Methodology v2: weeks to separate each adjacent pair of the ranking, with its
+    assumptions, as `arena analyze power --format json` (`power` is null until forecasts
+    resolve)."""
+    return _part(ctx, session, "power")
+
+
+def _part(ctx: WebContext, session: Session, name: str) -> dict[str, Any]:
+    """One part of the stored v2 analysis (:func:`arena.web.standings.v2_analysis`; null
+    without one) with the methodology in use and which analysis it comes from."""
+    analysis = standings.v2_analysis(ctx, session)
+    return {
+        "methodology": standings.methodology_in_use(ctx, session, None),
+        name: None if analysis is None else analysis.get(name),
+        **standings.v2_status(ctx, session),
+    }
 
 
 @router.get(

@@ -26,6 +26,13 @@ RANKING_COLUMNS = (
         ValueFormat.FIXED,
     ),
     LeaderboardColumn(
+        "p_rank_1",
+        "P(rank 1)",
+        "Share of the cluster-bootstrap resamples in which the forecaster ranked first (the same "
+        "resamples as the bootstrap interval).",
+        ValueFormat.SHARE,
+    ),
+    LeaderboardColumn(
         "brier", "Brier", "Plain mean Brier score over the same forecasts.", ValueFormat.FIXED
     ),
     LeaderboardColumn(

@@ -14,9 +14,11 @@ from typing import Any
 from sqlalchemy import Engine, Select, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from arena.analytics.stored import StoredAnalysis
 from arena.clock import Clock, SystemClock
 from arena.config import Settings
 from arena.jsonable import jsonable
+from arena.web.background import Background
 from arena.web.cache import ResultCache, data_version
 
 PER_PAGE = 50
@@ -31,6 +33,7 @@ class WebContext:
     factory: sessionmaker[Session]
     head: str | None
     cache: ResultCache = field(default_factory=ResultCache)
+    analysis: Background[StoredAnalysis] = field(default_factory=lambda: Background("v2-analysis"))
 
     @contextmanager
     def session(self) -> Iterator[Session]:

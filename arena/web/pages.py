@@ -3,6 +3,8 @@ JSON API from the page's own origin."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
@@ -13,12 +15,15 @@ from arena.analytics.leaderboard_columns import (
 )
 from arena.domain.states import Job, Methodology
 from arena.slots import next_slot
+from arena.web import breakdown as where
 from arena.web import records, standings, trend
 from arena.web.api import methodology_text
+from arena.web.breakdown import By, ByParam, Horizon, HorizonParam
 from arena.web.columns import RANKING_COLUMNS
 from arena.web.deps import ContextDep, SessionDep
 from arena.web.markdown import render_markdown
 from arena.web.params import (
+    CategoryParam,
     CheckedRoute,
     CohortParam,
     MarketFilterDep,
@@ -33,11 +38,21 @@ router = APIRouter(include_in_schema=False, route_class=CheckedRoute)
 
 @router.get("/", response_class=HTMLResponse)
 def leaderboard(
-    request: Request, ctx: ContextDep, session: SessionDep, cohort: CohortParam = None
+    request: Request,
+    ctx: ContextDep,
+    session: SessionDep,
+    cohort: CohortParam = None,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
 ) -> HTMLResponse:
-    rows = standings.leaderboard(ctx, session, cohort)
+    rows = where.leaderboard(ctx, session, cohort, category, horizon)
     methodology = standings.methodology_in_use(ctx, session, cohort)
-    ranking = standings.v2_ranking(ctx, session) if methodology == Methodology.V2 else None
+    v2 = methodology == Methodology.V2
+    ranking = where.v2_ranking(ctx, session, category, horizon) if v2 else None
+    # the stored analysis's other parts cover every market: shown unfiltered only
+    whole = v2 and category is None and horizon is None
+    analysis = standings.v2_analysis(ctx, session) if whole else None
+    market = analysis.get("market") if analysis else None
     return html(
         request,
         "leaderboard.html",
@@ -47,6 +62,10 @@ def leaderboard(
             "cohorts": standings.cohort_rows(session),
             "methodology": methodology,
             "ranking": ranking,
+            "analysis": standings.v2_status(ctx, session) if v2 else None,
+            "market": market,
+            "market_rows": _in_skill_order(market["rows"]) if market else [],
+            "power": analysis.get("power") if analysis else None,
             "family_names": standings.family_names(session) if ranking else {},
             "columns": LEADERBOARD_COLUMNS,
             "ranking_columns": RANKING_COLUMNS,
@@ -57,8 +76,43 @@ def leaderboard(
             "ranks": trend.rank_over_weeks(
                 trend.trend_report(ctx, session), standings.family_names(session)
             ),
+            **where_selector(session, category, horizon),
         },
     )
+
+
+def _in_skill_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of the "against the market" table, highest alpha first (numpy loads only for
+    a page that has an analysis to show)."""
+    from arena.analytics.market import in_skill_order
+
+    return in_skill_order(rows)
+
+
+def where_selector(
+    session: SessionDep, category: str | None, horizon: Horizon | None
+) -> dict[str, Any]:
+    """What the category and horizon selector of a page shows."""
+    return {
+        "categories": where.categories(session),
+        "category": category,
+        "horizon": None if horizon is None else horizon.value,
+        "horizons": [h.value for h in Horizon],
+    }
+
+
+@router.get("/breakdown", response_class=HTMLResponse)
+def breakdown(
+    request: Request,
+    ctx: ContextDep,
+    session: SessionDep,
+    by: ByParam = By.CATEGORY,
+    category: CategoryParam = None,
+    horizon: HorizonParam = None,
+) -> HTMLResponse:
+    data = where.breakdown(ctx, session, by, category, horizon)
+    context = {"data": data, "by": by.value, **where_selector(session, category, horizon)}
+    return html(request, "breakdown.html", context)
 
 
 @router.get("/families/{family_id}", response_class=HTMLResponse)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from sqlalchemy import Column, Table
@@ -316,6 +316,154 @@ class Lineage(Open):
     snapshot: Snapshot | None
 
 
+Insufficient = Literal["insufficient"]
+
+
+class Interval(Open):
+    """A mean with its 95% cluster-robust t interval (`low`, `high`), the cluster
+    bootstrap's bounds, the p-value of "the mean is 0" and the independent clusters."""
+
+    estimate: float
+    low: float
+    high: float
+    bootstrap_low: float | None
+    bootstrap_high: float | None
+    p_value: float | None
+    n_clusters: int
+
+
+class MarketSkillRow(Open):
+    """One forecaster against the price it was shown: alpha (> 0: it beat the price), the
+    market-copy index and the return per $1 of betting against the odds."""
+
+    forecaster: str
+    alpha_brier: Interval | Insufficient = Field(
+        description="Mean over questions of (m - o)^2 - (p - o)^2."
+    )
+    alpha_log: Interval | Insufficient = Field(
+        description="Mean of ln p(outcome) - ln m(outcome), both clipped to [0.001, 0.999]."
+    )
+    copy_correlation: float | Insufficient = Field(
+        description="Pearson correlation of its forecasts with the prices shown."
+    )
+    copy_distance: float | None = Field(description="Mean |p - m|.")
+    follows_market: bool = Field(description="Correlation >= 0.98 and distance <= 0.02.")
+    copy_questions: int
+    return_per_dollar: Interval | Insufficient
+    return_per_dollar_after_fee: Interval | Insufficient
+    fee_unknown: int = Field(description="Bets left out of the after-fee return: no fee known.")
+    questions: int
+    markets: int
+    clusters: int
+
+
+class MarketReport(Open):
+    """Skill against the market, as `arena analyze market --format json`."""
+
+    kind: str
+    as_of: Instant
+    options: dict[str, Any]
+    resampling: dict[str, Any]
+    sample: str
+    rows: list[MarketSkillRow]
+
+
+class ServedAnalysis(Open):
+    """The methodology in use, and which stored v2 analysis a part of it comes from."""
+
+    methodology: str
+    pending: bool = Field(
+        description="No analysis stored yet: it is being computed (its part null meanwhile)."
+    )
+    as_of: Instant | None = Field(description="The instant the served analysis is as of.")
+    computed_at: Instant | None = Field(description="When the served analysis was computed.")
+    resamples: int | None = Field(description="Bootstrap resamples of its intervals.")
+
+
+class AgainstMarket(ServedAnalysis):
+    """Skill against the market (null until a forecast resolves)."""
+
+    market: MarketReport | None
+
+
+class PowerRow(Open):
+    """Two forecasters adjacent in the ranking (`a` above `b`): the Brier gap on their
+    common questions, its standard error, and the weeks to separate them."""
+
+    a: str
+    b: str
+    delta: float | Insufficient
+    se: float | Insufficient
+    weeks_seen: int
+    separated: bool
+    n_questions: int
+    n_clusters: int
+    more_weeks: int | None = Field(
+        description=(
+            "More weeks for 80% power at two-sided 5% (0: separated; null: not separable at this "
+            "gap, or insufficient)."
+        )
+    )
+    weeks_needed: int | None
+    verdict: str
+
+
+class PowerReport(Open):
+    """Weeks to separate, as `arena analyze power --format json`."""
+
+    kind: str
+    as_of: Instant
+    options: dict[str, Any]
+    assumptions: str
+    rows: list[PowerRow]
+
+
+class Power(ServedAnalysis):
+    """The weeks to separate (null until a forecast resolves)."""
+
+    power: PowerReport | None
+
+
+class ReliabilityBin(Open):
+    """Forecasts with a probability in [low, high) (the last bin closed at 1)."""
+
+    low: float
+    high: float
+    count: int
+    mean_forecast: float
+    observed_frequency: float
+
+
+class CalibrationRow(Open):
+    """One forecaster's calibration over its scored forecast rows, as a row of `arena analyze
+    calibration --format json`."""
+
+    forecaster: str
+    n: int
+    brier: float
+    binned_brier: float
+    reliability: float
+    resolution: float
+    uncertainty: float
+    ece: float
+    base_rate: float
+    bins: list[ReliabilityBin]
+    mce: float = Field(description="Largest |mean forecast - observed frequency| of a bin.")
+    ace: float = Field(description="ECE over equal-mass bins of the sorted forecasts.")
+    log_loss: float = Field(description="-mean ln p(outcome), p clipped to [0.001, 0.999].")
+    spherical: float = Field(description="Mean p(outcome) / sqrt(p^2 + (1 - p)^2).")
+    overconfidence: float = Field(description="Mean max(p, 1 - p) minus the hit rate.")
+
+
+class Research(Open):
+    """A family's research measures (methodology v2): its row against the market and its
+    calibration in depth (null where the analysis has none for it)."""
+
+    market: MarketSkillRow | None
+    calibration: CalibrationRow | None
+    bin_rule: str
+
+
 class CalibrationBin(Open):
     """Scored bets whose stated confidence is in [low, high): mean confidence, share won."""
 
@@ -335,6 +483,7 @@ Family = create_model(
     cohorts=(list[Lineage], ...),
     recent_decisions=(DecisionPage, ...),
     calibration=(list[CalibrationBin], ...),
+    research=(Research | None, ...),
 )
 
 
@@ -589,6 +738,12 @@ class RankingRow(Open):
     component: int | None
     reference: bool
     rank: int | None
+    p_rank_1: float | None = Field(
+        description="Share of the bootstrap resamples in which it ranked first (null: unranked)."
+    )
+    p_top_3: float | None = Field(description="Share of the resamples in which it ranked 1-3.")
+    rank_low: int | None = Field(description="2.5% percentile of its resampled rank.")
+    rank_high: int | None = Field(description="97.5% percentile of its resampled rank.")
 
 
 class Difference(Open):
@@ -601,6 +756,9 @@ class Difference(Open):
     reason: str | None
     n_clusters: int
     mean: float | None
+    se: float | None
+    weeks_seen: int
+    separated: bool
     ci_low: float | None
     ci_high: float | None
     bootstrap_low: float | None
@@ -623,14 +781,14 @@ class RankingReport(Open):
     )
     dropped_reason: str | None
     sample: str = Field(description="What n counts (questions, each family's agents averaged).")
+    rank_sample: str = Field(description="Where the rank probabilities come from.")
     rows: list[RankingRow]
     differences: list[Difference]
 
 
-class Ranking(Open):
+class Ranking(ServedAnalysis):
     """The methodology in use and the v2 ranking (null until a forecast resolves)."""
 
-    methodology: str
     ranking: RankingReport | None
 
 
@@ -718,3 +876,60 @@ class FamilyTrend(Open):
     rank_by: str | None
     rows: list[TrendRow]
     changes: list[LineageChange]
+
+
+# -- breakdown by category or horizon (issue 25) -----------------------------------------------
+
+
+class IntervalEstimate(Open):
+    """An interval: the estimate and its bounds."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+
+
+class LedgerGroupRow(Open):
+    """One family in one category or horizon bucket: its positions, their P/L and cost
+    (money as decimal text), its scored bets and their mean Brier."""
+
+    group: str
+    family_id: str
+    positions: int
+    open_positions: int
+    pnl: DecimalText
+    cost: DecimalText
+    scored_bets: int
+    brier: float | None
+    provisional: bool = Field(description="Fewer than 30 scored bets in the group.")
+
+
+class ForecastGroupRow(Open):
+    """One forecaster in one category or horizon bucket: forecasts, scored questions, Brier,
+    and the difficulty-adjusted Brier with its cluster-robust interval."""
+
+    group: str
+    forecaster: str
+    forecasts: int
+    questions: int
+    brier: float | None
+    adjusted: IntervalEstimate | Literal["insufficient"]
+    provisional: bool = Field(description="Fewer than 30 scored questions in the group.")
+
+
+class ForecastBreakdown(Open):
+    """The forecast side, as of an instant."""
+
+    by: str
+    as_of: Instant | None
+    groups: list[str]
+    rows: list[ForecastGroupRow]
+
+
+class Breakdown(Open):
+    """Every family per category or horizon bucket: `arena analyze breakdown --format json`."""
+
+    by: Literal["category", "horizon"]
+    horizon_rule: str
+    ledger: list[LedgerGroupRow]
+    forecasts: ForecastBreakdown | None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -17,6 +16,13 @@ from sqlalchemy import Float, case, cast, func, select
 from sqlalchemy.orm import Session
 
 from arena.analytics.leaderboard import FamilyStanding, compute_leaderboard, money_text, to_json
+from arena.analytics.stored import (
+    V2,
+    StoredAnalysis,
+    analyse,
+    latest_analysis,
+    stored_forecasts,
+)
 from arena.domain.book import Pricing
 from arena.domain.ledger import Holding
 from arena.domain.markets import stored_prices
@@ -27,6 +33,7 @@ from arena.jsonable import jsonable
 from arena.store import schema
 from arena.store.models import (
     Agent,
+    AnalysisResult,
     BookMark,
     BrierScore,
     Cohort,
@@ -84,15 +91,60 @@ def methodology_in_use(ctx: WebContext, session: Session, cohort_id: int | None)
     return session.scalar(statement) or ctx.settings.methodology
 
 
+def v2_result(ctx: WebContext, session: Session) -> StoredAnalysis | None:
+    """The latest v2 analysis: the one the daemon stored (:mod:`arena.analytics.stored`),
+    however old, with its times; never computed inside a request. With none stored (no daemon
+    has analysed this database yet), the one this process computes off the request path
+    (:class:`arena.web.background.Background`), None while it is being computed."""
+    stamp = session.execute(
+        select(AnalysisResult.computed_at, AnalysisResult.data_version).where(
+            AnalysisResult.name == V2
+        )
+    ).one_or_none()
+    if stamp is not None:
+        stored = ctx.cache.get(("v2", None), tuple(stamp), lambda: latest_analysis(session, V2))
+        if stored is not None:
+            return stored
+    value, _current = ctx.analysis.get(ctx.version(session), lambda: _analyse_here(ctx))
+    return value
+
+
+def v2_analysis(ctx: WebContext, session: Session) -> dict[str, Any] | None:
+    """The whole stored v2 analysis (:func:`arena.analytics.report.full_analysis`'s dict: its
+    ranking, proxy, calibration and every other part); None when there is nothing to rank yet
+    or it is being computed (:func:`v2_result`)."""
+    result = v2_result(ctx, session)
+    return result.body if result is not None else None
+
+
 def v2_ranking(ctx: WebContext, session: Session) -> dict[str, Any] | None:
-    """The difficulty-adjusted Brier ranking with 95% intervals (methodology v2), exactly as
-    ``arena analyze ranking`` computes it at the same instant; None when no forecast is
-    resolved yet. Cached per data version: it bootstraps ``analysis.resamples`` times."""
+    """The difficulty-adjusted Brier ranking with 95% intervals (methodology v2): the
+    ``ranking`` part of :func:`v2_analysis`, as ``arena analyze ranking`` computes it at its
+    ``as_of``; None when no forecast is resolved yet or it is being computed."""
     if session.scalar(select(func.count(Forecast.scored_at))) == 0:
         return None
-    return ctx.cache.get(
-        ("v2", None), ctx.version(session), lambda: _compute_v2(ctx, session, ctx.now())
-    )
+    analysis = v2_analysis(ctx, session)
+    return analysis.get("ranking") if analysis is not None else None
+
+
+def v2_status(ctx: WebContext, session: Session) -> dict[str, Any]:
+    """What a page shows beside the v2 analysis: when it was computed and as of when, or that
+    it is being computed."""
+    result = v2_result(ctx, session)
+    if result is None:
+        return {"pending": True, "as_of": None, "computed_at": None, "resamples": None}
+    return {"pending": False, **result.meta()}
+
+
+def _analyse_here(ctx: WebContext) -> StoredAnalysis:
+    """The v2 analysis of the stored forecasts as of now, computed in this process (in the
+    background thread of :func:`v2_result`)."""
+    from arena.analytics.report import configured_options
+
+    as_of = ctx.now()
+    with ctx.session() as session:
+        forecasts = stored_forecasts(session)
+    return analyse(forecasts, configured_options(ctx.settings), as_of)
 
 
 def family_names(session: Session) -> dict[str, str]:
@@ -102,21 +154,6 @@ def family_names(session: Session) -> dict[str, str]:
         family_id: name or family_id
         for family_id, name in session.execute(select(Family.id, Family.display_name))
     }
-
-
-def _compute_v2(ctx: WebContext, session: Session, as_of: datetime) -> dict[str, Any] | None:
-    from arena.analytics.records import Forecasts, ForecastsError
-    from arena.analytics.report import configured_options, ranking
-    from arena.export.writer import table_columns
-
-    forecasts = Forecasts.from_columns(table_columns(session, "forecasts"))
-    options = configured_options(ctx.settings, as_of=as_of)
-    try:
-        report = ranking(forecasts, options)
-    except ForecastsError as exc:  # nothing to rank yet (e.g. no panel forecast at as_of)
-        log.info("v2 ranking: %s", exc)
-        return None
-    return jsonable(report)
 
 
 def cohort_rows(session: Session, cohort_ids: list[int] | None = None) -> list[dict[str, Any]]:
@@ -246,6 +283,23 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
         "cohorts": per_cohort,
         "recent_decisions": decisions(session, Page(1, RECENT_DECISIONS), family_id=family_id),
         "calibration": calibration(session, family_id),
+        "research": research(v2_analysis(ctx, session), family_id),
+    }
+
+
+def research(analysis: dict[str, Any] | None, family_id: str) -> dict[str, Any] | None:
+    """The family's row of ``analysis`` (:func:`v2_analysis`) against the market and of its
+    calibration in depth, with the calibration's bin rule; None without an analysis."""
+    if analysis is None or "market" not in analysis:  # none, or stored by an older release
+        return None
+
+    def row_of(part: str) -> dict[str, Any] | None:
+        return next((r for r in analysis[part]["rows"] if r["forecaster"] == family_id), None)
+
+    return {
+        "market": row_of("market"),
+        "calibration": row_of("calibration"),
+        "bin_rule": analysis["calibration"].get("bin_rule"),
     }
 
 

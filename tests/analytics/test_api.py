@@ -22,6 +22,7 @@ PUBLIC = [
     "SignTest",
     "TInterval",
     "against_market",
+    "breakdown",
     "calibrate",
     "calibration_report",
     "difference",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 from datetime import datetime
 from pathlib import Path
@@ -13,8 +15,12 @@ import typer
 import typer.main
 from typer.testing import CliRunner
 
+from arena.analytics.loading import read_export
 from arena.analytics.records import COLUMNS
+from arena.analytics.report import AnalysisOptions, against_market, configured_options, power
+from arena.cli import analyze as analyze_cli
 from arena.cli.analyze import register
+from arena.config import Settings
 from arena.store.db import make_engine, upgrade
 from tests.analytics.helpers import row
 
@@ -195,7 +201,16 @@ def test_without_an_export_it_reads_the_database(
 
 def test_every_command_has_help() -> None:
     group = typer.main.get_command(_app()).commands["analyze"]  # type: ignore[attr-defined]
-    assert set(group.commands) == {"ranking", "h2h", "proxy", "calibration", "report"}
+    assert set(group.commands) == {
+        "ranking",
+        "h2h",
+        "market",
+        "power",
+        "proxy",
+        "calibration",
+        "report",
+        "breakdown",
+    }
     for name, command in group.commands.items():
         assert (command.help or "").strip(), name
         for param in command.params:
@@ -218,6 +233,175 @@ def test_the_market_weight_defaults_to_the_configured_difficulty_weight(
     ranking = ["analyze", "ranking", "--from-export", str(export), "--format", "json", *AT]
     assert _json(ranking)["options"]["market_weight"] == 0.25
     assert _json([*ranking, "--market-weight", "0.75"])["options"]["market_weight"] == 0.75
+
+
+# -- issue 24: against the market, weeks to separate, rank probabilities, calibration in depth --
+
+FEW = ["--bootstrap", "40"]  # few resamples: the tests check fields and equality, not precision
+
+
+def _run(args: list[str], monkeypatch: pytest.MonkeyPatch | None = None) -> str:
+    if monkeypatch is not None:  # the terminal of the 80-column rule
+        monkeypatch.setattr(analyze_cli.console, "width", 80)
+    result = runner.invoke(_app(), args)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _csv(args: list[str]) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(_run(args))))
+
+
+def _fits(text: str) -> None:
+    assert "…" not in text
+    assert [line for line in text.splitlines() if len(line.rstrip()) > 80] == []
+
+
+def _direct(export: Path, **options: object) -> AnalysisOptions:
+    return configured_options(
+        Settings(),
+        as_of=datetime.fromisoformat(AT[1].replace("Z", "+00:00")),
+        bootstrap_resamples=40,
+        **options,
+    )
+
+
+def test_market_json_is_against_market_on_the_same_data(tmp_path: Path) -> None:
+    export = _write_export(tmp_path)
+    report = _json(["analyze", "market", "--from-export", str(export), "-f", "json", *FEW, *AT])
+    direct = against_market(read_export(export), _direct(export))
+    assert report == json.loads(json.dumps(direct, default=str))
+    fields = {
+        "forecaster",
+        "alpha_brier",
+        "alpha_log",
+        "copy_correlation",
+        "copy_distance",
+        "follows_market",
+        "return_per_dollar",
+        "return_per_dollar_after_fee",
+        "questions",
+        "markets",
+    }
+    by_name = {r["forecaster"]: r for r in report["rows"]}
+    assert {"alpha", "beta", "gamma"} <= set(by_name)
+    assert all(fields <= set(r) for r in report["rows"])
+    # alpha says 0.8 on events that happen and 0.2 on the rest, the price is 0.4: it beats it
+    alpha = by_name["alpha"]["alpha_brier"]
+    assert {"estimate", "low", "high"} <= set(alpha) and alpha["estimate"] > 0
+    assert report["as_of"] == "2025-06-01T00:00:00Z"
+
+
+def test_market_csv_flattens_intervals(tmp_path: Path) -> None:
+    export = str(_write_export(tmp_path))
+    rows = _csv(["analyze", "market", "--from-export", export, "-f", "csv", *FEW, *AT])
+    report = _json(["analyze", "market", "--from-export", export, "-f", "json", *FEW, *AT])
+    assert [r["forecaster"] for r in rows] == [r["forecaster"] for r in report["rows"]]
+    for flat, item in zip(rows, report["rows"], strict=True):
+        for name in ("alpha_brier", "alpha_log", "return_per_dollar"):
+            assert name not in flat
+            interval = item[name]
+            if interval == "insufficient":  # mkt forecast only an open question
+                assert flat[f"{name}_estimate"] == "insufficient"
+                assert flat[f"{name}_low"] == flat[f"{name}_high"] == ""
+                continue
+            assert float(flat[f"{name}_estimate"]) == interval["estimate"]
+            assert float(flat[f"{name}_low"]) == interval["low"]
+            assert float(flat[f"{name}_high"]) == interval["high"]
+        assert flat["follows_market"] == ("true" if item["follows_market"] else "false")
+        assert int(flat["questions"]) == item["questions"]
+        # one price for every question: no correlation to compute
+        assert flat["copy_correlation"] == "insufficient"
+    assert any(flat["alpha_brier_estimate"] != "insufficient" for flat in rows)
+
+
+def test_market_table_fits_80_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    export = str(_write_export(tmp_path))
+    out = _run(["analyze", "market", "--from-export", export, *FEW, *AT], monkeypatch)
+    _fits(out)
+    assert "Against the market" in out
+    # highest alpha first: alpha beats the price, beta is near it, gamma below; mkt has none
+    assert out.index("\n alpha ") < out.index("\n beta ") < out.index("\n gamma ")
+    assert out.index("\n gamma ") < out.index("\n mkt ")
+    assert "follows the market (corr. >= 0.98 and dist. <= 0.02)" in " ".join(out.split())
+
+
+def test_power_json_csv_and_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    export = _write_export(tmp_path)
+    base = ["analyze", "power", "--from-export", str(export), *FEW, *AT]
+    report = _json([*base, "-f", "json"])
+    assert report == json.loads(
+        json.dumps(power(read_export(export), _direct(export)), default=str)
+    )
+    assert report["rows"], report
+    for item in report["rows"]:
+        assert {"a", "b", "delta", "se", "weeks_seen", "separated", "more_weeks"} <= set(item)
+    rows = _csv([*base, "-f", "csv"])
+    assert [(r["a"], r["b"]) for r in rows] == [(p["a"], p["b"]) for p in report["rows"]]
+    assert [r["more_weeks"] for r in rows] == [
+        "" if p["more_weeks"] is None else str(p["more_weeks"]) for p in report["rows"]
+    ]
+    table = _run(base, monkeypatch)
+    _fits(table)
+    assert "Weeks to separate" in table
+    assert "80% power at two-sided 5%" in " ".join(table.split())  # its assumptions
+
+
+def test_ranking_rows_carry_rank_probabilities(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    export = str(_write_export(tmp_path))
+    base = ["analyze", "ranking", "--from-export", export, *FEW, *AT]
+    report = _json([*base, "-f", "json"])
+    ranked = [r for r in report["rows"] if r["rank"] is not None and not r["reference"]]
+    assert ranked
+    assert sum(r["p_rank_1"] for r in ranked) == pytest.approx(1.0)
+    rows = _csv([*base, "-f", "csv"])
+    assert [r["forecaster"] for r in rows] == [r["forecaster"] for r in report["rows"]]
+    assert {"p_rank_1", "p_top_3", "rank_low", "rank_high"} <= set(rows[0])
+    table = _run(base, monkeypatch)
+    _fits(table)
+    assert "P(#1)" in table and "rank 95%" in table
+    best = ranked[0]
+    assert f"{best['p_rank_1'] * 100:.1f}%" in table
+
+
+def test_calibration_in_depth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    export = str(_write_export(tmp_path))
+    base = ["analyze", "calibration", "--from-export", export, *AT]
+    report = _json([*base, "-f", "json"])
+    assert report["bin_rule"].startswith("bins are [lo, hi)")
+    for item in report["rows"]:
+        assert {"mce", "ace", "log_loss", "spherical", "overconfidence"} <= set(item)
+    rows = _csv([*base, "-f", "csv"])
+    assert [float(r["mce"]) for r in rows] == [r["mce"] for r in report["rows"]]
+    assert "bins" not in rows[0]  # the reliability bins are in --format json
+    table = _run(base, monkeypatch)
+    _fits(table)
+    assert "Calibration in depth" in table and "spherical" in table
+    assert "bins are [lo, hi)" in " ".join(table.split())
+
+
+def test_report_table_and_csv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    export = str(_write_export(tmp_path))
+    base = ["analyze", "report", "--from-export", export, *FEW, *AT]
+    table = _run([*base, "--format", "table"], monkeypatch)
+    _fits(table)
+    for title in ("Difficulty-adjusted", "Against the market", "Weeks to separate"):
+        assert title in table
+    assert "Calibration in depth" in table
+    rows = _csv([*base, "--format", "csv"])
+    assert rows[0]["section"] == "ranking"
+    assert {r["section"] for r in rows} == {
+        "ranking",
+        "market",
+        "power",
+        "proxy",
+        "calibration",
+    }
+    report = _json(base)  # JSON stays the default
+    market = [r for r in rows if r["section"] == "market"]
+    assert [r["forecaster"] for r in market] == [r["forecaster"] for r in report["market"]["rows"]]
 
 
 def test_the_fit_sample_and_fit_by_type_flags(tmp_path: Path) -> None:

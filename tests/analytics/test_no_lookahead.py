@@ -164,9 +164,11 @@ def _export(directory: Path, rows: list[dict[str, Any]]) -> Path:
         ["h2h", "sharp", "wild", "-f", "json", "--bootstrap", "200"],
         ["proxy", "-f", "json"],
         ["calibration", "-f", "json"],
+        ["market", "-f", "json", "--bootstrap", "200"],
+        ["power", "-f", "json", "--bootstrap", "200"],
         ["report", "--pair", "sharp", "fair", "--bootstrap", "200"],
     ],
-    ids=["ranking", "h2h", "proxy", "calibration", "report"],
+    ids=["ranking", "h2h", "proxy", "calibration", "market", "power", "report"],
 )
 def test_every_analyze_command_at_t_equals_the_command_on_the_cut_export(
     tmp_path: Path, command: list[str]

@@ -20,7 +20,9 @@ runner = CliRunner()
     [
         (["status"], "table or json"),
         (["families"], "table or json"),
-        (["analyze", "ranking"], "table or json"),
+        (["analyze", "ranking"], "table, json or csv"),
+        (["analyze", "market"], "table, json or csv"),
+        (["analyze", "report"], "table, json or csv"),
         (["leaderboard"], "table, json or csv"),
     ],
 )
@@ -39,7 +41,11 @@ def test_the_help_offers_only_the_formats_the_command_takes(
         (["families", "--format", "csv"], "--format: 'csv' is not one of table, json"),
         (["leaderboard", "--format", "xml"], "--format: 'xml' is not one of table, json, csv"),
         (["analyze", "ranking", "--by", "week"], "--by: 'week' is not one of family, agent"),
-        (["analyze", "ranking", "--format", "csv"], "--format: 'csv' is not one of table, json"),
+        (
+            ["analyze", "ranking", "--format", "xml"],
+            "--format: 'xml' is not one of table, json, csv",
+        ),
+        (["analyze", "power", "--format", "xml"], "--format: 'xml' is not one of table, json, csv"),
         (["analyze", "h2h", "a", "b", "--score", "x"], "--score: 'x' is not one of log, brier"),
     ],
 )

@@ -72,6 +72,9 @@ COMMANDS = [
     ["analyze", "proxy"],
     ["analyze", "calibration"],
     ["analyze", "trend"],
+    ["analyze", "market"],
+    ["analyze", "power"],
+    ["analyze", "report", "--format", "table"],
 ]
 
 

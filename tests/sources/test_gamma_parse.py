@@ -153,7 +153,7 @@ def test_nested_event_markets_take_event_membership_and_tag_category() -> None:
 @pytest.mark.parametrize(
     ("name", "category"),
     [
-        ("gamma_market_legacy_2020_closed_prices_zero_zero.json", "US-current-affairs"),
+        ("gamma_market_legacy_2020_closed_prices_zero_zero.json", "Politics"),  # US-current-affairs
         ("gamma_market_legacy_2020_scalar_long_short_closed.json", "Crypto"),
         ("gamma_market_closed_resolved_first_outcome_sports_moneyline.json", "Sports"),
         ("gamma_public_search_response_btc_events.json", "Crypto"),

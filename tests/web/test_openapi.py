@@ -19,6 +19,7 @@ from arena.domain.states import MarketStatus
 from arena.web import records, standings
 from arena.web import trend as web_trend
 from arena.web.app import create_app
+from arena.web.breakdown import By, breakdown
 from arena.web.context import Page
 from arena.web.curves import MAX_POINTS, CurveRange, curves
 from arena.web.params import MarketSort
@@ -219,13 +220,23 @@ def test_the_models_keep_every_field(site: Site) -> None:
         for path, value in expected.items():
             assert client.get(path).json() == value, path
         # answers that move with the clock: the same fields at every depth
-        for path in ("/api/v1/status", "/api/v1/ranking"):
+        for path in ("/api/v1/breakdown?by=category", "/api/v1/breakdown?by=horizon"):
+            by = By(path.rsplit("=", 1)[1])
+            assert client.get(path).json() == breakdown(ctx, session, by), path
+        analysis = standings.v2_analysis(ctx, session)
+        assert analysis is not None
+        for path in ("/api/v1/status", "/api/v1/ranking", "/api/v1/market", "/api/v1/power"):
             assert paths[path]
             body = client.get(path).json()
+            name = path.rsplit("/", 1)[1]
             direct = (
                 records.status(ctx, session, ctx.now(), ctx.now())
-                if path.endswith("status")
-                else {"methodology": "v2", "ranking": standings.v2_ranking(ctx, session)}
+                if name == "status"
+                else {
+                    "methodology": "v2",
+                    name: analysis[name],
+                    **standings.v2_status(ctx, session),
+                }
             )
             assert keys(body) == keys(direct), path
 
@@ -240,6 +251,8 @@ def answers(client: TestClient) -> dict[str, str]:
     return {
         "/api/v1/leaderboard": "/api/v1/leaderboard",
         "/api/v1/ranking": "/api/v1/ranking",
+        "/api/v1/market": "/api/v1/market",
+        "/api/v1/power": "/api/v1/power",
         "/api/v1/curves": "/api/v1/curves",
         f"/api/v1/families/{family}": "/api/v1/families/{family_id}",
         f"/api/v1/families/{family}/trend": "/api/v1/families/{family_id}/trend",
@@ -254,6 +267,8 @@ def answers(client: TestClient) -> dict[str, str]:
         "/api/v1/status": "/api/v1/status",
         "/api/v1/record": "/api/v1/record",
         "/api/v1/methodology": "/api/v1/methodology",
+        "/api/v1/breakdown?by=category": "/api/v1/breakdown",
+        "/api/v1/breakdown?by=horizon": "/api/v1/breakdown",
     }
 
 

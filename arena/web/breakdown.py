@@ -1,0 +1,158 @@
+"""The category and horizon surfaces of the web app: ``?category=``/``?horizon=`` on the
+leaderboard, and the breakdown (``/breakdown``, ``/api/v1/breakdown``), computed by the same
+functions as ``arena leaderboard --category`` and ``arena analyze breakdown`` (cached per data
+version)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Any
+
+from fastapi import Query
+from fastapi.exceptions import RequestValidationError
+from sqlalchemy.orm import Session
+
+from arena.analytics.leaderboard import compute_leaderboard, to_json
+from arena.analytics.ledger_breakdown import Scope, checked_scope, known_categories
+from arena.errors import OptionError
+from arena.jsonable import jsonable
+from arena.web.context import WebContext
+from arena.web.standings import leaderboard as whole_leaderboard
+from arena.web.standings import v2_ranking as whole_v2_ranking
+
+
+class Horizon(enum.StrEnum):
+    """The horizon buckets (days from the decision to resolution)."""
+
+    LE7 = "le7"
+    D8TO30 = "8to30"
+    GT30 = "gt30"
+
+
+class By(enum.StrEnum):
+    """What the breakdown groups by."""
+
+    CATEGORY = "category"
+    HORIZON = "horizon"
+
+
+HorizonParam = Annotated[
+    Horizon | None,
+    Query(description="Only decisions this far from resolution: le7, 8to30 or gt30 days."),
+]
+ByParam = Annotated[By, Query(description="Group by market category or horizon bucket.")]
+
+
+def scope_of(session: Session, category: str | None, horizon: Horizon | None) -> Scope:
+    """The checked scope; an unknown category is a bad parameter listing the known ones."""
+    try:
+        return checked_scope(session, category, None if horizon is None else horizon.value)
+    except OptionError as exc:
+        problem = {"loc": ("query", "category"), "msg": str(exc), "type": "value_error"}
+        raise RequestValidationError([problem]) from None
+
+
+def categories(session: Session) -> list[str]:
+    """The category names for the selector."""
+    return known_categories(session)
+
+
+def leaderboard(
+    ctx: WebContext,
+    session: Session,
+    cohort_id: int | None,
+    category: str | None,
+    horizon: Horizon | None,
+) -> list[dict[str, Any]]:
+    """The leaderboard JSON rows, restricted when a category or horizon is given."""
+    scope = scope_of(session, category, horizon)
+    if not scope:
+        return whole_leaderboard(ctx, session, cohort_id)
+    whole_leaderboard(ctx, session, cohort_id)  # an unknown cohort: the 404 it always was
+    minimum = ctx.settings.benchmark.min_scored_bets
+    return ctx.cache.get(
+        ("leaderboard", cohort_id, scope.category, scope.horizon),
+        ctx.version(session),
+        lambda: to_json(
+            compute_leaderboard(
+                ctx.factory, cohort_id=cohort_id, min_scored_bets=minimum, scope=scope
+            )
+        ),
+    )
+
+
+def v2_ranking(
+    ctx: WebContext, session: Session, category: str | None, horizon: Horizon | None
+) -> dict[str, Any] | None:
+    """The v2 ranking (as ``standings.v2_ranking``) on the forecasts of the category and
+    horizon bucket, as ``arena analyze ranking --category/--horizon`` at the app's instant."""
+    scope = scope_of(session, category, horizon)
+    whole = whole_v2_ranking(ctx, session)
+    if not scope or whole is None:
+        return whole
+    return ctx.cache.get(
+        ("v2", scope.category, scope.horizon),
+        ctx.version(session),
+        lambda: _scoped_ranking(ctx, session, scope),
+    )
+
+
+def _scoped_ranking(ctx: WebContext, session: Session, scope: Scope) -> dict[str, Any] | None:
+    from arena.analytics.groups import restrict
+    from arena.analytics.records import Forecasts, ForecastsError
+    from arena.analytics.report import configured_options, ranking
+    from arena.export.writer import table_columns
+
+    options = configured_options(ctx.settings, as_of=ctx.now())
+    forecasts = restrict(
+        Forecasts.from_columns(table_columns(session, "forecasts")),
+        category=scope.category,
+        horizon=scope.horizon,
+        as_of=options.as_of,
+        checked=True,
+    )
+    try:
+        report = ranking(forecasts, options)
+    except ForecastsError:  # nothing of this category or horizon to rank
+        return None
+    # null, as the whole ranking is, until a question of the category or horizon scores
+    return jsonable(report) if report["n_scored_questions"] else None
+
+
+def breakdown(
+    ctx: WebContext,
+    session: Session,
+    by: By,
+    category: str | None = None,
+    horizon: Horizon | None = None,
+) -> dict[str, Any]:
+    """What ``arena analyze breakdown --by BY --format json`` prints at the app's instant."""
+    scope = scope_of(session, category, horizon)
+    return ctx.cache.get(
+        ("breakdown", by.value, scope.category, scope.horizon),
+        ctx.version(session),
+        lambda: _compute(ctx, session, by.value, scope),
+    )
+
+
+def _compute(ctx: WebContext, session: Session, by: str, scope: Scope) -> dict[str, Any]:
+    from arena.analytics.breakdown_view import breakdown_report
+    from arena.analytics.groups import restrict
+    from arena.analytics.records import Forecasts
+    from arena.analytics.report import configured_options
+    from arena.export.writer import table_columns
+
+    options = configured_options(ctx.settings, as_of=ctx.now())
+    forecasts: Forecasts | None = Forecasts.from_columns(table_columns(session, "forecasts"))
+    if forecasts is not None and len(forecasts) == 0:
+        forecasts = None
+    elif forecasts is not None and scope:
+        forecasts = restrict(
+            forecasts,
+            category=scope.category,
+            horizon=scope.horizon,
+            as_of=options.as_of,
+            checked=True,
+        )
+    report = breakdown_report(session, forecasts, by, options, scope=scope)
+    return jsonable(report)
