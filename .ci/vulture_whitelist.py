@@ -105,6 +105,11 @@ _.without_value
 # enum members FastAPI offers as query values (arena/web/risk.py: ?by=agent, ?value=exit)
 _.AGENT
 _.EXIT
+_.weekly_return  # TrendRow (the trend's rows)
+_.rank_week
+_.rank_cumulative
+_.rank_by
+_.lineage_changed
 # calibration in depth: dataclass fields read through asdict()
 _.mce
 _.ace

@@ -1,10 +1,11 @@
 """Time and peak memory of the leaderboard, the category breakdown, risk for every agent and
-family, and a Parquet export.
+family, a Parquet export and the trend.
 
 Measured: ``arena leaderboard``, ``arena analyze breakdown --by category`` (its database side:
 this arena holds no forecasts), risk and return for every agent and family from all snapshots
-(``arena analyze risk``, also printing the snapshots read per second) and a full Parquet
-export, at two sizes.
+(``arena analyze risk``, also printing the snapshots read per second), a full Parquet export
+and the trend (``arena analyze trend``: read its inputs from the database, then compute), at
+two sizes.
 
 Generates a large stored arena: ``50 * scale`` cohorts x 7 families x 52 weekly decisions, each
 with a ~45 KB prompt (system prompt plus a 500-market list drawn from 2,000 synthetic markets)
@@ -20,7 +21,8 @@ the difference is what the work itself needed. Flat memory: the difference must 
 the data.
 
 Run: ``.venv/bin/python benchmarks/bench_results.py`` (scales 0.2 and 1), or e.g.
-``--scale 0.02 --scale 0.2`` for a quick look, ``--smoke`` for the smallest, ``--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test``.
+``--scale 0.02 --scale 0.2`` for a quick look, ``--smoke`` for the smallest, ``--postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test``,
+``--only trend`` (repeatable) to measure only some of them.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ PROMPT_MARKETS = 500
 SNAPSHOTS_PER_WEEK = 48
 BATCH = 2_000
 START = datetime(2025, 1, 5, tzinfo=UTC)  # a Sunday
+KINDS = ("leaderboard", "breakdown", "risk", "export", "trend")
 WEEK = timedelta(days=7)
 WORDS = (
     "election",
@@ -450,6 +453,8 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     from arena.analytics.breakdown_view import breakdown_report  # imported before the clock
     from arena.analytics.leaderboard import compute_leaderboard
     from arena.analytics.risk_report import risk  # noqa: F401 - imported before the clock
+    from arena.analytics.trend_inputs import read_stored_trend_inputs
+    from arena.analytics.trend_report import trend
     from arena.export.writer import ExportTarget, export
 
     engine = make_engine(url)
@@ -461,6 +466,11 @@ def measure(kind: str, url: str, out: str | None) -> dict[str, Any]:
     if kind == "leaderboard":
         rows = len(compute_leaderboard(factory))
         detail = f"{rows} families"
+    elif kind == "trend":  # as the CLI and the dashboard run it: read the inputs, compute
+        with factory() as session:
+            inputs = read_stored_trend_inputs(session)
+        rows = len(trend(inputs)["rows"])
+        detail = f"{rows} family-weeks from {len(inputs.snapshots.taken_at):,} snapshots kept"
     elif kind == "breakdown":
         detail = _breakdown(factory, breakdown_report)
     elif kind == "risk":
@@ -552,7 +562,7 @@ def bench_scale(scale: float, args: argparse.Namespace, workdir: Path) -> None:
         if not args.postgres_url:
             size = (workdir / f"arena_{scale}.db").stat().st_size
             print(f"  database file {size / 2**20:,.0f} MiB")
-        for kind in ("leaderboard", "breakdown", "risk", "export"):
+        for kind in args.only or KINDS:
             out = workdir / f"export_{scale}" if kind == "export" else None
             result = run_measure(kind, url, out)
             print(
@@ -586,8 +596,9 @@ def main(argv: list[str] | None = None) -> None:
         help="the smallest size, in seconds: what CI runs to see the benchmark still works",
     )
     parser.add_argument(
-        "--measure", choices=("leaderboard", "breakdown", "risk", "export"), help=argparse.SUPPRESS
+        "--only", choices=KINDS, action="append", help="measure only this (repeat; default all)"
     )
+    parser.add_argument("--measure", choices=KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

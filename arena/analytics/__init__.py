@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         weighted_bootstrap_interval,
         weighted_t_interval,
     )
+    from arena.analytics.trend_report import trend
     from arena.errors import ForecastsError
 
 _HOMES = {
@@ -75,6 +76,7 @@ _HOMES = {
     "read_export": "arena.analytics.loading",
     "risk": "arena.analytics.risk_report",
     "sign_test": "arena.analytics.significance",
+    "trend": "arena.analytics.trend_report",
     "weighted_bootstrap_interval": "arena.analytics.significance",
     "weighted_t_interval": "arena.analytics.significance",
 }
@@ -100,6 +102,7 @@ __all__ = [
     "read_export",
     "risk",
     "sign_test",
+    "trend",
     "weighted_bootstrap_interval",
     "weighted_t_interval",
 ]

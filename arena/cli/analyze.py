@@ -798,3 +798,77 @@ def breakdown_command(
 def register(app: typer.Typer) -> None:
     """Add the ``analyze`` command group."""
     app.add_typer(analyze_app, name="analyze")
+
+
+# -- arena analyze trend ------------------------------------------------------------------------
+
+TREND_FORMATS = ("table", "json", "csv")
+TrendFormat = Annotated[
+    str,
+    typer.Option("--format", "-f", metavar="FORMAT", help="Output format: table, json or csv."),
+]
+TrendFamily = Annotated[
+    str | None,
+    typer.Option(
+        "--family",
+        metavar="ID",
+        help="Only this family's rows (ranks stay among all).",
+        show_default=False,
+    ),
+]
+
+
+def load_trend_inputs(ctx: typer.Context, from_export: Path | None) -> Any:
+    """The trend's inputs: an export directory's (its manifest checked first), or the
+    configured database's."""
+    from arena.analytics.trend_inputs import read_export_trend_inputs, read_stored_trend_inputs
+
+    if from_export is not None:
+        from arena.export.directory import verify_export
+
+        directory = from_export if from_export.is_dir() else from_export.parent
+        verify_export(directory)
+        return read_export_trend_inputs(directory)
+    with state(ctx).reader()() as session:
+        return read_stored_trend_inputs(session)
+
+
+@analyze_app.command("trend")
+@with_options(AnalyzeFlags, "from_export", "trend_format", "at", "family", "wide")
+def trend_command(
+    ctx: typer.Context,
+    flags: AnalyzeFlags,
+    family: TrendFamily = None,
+    trend_format: TrendFormat = "table",
+) -> None:
+    """Per family and cohort week: weekly return, Brier (v1), adjusted score and alpha (v2),
+    rank that week and cumulatively; * marks where the family's lineage (OpenRouter id,
+    prompt version, methodology version) changed.
+
+    \b
+    Example (a database's, or an export's):
+      arena analyze trend --family gpt-5.1
+      arena analyze trend --from-export exports/2026-11 -f csv
+    """
+    import sys
+
+    from arena.analytics.trend_render import trend_table
+    from arena.analytics.trend_report import trend, write_csv
+
+    one_of("--format", trend_format, TREND_FORMATS)
+    options = _options(ctx, flags)
+    try:
+        report = trend(load_trend_inputs(ctx, flags.from_export), options, family=family)
+    except UserError:  # no snapshots to read: said as is
+        raise
+    except ValueError as exc:  # an unknown family
+        raise OptionError(f"--family: {exc}") from exc
+    if trend_format == "json":
+        typer.echo(json.dumps(report, indent=2))
+    elif trend_format == "csv":
+        write_csv(report, sys.stdout)
+    else:
+        names = family_names(ctx, flags.from_export)
+        for row in report["rows"]:
+            row["display_name"] = names.get(row["family_id"]) or row["family_id"]
+        show(console, trend_table(report, wide=flags.wide), flags.wide)

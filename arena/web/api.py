@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query
 from sqlalchemy.orm import Session
 
 from arena.web import breakdown as where
-from arena.web import records, schemas, standings
+from arena.web import records, schemas, standings, trend
 from arena.web.breakdown import By, ByParam, HorizonParam
 from arena.web.context import WebContext
 from arena.web.curves import MAX_POINTS, CurveRange, curves
@@ -169,6 +169,14 @@ def family(ctx: ContextDep, session: SessionDep, family_id: FamilyId) -> dict[st
     """One family across cohorts: standing, cohorts with the frozen lineage, recent decisions,
     calibration, cost and reliability."""
     return standings.family(ctx, session, family_id)
+
+
+@router.get("/families/{family_id}/trend", response_model=schemas.FamilyTrend, responses=BY_ID)
+def family_trend(ctx: ContextDep, session: SessionDep, family_id: FamilyId) -> dict[str, Any]:
+    """One family per cohort week: weekly return, Brier (v1), adjusted score and alpha (v2),
+    rank that week and cumulatively among every family, and where its lineage changed; the
+    rows of `arena analyze trend --format json` at the same instant."""
+    return trend.family_trend(ctx, session, family_id)
 
 
 @router.get("/cohorts", response_model=schemas.CohortPage, responses=INVALID)

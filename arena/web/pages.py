@@ -16,7 +16,7 @@ from arena.analytics.leaderboard_columns import (
 from arena.domain.states import Job, Methodology
 from arena.slots import next_slot
 from arena.web import breakdown as where
-from arena.web import records, standings
+from arena.web import records, standings, trend
 from arena.web.api import methodology_text
 from arena.web.breakdown import By, ByParam, Horizon, HorizonParam
 from arena.web.columns import RANKING_COLUMNS
@@ -75,6 +75,9 @@ def leaderboard(
             "execution_columns": EXECUTION_COLUMNS,
             "min_scored_bets": ctx.settings.benchmark.min_scored_bets,
             "next_decision_run": next_slot(ctx.settings, Job.DECISION_RUN, ctx.now()).isoformat(),
+            "ranks": trend.rank_over_weeks(
+                trend.trend_report(ctx, session), standings.family_names(session)
+            ),
             **where_selector(session, category, horizon),
         },
     )
@@ -117,7 +120,9 @@ def breakdown(
 @router.get("/families/{family_id}", response_class=HTMLResponse)
 def family(request: Request, ctx: ContextDep, session: SessionDep, family_id: str) -> HTMLResponse:
     data = standings.family(ctx, session, family_id)
-    return html(request, "family.html", {"data": data, "columns": LEADERBOARD_COLUMNS})
+    context = {"data": data, "columns": LEADERBOARD_COLUMNS}
+    context["trend"] = trend.family_trend(ctx, session, family_id)
+    return html(request, "family.html", context)
 
 
 @router.get("/cohorts", response_class=HTMLResponse)

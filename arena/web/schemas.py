@@ -915,6 +915,42 @@ def allowed_values(parameter: dict[str, Any], document: dict[str, Any]) -> list[
     return found
 
 
+# -- the trend (arena/web/trend.py) -------------------------------------------------------------
+
+
+class TrendRow(Open):
+    """One family in one cohort week, as a row of `arena analyze trend --format json`."""
+
+    family_id: str
+    week_start: Instant = Field(description="Sunday 00:00 UTC that starts the week.")
+    weekly_return: float | None = Field(description="Mean return of its agents that week.")
+    brier: float | None = Field(description="v1: mean Brier of its bets made that week.")
+    adjusted: float | None = Field(description="v2: difficulty-adjusted Brier that week.")
+    alpha: float | None = Field(description="v2: alpha (Brier) against the market that week.")
+    rank_week: int | None
+    rank_cumulative: int | None
+    rank_by: str = Field(description="`adjusted` (lower is better) or `return`.")
+    lineage_changed: bool
+    lineage: list[str] = Field(description="What changed since its previous cohort week.")
+
+
+class LineageChange(Open):
+    """A week where the family's lineage changed, and what changed."""
+
+    week_start: Instant
+    lineage: list[str]
+
+
+class FamilyTrend(Open):
+    """One family's trend: its rows (ranks among every family) and its lineage changes."""
+
+    family_id: str
+    as_of: Instant | None
+    rank_by: str | None
+    rows: list[TrendRow]
+    changes: list[LineageChange]
+
+
 # -- breakdown by category or horizon (issue 25) -----------------------------------------------
 
 

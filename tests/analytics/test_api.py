@@ -34,6 +34,7 @@ PUBLIC = [
     "read_export",
     "risk",
     "sign_test",
+    "trend",
     "weighted_bootstrap_interval",
     "weighted_t_interval",
 ]

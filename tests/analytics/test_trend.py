@@ -7,7 +7,7 @@ import pytest
 
 from arena.analytics import AnalysisOptions
 from arena.analytics.options import prepare
-from arena.analytics.trend import WeekScores, trend_rows, v2_week_scores
+from arena.analytics.trend_measures import WeekScores, trend_rows, v2_week_scores
 from tests.analytics.helpers import WEEK0, forecasts, row
 
 W0 = np.datetime64("2026-01-04T00:00:00", "us")

@@ -71,6 +71,7 @@ COMMANDS = [
     ["analyze", "h2h", "sim-skill-90", "sim-skill-10"],
     ["analyze", "proxy"],
     ["analyze", "calibration"],
+    ["analyze", "trend"],
     ["analyze", "market"],
     ["analyze", "power"],
     ["analyze", "report", "--format", "table"],

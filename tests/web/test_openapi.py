@@ -17,6 +17,7 @@ from schemathesis.engine import Status, events
 
 from arena.domain.states import MarketStatus
 from arena.web import records, standings
+from arena.web import trend as web_trend
 from arena.web.app import create_app
 from arena.web.breakdown import By, breakdown
 from arena.web.context import Page
@@ -91,6 +92,7 @@ def test_every_answer_is_documented(site: Site) -> None:
 RST = ("``", ":func:", ":class:", ":meth:", ":data:", ":mod:")
 ID_ROUTES = {  # a request naming nothing, and its route
     "/api/v1/families/no-such-family": "/api/v1/families/{family_id}",
+    "/api/v1/families/no-such-family/trend": "/api/v1/families/{family_id}/trend",
     "/api/v1/cohorts/999999": "/api/v1/cohorts/{cohort_id}",
     "/api/v1/cohorts/999999/families/no-such-family": (
         "/api/v1/cohorts/{cohort_id}/families/{family_id}"
@@ -205,6 +207,7 @@ def test_the_models_keep_every_field(site: Site) -> None:
         expected = {
             "/api/v1/leaderboard": standings.leaderboard(ctx, session, None),
             f"/api/v1/families/{fid}": standings.family(ctx, session, fid),
+            f"/api/v1/families/{fid}/trend": web_trend.family_trend(ctx, session, fid),
             "/api/v1/cohorts": standings.cohorts(session, Page()),
             f"/api/v1/cohorts/{cid}": standings.cohort(ctx, session, cid, Page()),
             f"/api/v1/cohorts/{cid}/families/{fid}": standings.agent(session, cid, fid, Page()),
@@ -252,6 +255,7 @@ def answers(client: TestClient) -> dict[str, str]:
         "/api/v1/power": "/api/v1/power",
         "/api/v1/curves": "/api/v1/curves",
         f"/api/v1/families/{family}": "/api/v1/families/{family_id}",
+        f"/api/v1/families/{family}/trend": "/api/v1/families/{family_id}/trend",
         "/api/v1/cohorts": "/api/v1/cohorts",
         f"/api/v1/cohorts/{cohort}": "/api/v1/cohorts/{cohort_id}",
         f"/api/v1/cohorts/{cohort}/families/{family}": (

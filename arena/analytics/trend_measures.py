@@ -3,7 +3,7 @@
 Per family and cohort week (the Sunday the week starts):
 
 * ``weekly_return``: the family's return over that week, the mean of its agents' returns
-  (:func:`arena.analytics.risk.family_weekly_returns`);
+  (:func:`arena.analytics.risk_measures.family_weekly_returns`);
 * ``brier`` (v1): the mean Brier score of the family's scored bets made that week;
 * ``adjusted`` and ``alpha`` (v2): the family's difficulty-adjusted Brier over that week's
   scored panel questions (the question difficulties of the full fit at ``as_of``) and its alpha
