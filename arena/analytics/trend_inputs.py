@@ -14,9 +14,9 @@ The database and an export directory of the same arena give equal inputs. Only t
 weekly return reads are kept: for each agent and each week end (its cohort's start plus whole
 weeks, up to the first end at or after its last snapshot) the value of its last snapshot at or
 before that end, as a point *at the end*, which gives the weekly returns of every snapshot
-(:func:`arena.analytics.risk_measures.weekly_returns` reads nothing else). The database finds each with
-one index seek on ``(agent_id, taken_at)`` (a correlated subquery; ~18k at scale 1 instead of
-~870k rows read), an export's are picked in numpy.
+(:func:`arena.analytics.risk_measures.weekly_returns` reads nothing else). The database finds
+each with one index seek on ``(agent_id, taken_at)`` (a correlated subquery; ~18k at scale 1
+instead of ~870k rows read), an export's are picked in numpy.
 """
 
 from __future__ import annotations

@@ -65,7 +65,6 @@ def test_a_curve_that_reaches_zero_gives_null_never_nan() -> None:
     from datetime import UTC, datetime
 
     from arena.analytics.risk_measures import Snapshots
-
     from arena.analytics.trend_inputs import Bets, TrendInputs
 
     start = np.datetime64("2026-11-01T00:00:00", "us")
