@@ -115,3 +115,45 @@ def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
             if not isinstance(row, dict):
                 raise ForecastsError(f"{path}: line {number} is not a JSON object")
             yield row
+
+
+def read_export_table(
+    directory: Path,
+    name: str,
+    columns: tuple[str, ...],
+    types: dict[str, pa.DataType] | None = None,
+) -> pa.Table:
+    """The named ``columns`` of one export table (``name.parquet``, ``.csv`` or ``.jsonl``,
+    looked for in that order); a column the file lacks comes back all null. CSV columns are
+    read as ``types`` says (text by default), so ids stay text; JSON lines are typed by arrow
+    and converted by the caller."""
+    types = types or {}
+    for suffix in ("parquet", "csv", "jsonl"):
+        path = directory / f"{name}.{suffix}"
+        if not path.is_file():
+            continue
+        try:
+            if suffix == "parquet":
+                present = set(pa_parquet.read_schema(path).names)
+                table = pa_parquet.read_table(path, columns=[c for c in columns if c in present])
+            elif suffix == "csv":
+                convert = pa_csv.ConvertOptions(
+                    column_types={c: types.get(c, pa.string()) for c in columns},
+                    include_columns=list(columns),
+                    include_missing_columns=True,
+                    strings_can_be_null=True,
+                )
+                table = pa_csv.read_csv(path, convert_options=convert)
+            elif path.stat().st_size == 0:
+                table = pa.table({c: pa.array([], types.get(c, pa.string())) for c in columns})
+            else:
+                table = pa_json.read_json(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise ForecastsError(f"cannot read {path}: {exc}") from exc
+        for column in columns:
+            if column not in table.column_names:
+                table = table.append_column(
+                    column, pa.nulls(table.num_rows, types.get(column, pa.string()))
+                )
+        return table.select(list(columns))
+    raise ForecastsError(f"no {name}.parquet / .csv / .jsonl in export directory {directory}")

@@ -24,13 +24,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pa_csv
-import pyarrow.json as pa_json
-import pyarrow.parquet as pa_parquet
 from numpy.typing import NDArray
 from sqlalchemy import BigInteger, Float, Select, String, cast, func, select, type_coerce
 from sqlalchemy.orm import Session
 
+from arena.analytics.loading import read_export_table
 from arena.analytics.risk_measures import Snapshots
 from arena.errors import ForecastsError
 from arena.store.models import Agent, Cohort, PortfolioSnapshot
@@ -154,9 +152,9 @@ _TYPES = {
 def read_export_snapshots(directory: Path, value: str = "mark") -> Snapshots:
     """The snapshots of an export directory (its ``snapshots``, ``agents`` and ``cohorts``
     files, parquet, CSV or JSON lines), valued at ``value``."""
-    snapshots = _read(directory, "snapshots", (*_SNAPSHOT_COLUMNS, "cohort_id"))
-    agents = _read(directory, "agents", ("agent_id", "starting_balance"))
-    cohorts = _read(directory, "cohorts", ("cohort_id", "week_start"))
+    snapshots = read_export_table(directory, "snapshots", (*_SNAPSHOT_COLUMNS, "cohort_id"), _TYPES)
+    agents = read_export_table(directory, "agents", ("agent_id", "starting_balance"), _TYPES)
+    cohorts = read_export_table(directory, "cohorts", ("cohort_id", "week_start"), _TYPES)
     return snapshot_columns(
         {name: snapshots.column(name) for name in snapshots.column_names},
         agents={name: agents.column(name) for name in agents.column_names},
@@ -198,31 +196,6 @@ def snapshot_columns(
         _times(table.column("taken_at")),
         _floats(table.column(value_column(value))),
     )
-
-
-def _read(directory: Path, name: str, columns: tuple[str, ...]) -> pa.Table:
-    for suffix in ("parquet", "csv", "jsonl"):
-        path = directory / f"{name}.{suffix}"
-        if not path.is_file():
-            continue
-        try:
-            if suffix == "parquet":
-                available = pa_parquet.read_schema(path).names
-                return pa_parquet.read_table(path, columns=[c for c in columns if c in available])
-            types = {c: _TYPES.get(c, pa.string()) for c in columns}
-            if suffix == "csv":
-                convert = pa_csv.ConvertOptions(
-                    column_types=types,
-                    include_columns=list(columns),
-                    include_missing_columns=True,
-                    strings_can_be_null=True,
-                )
-                return pa_csv.read_csv(path, convert_options=convert)
-            table = pa_json.read_json(path)  # types inferred, converted per column
-            return table.select([c for c in columns if c in table.column_names])
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise ForecastsError(f"cannot read {path}: {exc}") from exc
-    raise ForecastsError(f"no {name}.parquet / .csv / .jsonl in export directory {directory}")
 
 
 def _table(data: Any) -> pa.Table:

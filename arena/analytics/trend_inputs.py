@@ -30,13 +30,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pa_csv
-import pyarrow.json as pa_json
-import pyarrow.parquet as pa_parquet
 from numpy.typing import NDArray
 from sqlalchemy import BigInteger, Float, String, cast, func, select, type_coerce
 from sqlalchemy.orm import Session
 
+from arena.analytics.loading import read_export_table
 from arena.analytics.records import Forecasts
 from arena.analytics.risk_measures import Snapshots
 from arena.analytics.trend_measures import LINEAGE_FIELDS
@@ -231,9 +229,9 @@ def read_export_trend_inputs(directory: Path) -> TrendInputs:
     directory = Path(directory)
     if not directory.is_dir():
         raise ForecastsError(f"export directory not found: {directory}")
-    cohorts = _read(directory, "cohorts", ("cohort_id", "week_start"))
+    cohorts = read_export_table(directory, "cohorts", ("cohort_id", "week_start"))
     starts = dict(zip(_strings(cohorts, "cohort_id"), _times(cohorts, "week_start"), strict=True))
-    agents = _read(
+    agents = read_export_table(
         directory,
         "agents",
         ("agent_id", "cohort_id", "family_id", "starting_balance", *LINEAGE_FIELDS),
@@ -241,7 +239,7 @@ def read_export_trend_inputs(directory: Path) -> TrendInputs:
     agent_ids = _strings(agents, "agent_id")
     agent_start = np.array([starts[c] for c in _strings(agents, "cohort_id")], "datetime64[us]")
     agent_family = _strings(agents, "family_id")
-    snapshots = _read(directory, "snapshots", ("agent_id", "taken_at", "total_value"))
+    snapshots = read_export_table(directory, "snapshots", ("agent_id", "taken_at", "total_value"))
     week_agent, week_end, week_value = _week_ends(
         agent_ids,
         agent_start,
@@ -251,8 +249,10 @@ def read_export_trend_inputs(directory: Path) -> TrendInputs:
     )
     order = np.argsort(agent_ids)
     at = order[np.searchsorted(agent_ids[order], week_agent)]
-    scores = _read(directory, "brier_scores", ("trade_id", "family_id", "brier", "scored_at"))
-    trades = _read(directory, "trades", ("trade_id", "executed_at"))
+    scores = read_export_table(
+        directory, "brier_scores", ("trade_id", "family_id", "brier", "scored_at")
+    )
+    trades = read_export_table(directory, "trades", ("trade_id", "executed_at"))
     executed = dict(zip(_strings(trades, "trade_id"), _times(trades, "executed_at"), strict=True))
     lineage_columns = {name: _strings(agents, name) for name in LINEAGE_FIELDS}
     forecasts = None
@@ -315,30 +315,6 @@ def _week_ends(
         np.concatenate(out_end).astype("datetime64[us]"),
         np.concatenate(out_value),
     )
-
-
-def _read(directory: Path, name: str, columns: tuple[str, ...]) -> pa.Table:
-    """Columns of one export table, from whichever of its files the directory holds."""
-    for suffix in ("parquet", "csv", "jsonl"):
-        path = directory / f"{name}.{suffix}"
-        if not path.is_file():
-            continue
-        try:
-            if suffix == "parquet":
-                return pa_parquet.read_table(path, columns=list(columns))
-            if suffix == "csv":
-                convert = pa_csv.ConvertOptions(
-                    column_types=dict.fromkeys(columns, pa.string()),
-                    include_columns=list(columns),
-                    strings_can_be_null=True,
-                )
-                return pa_csv.read_csv(path, convert_options=convert)
-            if path.stat().st_size == 0:
-                return pa.table({column: pa.array([], pa.string()) for column in columns})
-            return pa_json.read_json(path).select(list(columns))
-        except (pa.ArrowInvalid, KeyError, OSError) as exc:
-            raise ForecastsError(f"cannot read {path}: {exc}") from exc
-    raise ForecastsError(f"no {name}.parquet / .csv / .jsonl in export directory {directory}")
 
 
 def _strings(table: pa.Table, name: str) -> NDArray[np.object_]:
