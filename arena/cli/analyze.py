@@ -720,9 +720,11 @@ def _risk_report(ctx: typer.Context, flags: AnalyzeFlags, options: Any) -> Any:
     from arena.analytics.risk_report import risk
 
     try:
-        return risk(load_snapshots(ctx, flags.from_export, "mark"), options)
-    except ForecastsError as exc:
-        return {"kind": "risk", "status": "insufficient", "reason": str(exc)}
+        snapshots = load_snapshots(ctx, flags.from_export, "mark")
+    except ForecastsError:  # the same report from any directory holding the same data
+        reason = "no portfolio snapshots to read (an export of the forecasts alone)"
+        return {"kind": "risk", "status": "insufficient", "reason": reason}
+    return risk(snapshots, options)
 
 
 @analyze_app.command("breakdown")

@@ -54,12 +54,16 @@ VOLUME_PLACES = Decimal("0.000001")  # the scale of the Volume() columns
 PRICE_PLACES = Decimal("0.0000000001")  # the scale of the Price() columns
 # Columns a missing fresh value never overwrites (COALESCE(new, old)).
 _KEEP_KNOWN = (
-    "slug", "description", "category", "volume", "volume_24h", "liquidity", "end_date",
+    "slug", "description", "volume", "volume_24h", "liquidity", "end_date",
     "closed_time", "accepting_orders", "uma_resolution_status", "condition_id",
     "neg_risk_market_id", "group_item_title", "event_id", "event_slug", "event_title",
     "last_raw_prices", "prices", "yes_price", "clob_token_ids",
 )  # fmt: skip
 _ALWAYS = ("outcomes", "active", "closed", "neg_risk")
+# the category is derived once: the first one known stays (a later row without its event's tags
+# would otherwise re-derive it from the title alone), so a market never moves between
+# categories of a breakdown
+_FIRST_KNOWN = ("category",)
 _JSON = ("outcomes", "prices", "last_raw_prices", "clob_token_ids")
 _SQL_NULL_JSON = JSON(none_as_null=True)  # a missing price list is SQL NULL, so COALESCE works
 
@@ -164,6 +168,7 @@ def _upsert(
     values: dict[str, Any] = {
         "question": func.coalesce(func.nullif(new.question, ""), table.c.question),
         **{name: func.coalesce(new[name], table.c[name]) for name in _KEEP_KNOWN},
+        **{name: func.coalesce(table.c[name], new[name]) for name in _FIRST_KNOWN},
         **{name: new[name] for name in _ALWAYS},
     }
     changed = [_distinct(table.c[name], expr, name in _JSON) for name, expr in values.items()]

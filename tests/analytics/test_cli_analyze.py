@@ -212,6 +212,7 @@ def test_every_command_has_help() -> None:
         "report",
         "breakdown",
         "risk",
+        "trend",
     }
     for name, command in group.commands.items():
         assert (command.help or "").strip(), name
