@@ -14,7 +14,8 @@ bring), starting at its starting balance at its cohort's start.
   peak (the ``%`` figure is that times 100), with its size in dollars; its duration runs from
   the peak to the first point back at the peak, or to the last point when it has not
   recovered. A family has no 10-minute curve of its own: its drawdown is that of its weekly
-  index ``prod(1 + r_w)`` (weekly resolution), in dollars per starting balance.
+  index ``prod(1 + r_w)`` (weekly resolution), in dollars of its agents' mean starting
+  balance.
 * **Annualised return** ``(V_W / V_0)^(52 / W) - 1`` (compound), and **Calmar** = annualised
   return / maximum drawdown (as a fraction).
 * **Intervals**: a moving-block bootstrap over the weekly returns, block length
@@ -315,7 +316,7 @@ def agent_curves(
             snapshots.taken_at[rows],
             snapshots.value[rows],
             snapshots.start[head],
-            float(snapshots.balance[head]),
+            snapshots.balance[head],
         )
         ends, returns = weekly_returns(curve, as_of)
         times = np.r_[curve.start, curve.times].astype("datetime64[us]").astype(np.int64)
@@ -348,11 +349,11 @@ def _family_rows(
     seed: int,
 ) -> list[dict[str, Any]]:
     """A family's weekly returns (:func:`family_weekly_returns`) and the drawdown of its weekly
-    index, in dollars per starting balance."""
-    balance = float(np.nanmean(snapshots.balance)) if len(snapshots.balance) else 0.0
+    index, in dollars of its agents' mean starting balance."""
     families = family_weekly_returns(per_agent)
     rows = []
     for family in sorted(families):
+        balance = np.mean(snapshots.balance[snapshots.family_id == family])
         weeks = families[family]
         returns = np.array(list(weeks.values()))
         index = np.r_[1.0, np.cumprod(1.0 + returns)]
