@@ -53,6 +53,7 @@ from arena.store.models import Agent, Cohort, Decision, Family, JobRun, Portfoli
 from arena.web.app import access, create_app
 from arena.web.context import PER_PAGE, WebContext
 from arena.web.render import HERE
+from arena.web.standings import analyse_before_serving
 
 STATIC = HERE / "static"
 FAMILY = FAMILY_ID_PATTERN.strip("^$")
@@ -137,6 +138,7 @@ def write_site(
         moment = ensure_utc(as_of) if as_of is not None else newest_instant(session)
         seeds = list(_seeds(session))
     ctx = WebContext(settings, engine, factory, head_revision(), clock=FixedClock(moment))
+    analyse_before_serving(ctx)
     out.mkdir(parents=True, exist_ok=True)
     app = create_app(settings, context=ctx)
     with _quiet(access), TestClient(app) as client:  # one event loop for every page

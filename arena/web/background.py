@@ -30,6 +30,12 @@ class Background(Generic[T]):
         self._running: Hashable | None = None
         self.thread: threading.Thread | None = None
 
+    def preset(self, version: Hashable, value: T) -> None:
+        """Hold ``value`` as computed for ``version`` (the static copy computes its analysis
+        before rendering, so no page depends on a thread's timing)."""
+        with self._lock:
+            self._version, self._value = version, value
+
     def get(self, version: Hashable, compute: Callable[[], T]) -> tuple[T | None, bool]:
         """The latest value computed (None before the first) and whether it is of
         ``version``; starts computing ``version`` in a thread when it is neither."""

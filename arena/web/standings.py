@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -109,6 +110,17 @@ def v2_result(ctx: WebContext, session: Session) -> StoredAnalysis | None:
     return value
 
 
+def analyse_before_serving(ctx: WebContext) -> None:
+    """Compute the v2 analysis in this thread when none is stored, so that no page waits on
+    :func:`v2_result`'s background thread (the static copy: every page rendered at one instant
+    shows the same analysis, whatever a thread's timing)."""
+    with ctx.session() as session:
+        stored = session.scalar(select(AnalysisResult.name).where(AnalysisResult.name == V2))
+        version = ctx.version(session)
+    if stored is None:
+        ctx.analysis.preset(version, _analyse_here(ctx))
+
+
 def v2_analysis(ctx: WebContext, session: Session) -> dict[str, Any] | None:
     """The whole stored v2 analysis (:func:`arena.analytics.report.full_analysis`'s dict: its
     ranking, proxy, calibration and every other part); None when there is nothing to rank yet
@@ -137,14 +149,16 @@ def v2_status(ctx: WebContext, session: Session) -> dict[str, Any]:
 
 
 def _analyse_here(ctx: WebContext) -> StoredAnalysis:
-    """The v2 analysis of the stored forecasts as of now, computed in this process (in the
-    background thread of :func:`v2_result`)."""
+    """The v2 analysis of the stored forecasts as of now, computed in this process (by
+    :func:`v2_result`'s :class:`~arena.web.background.Background`), computed at the context's
+    clock: a static copy rendered at a fixed instant shows the same times every time."""
     from arena.analytics.report import configured_options
 
     as_of = ctx.now()
     with ctx.session() as session:
         forecasts = stored_forecasts(session)
-    return analyse(forecasts, configured_options(ctx.settings), as_of)
+    result = analyse(forecasts, configured_options(ctx.settings), as_of)
+    return replace(result, computed_at=ctx.now())
 
 
 def family_names(session: Session) -> dict[str, str]:

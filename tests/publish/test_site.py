@@ -332,3 +332,20 @@ def test_a_long_list_is_copied_page_by_page(tmp_path: Path) -> None:
     assert '<a href="1.html">&larr; newer</a>' in second
     assert broken_links(tmp_path / "site")[0] == []
     factory.kw["bind"].dispose()
+
+
+def test_the_copy_shows_the_analysis_computed_at_its_instant_never_being_computed(
+    tmp_path: Path,
+) -> None:
+    """With no stored analysis, the live dashboard computes one in a background thread; the
+    static copy computes it before rendering, at the copy's instant, so no page depends on a
+    thread's timing (a republish of unchanged data once rewrote a family page that way)."""
+    factory, settings = small_arena(tmp_path)
+    report = write_site(factory, settings, tmp_path / "a")
+    index = (tmp_path / "a" / "index.html").read_text()
+    assert "being computed" not in index
+    family = (tmp_path / "a" / "families" / "alpha-model.html").read_text()
+    again = write_site(factory, settings, tmp_path / "b")
+    assert family == (tmp_path / "b" / "families" / "alpha-model.html").read_text()
+    assert [f.sha256 for f in report.files] == [f.sha256 for f in again.files]
+    factory.kw["bind"].dispose()
