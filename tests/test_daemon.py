@@ -30,7 +30,9 @@ from arena.store.models import (
 from tests.conftest import Database
 from tests.helpers import write_config
 
-pytestmark = pytest.mark.slow  # started first (tests/conftest.py)
+# started first (tests/conftest.py); the simulated weeks take ~3 minutes alone, so the hang
+# guard leaves a busy machine room
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 START = datetime(2026, 11, 1, tzinfo=UTC)  # a Sunday
 END = START + timedelta(days=21) - timedelta(minutes=10)

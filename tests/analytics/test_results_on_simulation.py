@@ -30,7 +30,8 @@ FAMILIES = [
     {"id": "random-bettor", "kind": "baseline", "strategy": "random", "seed": 5},
 ]
 
-pytestmark = pytest.mark.slow
+# the simulated weeks take minutes alone: the hang guard leaves a busy machine room
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")

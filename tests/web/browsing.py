@@ -35,6 +35,18 @@ TABLET = (800, 1024)
 PHONE = (390, 844)
 
 
+def resize(driver: Any, size: tuple[int, int]) -> None:
+    """Set the window to ``size`` and wait until the page sees its width: on a busy machine
+    Chromium applies a resize a moment after WebDriver returns."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.set_window_size(*size)
+    WebDriverWait(driver, WAIT_S).until(
+        lambda d: d.execute_script("return window.innerWidth") == size[0],
+        f"the window did not reach {size[0]} px",
+    )
+
+
 def no_browser(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI: the browser tests must run, but {reason}")

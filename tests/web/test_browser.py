@@ -17,7 +17,16 @@ from urllib.request import urlopen
 
 import pytest
 
-from tests.web.browsing import DESKTOP, DOCS, PHONE, chart_loaded, console_errors, pages, wait
+from tests.web.browsing import (
+    DESKTOP,
+    DOCS,
+    PHONE,
+    chart_loaded,
+    console_errors,
+    pages,
+    resize,
+    wait,
+)
 from tests.web.hostile import HOSTILE
 
 webdriver = pytest.importorskip("selenium.webdriver")
@@ -95,7 +104,7 @@ def test_every_page_without_console_errors_and_screenshots(  # type: ignore[no-u
     for name, path in pages(base_url).items():
         if name == "not-found":  # its 404 is a console error by design
             continue
-        driver.set_window_size(DESKTOP[0], 1400 if name == "leaderboard" else DESKTOP[1])
+        resize(driver, (DESKTOP[0], 1400 if name == "leaderboard" else DESKTOP[1]))
         driver.get(base_url + path)
         if driver.find_elements(By.CSS_SELECTOR, "[data-chart]"):
             wait(driver, lambda d: chart_loaded(d, "ALL:usd"), f"chart on {path}")
@@ -103,13 +112,13 @@ def test_every_page_without_console_errors_and_screenshots(  # type: ignore[no-u
         errors = console_errors(driver)
         assert errors == [], (path, errors)
         assert driver.save_screenshot(str(shots / f"{name}.png"))
-    driver.set_window_size(*PHONE)
+    resize(driver, PHONE)
     try:
         driver.get(base_url + "/")
         wait(driver, lambda d: chart_loaded(d, "ALL:usd"), "chart on the phone")
         assert driver.save_screenshot(str(shots / "leaderboard-phone.png"))
     finally:
-        driver.set_window_size(*DESKTOP)
+        resize(driver, DESKTOP)
     for name in ("leaderboard", "leaderboard-phone"):
         assert (shots / f"{name}.png").stat().st_size > 10_000
     if os.environ.get("ARENA_DOCS_SCREENSHOT") == "1":

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.browsing import DESKTOP, chart_loaded, console_errors, wait
+from tests.web.browsing import DESKTOP, chart_loaded, console_errors, resize, wait
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
@@ -44,7 +44,7 @@ def home(browser: Any, base_url: str) -> Iterator[Any]:
     """The leaderboard with its chart drawn (ALL, $), auto-refresh switched off so nothing
     changes under the test; the stored choice and media emulation are cleared after."""
     driver = browser
-    driver.set_window_size(*DESKTOP)
+    resize(driver, DESKTOP)
     driver.get(base_url + "/")
     driver.execute_script(f"localStorage.setItem('{STORE}', 'off')")
     driver.get(base_url + "/")

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.browsing import DESKTOP, PHONE, TABLET, WAIT_S, pages, wait
+from tests.web.browsing import DESKTOP, PHONE, TABLET, WAIT_S, pages, resize, wait
 from tests.web.hostile import UNBROKEN_ID
 
 webdriver = pytest.importorskip("selenium.webdriver")
@@ -84,16 +84,15 @@ def survey(
     """Every page at one window size, each loaded once: name -> what it measured."""
     driver = browser
     driver.set_script_timeout(WAIT_S)
-    driver.set_window_size(*request.param)
     try:
-        assert driver.execute_script("return window.innerWidth") == request.param[0]
+        resize(driver, request.param)
         paths = pages(base_url) | {
             "unbroken-market": f"/markets/{UNBROKEN_ID}",  # a question with no line break
             "unbroken-search": "/markets?q=xxxxxxxxxx",
         }
         yield {name: _visit(driver, base_url + path, path) for name, path in paths.items()}
     finally:
-        driver.set_window_size(*DESKTOP)
+        resize(driver, DESKTOP)
         driver.get_log("browser")  # the 404 page's console error stays here
 
 

@@ -14,7 +14,7 @@ import pytest
 from arena.store.db import make_engine, session_factory, upgrade
 from tests.analytics.trend_world import CHANGED, build_trend_arena
 from tests.helpers import write_config
-from tests.web.browsing import DESKTOP, PHONE, serve, wait
+from tests.web.browsing import DESKTOP, PHONE, resize, serve, wait
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_the_trend_charts_label_the_lineage_change(
 ) -> None:
     family, week, change = CHANGED
     driver = browser
-    driver.set_window_size(*size)
+    resize(driver, size)
     try:
         driver.get(f"{trend_url}/families/{family}")
         wait(driver, lambda d: _drawn(d, "family"), "trend chart")
@@ -64,4 +64,4 @@ def test_the_trend_charts_label_the_lineage_change(
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert errors == []
     finally:
-        driver.set_window_size(*DESKTOP)
+        resize(driver, DESKTOP)
