@@ -350,6 +350,29 @@ class Logging(_Strict):
     json_logs: bool = False
 
 
+class WebSearch(_Strict):
+    """OpenRouter's ``openrouter:web_search`` server tool for a family (absent: no search).
+
+    The choices and limits are OpenRouter's (its web search server tool documentation): the
+    engine is ``auto`` (the provider's native search, else Exa), ``native``, ``exa``,
+    ``firecrawl`` (bring your own key) or ``parallel``; ``max_results`` per search call is
+    1-10 (default 5); ``search_context_size`` is ``low``, ``medium`` or ``high``.
+    """
+
+    engine: Literal["auto", "native", "exa", "firecrawl", "parallel"] = "auto"
+    max_results: Annotated[int, Field(ge=1, le=10, strict=True)] = 5
+    search_context_size: Literal["low", "medium", "high"] = "medium"
+
+    def tool(self) -> dict[str, Any]:
+        """The entry of the request's ``tools`` array."""
+        parameters = {
+            "engine": self.engine,
+            "max_results": self.max_results,
+            "search_context_size": self.search_context_size,
+        }
+        return {"type": "openrouter:web_search", "parameters": parameters}
+
+
 class OpenRouterFamily(_Strict):
     """A model family called through OpenRouter (a family without ``kind``)."""
 
@@ -364,6 +387,7 @@ class OpenRouterFamily(_Strict):
     max_tokens: Annotated[int | None, Field(ge=1, le=MAX_TOKENS)] = None
     provider_routing: dict[str, Any] | None = None  # OpenRouter `provider` object
     reasoning: dict[str, Any] | None = None  # OpenRouter `reasoning` object
+    web_search: WebSearch | None = None  # OpenRouter's web search server tool; None: off
 
 
 class BaselineFamily(_Strict):
@@ -496,6 +520,14 @@ class Settings(BaseSettings):
         except ConfigError:
             return self.openrouter.max_tokens
         return getattr(family, "max_tokens", None) or self.openrouter.max_tokens
+
+    def web_search(self, family_id: str) -> WebSearch | None:
+        """A family's web search settings (None: off, or a family no longer configured)."""
+        try:
+            family = self.family(family_id)
+        except ConfigError:
+            return None
+        return getattr(family, "web_search", None)
 
     def masked(self) -> dict[str, Any]:
         """The configuration as a dict safe to log (credentials in every URL masked)."""

@@ -129,3 +129,46 @@ def test_duplicate_keys_are_refused_with_the_key_and_line(db: Database, tmp_path
         f"database_url: {db.url}\nlogging:\n  <<: {{level: ERROR}}\n  level: WARNING\n"
     )
     assert _status(config, tmp_path)[0] == 0
+
+
+def _searching(web_search: object) -> dict[str, list[dict[str, object]]]:
+    """The seven families, the first with this ``web_search``."""
+    return {"families": [{**SEVEN_FAMILIES[0], "web_search": web_search}, *SEVEN_FAMILIES[1:]]}
+
+
+@pytest.mark.parametrize(
+    ("web_search", "key"),
+    [
+        ({"engine": "bing"}, "web_search.engine"),
+        ({"engine": "EXA"}, "web_search.engine"),
+        ({"max_results": 0}, "web_search.max_results"),
+        ({"max_results": 11}, "web_search.max_results"),
+        ({"max_results": "5"}, "web_search.max_results"),
+        ({"max_results": True}, "web_search.max_results"),
+        ({"max_results": 2.5}, "web_search.max_results"),
+        ({"search_context_size": "huge"}, "web_search.search_context_size"),
+        ({"max_total_results": 20}, "web_search.max_total_results: unknown key"),
+        ("on", "web_search: Input should be a valid dictionary"),
+        ([], "web_search: Input should be a valid dictionary"),
+    ],
+)
+def test_a_bad_web_search_names_the_key(tmp_path: Path, web_search: object, key: str) -> None:
+    config = write_config(tmp_path / "c.yaml", "sqlite:///x.db", **_searching(web_search))
+    with pytest.raises(ConfigError) as info:
+        load_settings(config)
+    assert f"families.0.{key}" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_web_search_is_off_unless_given_and_takes_openrouters_defaults(tmp_path: Path) -> None:
+    plain = load_settings(write_config(tmp_path / "a.yaml", "sqlite:///x.db"))
+    assert plain.web_search("gpt-5.1") is None and plain.web_search("gone") is None
+    assert plain.web_search("always-hold") is None
+    on = load_settings(write_config(tmp_path / "b.yaml", "sqlite:///x.db", **_searching({})))
+    search = on.web_search("gpt-5.1")
+    assert search is not None
+    assert search.tool() == {
+        "type": "openrouter:web_search",
+        "parameters": {"engine": "auto", "max_results": 5, "search_context_size": "medium"},
+    }
+    assert on.web_search("grok-4") is None

@@ -288,7 +288,14 @@ class DecisionRun:
         self.budget.carry(agent.family_id, turn.claim.cost_before)
         try:
             baseline = agent.kind == FamilyKind.BASELINE
-            self.budget.reserve(agent.family_id, model, messages, max_tokens, baseline=baseline)
+            self.budget.reserve(
+                agent.family_id,
+                model,
+                messages,
+                max_tokens,
+                baseline=baseline,
+                searched=self.settings.web_search(agent.family_id) is not None,
+            )
         except BudgetExceeded as exc:
             attempts.store(
                 AttemptKind.INITIAL,

@@ -41,6 +41,16 @@ class ModelRequest:
 
 
 @dataclass(frozen=True)
+class Citation:
+    """One web source a reply cites (a ``url_citation`` annotation of OpenRouter's web search
+    server tool): its URL, title and the content OpenRouter adds, in the reply's order."""
+
+    url: str
+    title: str | None = None
+    content: str | None = None
+
+
+@dataclass(frozen=True)
 class ModelReply:
     """What one successful call returned, with everything worth storing about it."""
 
@@ -56,6 +66,9 @@ class ModelReply:
     latency_ms: int
     raw: dict[str, Any] | None
     content_from_reasoning: bool = False  # content was empty; the answer came from `reasoning`
+    citations: tuple[Citation, ...] = ()  # web search sources (families with web search)
+    search_cost_usd: Decimal | None = None  # what the web search cost, when reported
+    search_note: str | None = None  # web search was on but gave no citations: why, if known
 
 
 @runtime_checkable
