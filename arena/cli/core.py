@@ -22,6 +22,7 @@ from arena.cli.style import command_group
 from arena.domain.states import FamilyKind
 from arena.errors import ConfigError
 from arena.jobs.report import raise_failure
+from arena.masking import mask_url
 from arena.terminal import TerminalColumn, fitted_table, show
 
 db_app = command_group(help="Database maintenance.")
@@ -89,6 +90,9 @@ def families(ctx: typer.Context, fmt: ViewFormatOption = "table", wide: WideOpti
     for family in settings.families:
         if family.kind == FamilyKind.BASELINE:
             target, ready = f"strategy {family.strategy}", "yes"
+        elif family.kind == FamilyKind.AGENT:
+            target = mask_url(str(family.endpoint))
+            ready = "yes" if family.secret() is not None else f"needs {family.secret_env}"
         else:
             target = family.openrouter_id or ""
             ready = "yes" if has_key else NEEDS_KEY
