@@ -182,3 +182,12 @@ def test_families_lists_an_agent_and_whether_its_secret_is_set(tmp_path: Path) -
     ready = run_arena(*args, env=cli_env(MY_AGENT_SECRET="s3cret-value"), cwd=tmp_path)
     assert json.loads(ready.stdout)[0]["ready"] == "yes"
     assert "s3cret-value" not in ready.stdout + ready.stderr
+
+
+def test_families_table_names_an_unset_agent_secret_within_80_columns(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "c.yaml", "sqlite:///x.db", families=[AGENT])
+    result = run_arena("--config", str(config), "families", env=cli_env(COLUMNS="80"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "https://agent.example.org/decide" in result.stdout  # the endpoint column kept
+    assert "no secret: set MY_AGENT_SECRET in the environment" in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
