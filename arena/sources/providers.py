@@ -31,13 +31,15 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ModelRequest:
-    """One call to a model: which family, which model id, the messages and the output cap."""
+    """One call to a model: which family, which model id, the messages and the output cap
+    (and, for a repair call, the errors it repairs: the messages quote them too)."""
 
     family_id: str
     model: str
     messages: list[dict[str, Any]]
     max_tokens: int
     context: object | None = None  # provider-specific extras (baselines: universe, portfolio)
+    repair: str | None = None  # a repair call: the errors of the previous answer
 
 
 @dataclass(frozen=True)
