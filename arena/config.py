@@ -350,6 +350,29 @@ class Logging(_Strict):
     json_logs: bool = False
 
 
+class WebSearch(_Strict):
+    """OpenRouter's ``openrouter:web_search`` server tool for a family (absent: no search).
+
+    The choices and limits are OpenRouter's (its web search server tool documentation): the
+    engine is ``auto`` (the provider's native search, else Exa), ``native``, ``exa``,
+    ``firecrawl`` (bring your own key) or ``parallel``; ``max_results`` per search call is
+    1-10 (default 5); ``search_context_size`` is ``low``, ``medium`` or ``high``.
+    """
+
+    engine: Literal["auto", "native", "exa", "firecrawl", "parallel"] = "auto"
+    max_results: Annotated[int, Field(ge=1, le=10, strict=True)] = 5
+    search_context_size: Literal["low", "medium", "high"] = "medium"
+
+    def tool(self) -> dict[str, Any]:
+        """The entry of the request's ``tools`` array."""
+        parameters = {
+            "engine": self.engine,
+            "max_results": self.max_results,
+            "search_context_size": self.search_context_size,
+        }
+        return {"type": "openrouter:web_search", "parameters": parameters}
+
+
 class OpenRouterFamily(_Strict):
     """A model family called through OpenRouter (a family without ``kind``)."""
 
@@ -364,6 +387,7 @@ class OpenRouterFamily(_Strict):
     max_tokens: Annotated[int | None, Field(ge=1, le=MAX_TOKENS)] = None
     provider_routing: dict[str, Any] | None = None  # OpenRouter `provider` object
     reasoning: dict[str, Any] | None = None  # OpenRouter `reasoning` object
+    web_search: WebSearch | None = None  # OpenRouter's web search server tool; None: off
 
 
 class BaselineFamily(_Strict):
@@ -382,7 +406,56 @@ class BaselineFamily(_Strict):
         return None
 
 
-Family = Annotated[OpenRouterFamily | BaselineFamily, Field(discriminator="kind")]
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+AGENT_SCHEMA_VERSION = 1
+"""The version of the outside-agent contract, ``arena/resources/agent_schema_v1.json``."""
+MAX_AGENT_DEADLINE_SECONDS = 3600
+
+
+def _http_endpoint(value: AnyHttpUrl) -> AnyHttpUrl:
+    if value.scheme not in ("http", "https"):
+        raise ValueError("must be an http:// or https:// URL")
+    if value.username or value.password:
+        raise ValueError("must not hold a user or password (the secret comes from secret_env)")
+    return value
+
+
+class AgentFamily(_Strict):
+    """An outside agent: arena POSTs each decision request, signed with HMAC-SHA256 under the
+    secret in the environment variable ``secret_env``, to ``endpoint``, and waits for its
+    answer up to ``deadline_seconds`` (:mod:`arena.sources.outside_agent`)."""
+
+    kind: Literal[FamilyKind.AGENT]
+    id: Annotated[str, Field(pattern=FAMILY_ID_PATTERN)]
+    endpoint: Annotated[AnyHttpUrl, AfterValidator(_http_endpoint)]
+    secret_env: Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
+    deadline_seconds: Annotated[
+        float, Field(gt=0, le=MAX_AGENT_DEADLINE_SECONDS, allow_inf_nan=False)
+    ] = 600
+    display_name: Text200 = ""
+    provider: Text100 = "outside agent"
+    active: bool = True
+
+    @field_validator("secret_env")
+    @classmethod
+    def _not_arena_secret(cls, value: str) -> str:
+        if value in ("OPENROUTER_API_KEY", SIGNING_KEY_ENV, "ARENA_ADMIN_TOKEN"):
+            raise ValueError(f"must name the agent's own secret, not {value}")
+        return value
+
+    @property
+    def openrouter_id(self) -> None:
+        return None
+
+    def secret(self) -> SecretStr | None:
+        """The agent's HMAC secret, from the environment only (None when unset or empty)."""
+        value = os.environ.get(self.secret_env, "")
+        return SecretStr(value) if value else None
+
+
+FamilyConfig = OpenRouterFamily | BaselineFamily | AgentFamily
+"""A configured family of any kind."""
+Family = Annotated[FamilyConfig, Field(discriminator="kind")]
 
 
 def _default_kind(raw: Any) -> Any:
@@ -479,10 +552,10 @@ class Settings(BaseSettings):
         )
 
     @property
-    def active_families(self) -> list[OpenRouterFamily | BaselineFamily]:
+    def active_families(self) -> list[FamilyConfig]:
         return [f for f in self.families if f.active]
 
-    def family(self, family_id: str) -> OpenRouterFamily | BaselineFamily:
+    def family(self, family_id: str) -> FamilyConfig:
         for family in self.families:
             if family.id == family_id:
                 return family
@@ -496,6 +569,14 @@ class Settings(BaseSettings):
         except ConfigError:
             return self.openrouter.max_tokens
         return getattr(family, "max_tokens", None) or self.openrouter.max_tokens
+
+    def web_search(self, family_id: str) -> WebSearch | None:
+        """A family's web search settings (None: off, or a family no longer configured)."""
+        try:
+            family = self.family(family_id)
+        except ConfigError:
+            return None
+        return getattr(family, "web_search", None)
 
     def masked(self) -> dict[str, Any]:
         """The configuration as a dict safe to log (credentials in every URL masked)."""

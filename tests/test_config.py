@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,107 @@ def test_duplicate_keys_are_refused_with_the_key_and_line(db: Database, tmp_path
         f"database_url: {db.url}\nlogging:\n  <<: {{level: ERROR}}\n  level: WARNING\n"
     )
     assert _status(config, tmp_path)[0] == 0
+
+
+def _searching(web_search: object) -> dict[str, list[dict[str, object]]]:
+    """The seven families, the first with this ``web_search``."""
+    return {"families": [{**SEVEN_FAMILIES[0], "web_search": web_search}, *SEVEN_FAMILIES[1:]]}
+
+
+@pytest.mark.parametrize(
+    ("web_search", "key"),
+    [
+        ({"engine": "bing"}, "web_search.engine"),
+        ({"engine": "EXA"}, "web_search.engine"),
+        ({"max_results": 0}, "web_search.max_results"),
+        ({"max_results": 11}, "web_search.max_results"),
+        ({"max_results": "5"}, "web_search.max_results"),
+        ({"max_results": True}, "web_search.max_results"),
+        ({"max_results": 2.5}, "web_search.max_results"),
+        ({"search_context_size": "huge"}, "web_search.search_context_size"),
+        ({"max_total_results": 20}, "web_search.max_total_results: unknown key"),
+        ("on", "web_search: Input should be a valid dictionary"),
+        ([], "web_search: Input should be a valid dictionary"),
+    ],
+)
+def test_a_bad_web_search_names_the_key(tmp_path: Path, web_search: object, key: str) -> None:
+    config = write_config(tmp_path / "c.yaml", "sqlite:///x.db", **_searching(web_search))
+    with pytest.raises(ConfigError) as info:
+        load_settings(config)
+    assert f"families.0.{key}" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_web_search_is_off_unless_given_and_takes_openrouters_defaults(tmp_path: Path) -> None:
+    plain = load_settings(write_config(tmp_path / "a.yaml", "sqlite:///x.db"))
+    assert plain.web_search("gpt-5.1") is None and plain.web_search("gone") is None
+    assert plain.web_search("always-hold") is None
+    on = load_settings(write_config(tmp_path / "b.yaml", "sqlite:///x.db", **_searching({})))
+    search = on.web_search("gpt-5.1")
+    assert search is not None
+    assert search.tool() == {
+        "type": "openrouter:web_search",
+        "parameters": {"engine": "auto", "max_results": 5, "search_context_size": "medium"},
+    }
+    assert on.web_search("grok-4") is None
+
+
+# -- issue 27, part 2: outside agents (families of kind agent) --------------------------------
+
+AGENT = {
+    "id": "my-agent",
+    "kind": "agent",
+    "endpoint": "https://agent.example.org/decide",
+    "secret_env": "MY_AGENT_SECRET",
+}
+
+
+def test_an_agent_family_loads_with_its_default_deadline(tmp_path: Path) -> None:
+    settings = load_settings(write_config(tmp_path / "c.yaml", "sqlite:///x.db", families=[AGENT]))
+    [family] = settings.families
+    assert family.kind == "agent" and family.deadline_seconds == 600
+    assert str(family.endpoint) == "https://agent.example.org/decide"
+    assert family.openrouter_id is None and family.secret_env == "MY_AGENT_SECRET"
+
+
+@pytest.mark.parametrize(
+    ("patch", "key"),
+    [
+        ({"endpoint": "ftp://agent.example.org/x"}, "families.0.endpoint"),
+        ({"endpoint": "not a url"}, "families.0.endpoint"),
+        ({"endpoint": "https://user:pw@agent.example.org/"}, "families.0.endpoint"),
+        ({"secret_env": "MY-SECRET"}, "families.0.secret_env"),
+        ({"secret_env": "1SECRET"}, "families.0.secret_env"),
+        ({"secret_env": "OPENROUTER_API_KEY"}, "families.0.secret_env"),
+        ({"deadline_seconds": 3601}, "families.0.deadline_seconds"),
+        ({"deadline_seconds": 0}, "families.0.deadline_seconds"),
+        ({"secret": "s3cret"}, "families.0.secret: unknown key"),
+        ({"openrouter_id": "a/b"}, "families.0.openrouter_id: unknown key"),
+    ],
+)
+def test_an_invalid_agent_family_names_the_key(tmp_path: Path, patch: dict, key: str) -> None:
+    config = write_config(tmp_path / "c.yaml", "sqlite:///x.db", families=[{**AGENT, **patch}])
+    with pytest.raises(ConfigError) as info:
+        load_settings(config)
+    assert key in str(info.value) and "\n" not in str(info.value)
+    assert "s3cret" not in str(info.value)
+
+
+def test_families_lists_an_agent_and_whether_its_secret_is_set(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "c.yaml", "sqlite:///x.db", families=[AGENT])
+    args = ("--config", str(config), "families", "--format", "json")
+    missing = json.loads(run_arena(*args, cwd=tmp_path).stdout)
+    assert missing[0]["kind"] == "agent" and missing[0]["ready"] == "needs MY_AGENT_SECRET"
+    assert missing[0]["target"] == "https://agent.example.org/decide"
+    ready = run_arena(*args, env=cli_env(MY_AGENT_SECRET="s3cret-value"), cwd=tmp_path)
+    assert json.loads(ready.stdout)[0]["ready"] == "yes"
+    assert "s3cret-value" not in ready.stdout + ready.stderr
+
+
+def test_families_table_names_an_unset_agent_secret_within_80_columns(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "c.yaml", "sqlite:///x.db", families=[AGENT])
+    result = run_arena("--config", str(config), "families", env=cli_env(COLUMNS="80"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "https://agent.example.org/decide" in result.stdout  # the endpoint column kept
+    assert "no secret: set MY_AGENT_SECRET in the environment" in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80

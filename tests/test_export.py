@@ -56,6 +56,7 @@ ID_COLUMN = {
     "agents": "agent_id",
     "decisions": "decision_id",
     "attempts": "attempt_id",
+    "citations": "citation_id",
     "trades": "trade_id",
     "positions": "position_id",
     "snapshots": "snapshot_id",
@@ -221,6 +222,9 @@ def _expected_slice(
         if num(r["universe_id"]) in universes
     }
     ids["book_marks"] = {r["token_id"] for r in full["book_marks"] if r["market_id"] in markets}
+    ids["citations"] = {  # as their attempts
+        r["citation_id"] for r in full["citations"] if num(r["attempt_id"]) in ids["attempts"]
+    }
     ids["market_prices"] = {
         r["price_id"]
         for r in full["market_prices"]

@@ -22,6 +22,7 @@ from arena.cli.style import command_group
 from arena.domain.states import FamilyKind
 from arena.errors import ConfigError
 from arena.jobs.report import raise_failure
+from arena.masking import mask_url
 from arena.terminal import TerminalColumn, fitted_table, show
 
 db_app = command_group(help="Database maintenance.")
@@ -62,6 +63,17 @@ NEEDS_KEY = "needs OPENROUTER_API_KEY"
 NO_KEY = "no key"
 """The same in the table, with the key named below it: a cell that short leaves the model
 ids room to stay whole at 80 columns."""
+NEEDS_SECRET = "needs {}"
+"""An outside agent's readiness while the variable its ``secret_env`` names is unset."""
+NO_SECRET = "no secret"
+"""The same in the table (the variables named below it)."""
+
+
+def _ready_cell(family: dict[str, object]) -> str:
+    ready = str(family["ready"])
+    if ready == NEEDS_KEY:
+        return NO_KEY
+    return NO_SECRET if ready.startswith("needs ") else ready
 
 
 FAMILY_COLUMNS = [
@@ -70,9 +82,7 @@ FAMILY_COLUMNS = [
     TerminalColumn("display name", lambda f: f["display_name"], essential=False, numeric=False),
     TerminalColumn("model / strategy", lambda f: f["target"], numeric=False),
     TerminalColumn("active", lambda f: "yes" if f["active"] else "no", numeric=False),
-    TerminalColumn(
-        "ready", lambda f: NO_KEY if f["ready"] == NEEDS_KEY else f["ready"], numeric=False
-    ),
+    TerminalColumn("ready", _ready_cell, numeric=False),
 ]
 
 
@@ -89,6 +99,9 @@ def families(ctx: typer.Context, fmt: ViewFormatOption = "table", wide: WideOpti
     for family in settings.families:
         if family.kind == FamilyKind.BASELINE:
             target, ready = f"strategy {family.strategy}", "yes"
+        elif family.kind == FamilyKind.AGENT:
+            target = mask_url(str(family.endpoint))
+            ready = "yes" if family.secret() is not None else NEEDS_SECRET.format(family.secret_env)
         else:
             target = family.openrouter_id or ""
             ready = "yes" if has_key else NEEDS_KEY
@@ -110,6 +123,12 @@ def families(ctx: typer.Context, fmt: ViewFormatOption = "table", wide: WideOpti
     console.print(f"{len(settings.families)} families configured, {active} active")
     if any(row["ready"] == NEEDS_KEY for row in rows):
         console.print(f"{NO_KEY}: set OPENROUTER_API_KEY in the environment to run them")
+    unset = [
+        str(row["ready"]).removeprefix("needs ") for row in rows if _ready_cell(row) == NO_SECRET
+    ]
+    if unset:
+        names = ", ".join(sorted(set(unset)))
+        console.print(f"{NO_SECRET}: set {names} in the environment to run those outside agents")
 
 
 def _no_families(explicit: str | None) -> NoReturn:

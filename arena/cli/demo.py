@@ -38,7 +38,7 @@ from arena.errors import JobFailed, OptionError, UserError
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
-    from arena.config import BaselineFamily, OpenRouterFamily, Settings
+    from arena.config import FamilyConfig, Settings
     from arena.jobs.guard import GuardedRun
 
 DEMO_SKILLS = (0.9, 0.7, 0.5, 0.3, 0.1)  # one simulated model family per skill
@@ -279,13 +279,13 @@ def demo_window(now: datetime, weeks: int, step_minutes: int) -> tuple[datetime,
 
 
 def _demo_lineup(
-    configured: list[OpenRouterFamily | BaselineFamily],
-) -> list[OpenRouterFamily | BaselineFamily]:
+    configured: list[FamilyConfig],
+) -> list[FamilyConfig]:
     """Simulated model families named by their skill, plus the configured baselines (or the
     three built-in ones when the config has none)."""
     from arena.config import BaselineFamily, OpenRouterFamily
 
-    simulated: list[OpenRouterFamily | BaselineFamily] = [
+    simulated: list[FamilyConfig] = [
         OpenRouterFamily(
             id=f"sim-skill-{round(skill * 100):02d}",
             display_name=f"Sim skill {skill:.1f}",
@@ -302,7 +302,7 @@ def _demo_lineup(
     return simulated + baselines
 
 
-def demo_skills(families: list[OpenRouterFamily | BaselineFamily]) -> dict[str, float]:
+def demo_skills(families: list[FamilyConfig]) -> dict[str, float]:
     """The simulated skill of each simulated family: the one its name states."""
     return {
         f.id: int(f.id.rsplit("-", 1)[1]) / 100

@@ -102,7 +102,9 @@ class PromptContext:
 
     ``markets`` is the list of new opportunities (the frozen universe); markets held only in
     positions appear in ``positions``. ``panel`` is the v2 forecast panel. ``cohort_id`` and
-    ``agent_id`` are never shown to the model: they seed the random baseline.
+    ``agent_id`` are never shown to the model: they seed the random baseline. ``decision_id``
+    and ``pricing`` (the cohort's pricing mode) are not in the prompt either: an outside
+    agent's request carries them.
     """
 
     now: datetime
@@ -119,6 +121,8 @@ class PromptContext:
     cohort_id: str = ""
     agent_id: str = ""
     max_slippage: Decimal = Decimal("0.05")  # mode book: how far past the touch a fill may go
+    decision_id: str = ""
+    pricing: str = Pricing.GAMMA
 
 
 def prompt_version_for(methodology: str, pricing: str = "gamma") -> str:

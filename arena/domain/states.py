@@ -105,6 +105,9 @@ class FamilyKind(enum.StrEnum):
     """A language model called through OpenRouter (a configured family without ``kind``)."""
     BASELINE = "baseline"
     """A built-in deterministic strategy, answering through the same validation path."""
+    AGENT = "agent"
+    """An outside agent: arena POSTs a signed decision request to its endpoint, and its
+    answer goes through the same validation path (:mod:`arena.sources.outside_agent`)."""
 
 
 class Methodology(enum.StrEnum):

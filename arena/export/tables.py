@@ -37,6 +37,7 @@ from arena.store.models import (
     Agent,
     BookMark,
     BrierScore,
+    Citation,
     Cohort,
     Decision,
     DecisionAttempt,
@@ -169,6 +170,8 @@ ATTEMPTS = TableSpec(
         col("prompt_version", DecisionAttempt.prompt_version),
         col("started_at", DecisionAttempt.started_at),
         col("finished_at", DecisionAttempt.finished_at),
+        col("search_cost_usd", DecisionAttempt.search_cost_usd),
+        col("search_note", DecisionAttempt.search_note),
     ),
     lambda statement: (
         statement.select_from(DecisionAttempt)
@@ -178,6 +181,31 @@ ATTEMPTS = TableSpec(
     DecisionAttempt.id,
     slice_on(Decision.cohort_id, Agent.family_id, DecisionAttempt.started_at),
     batch_rows=50,  # prompts run to ~50 KB each
+)
+
+CITATIONS = TableSpec(
+    "citations",
+    (
+        col("citation_id", Citation.id),
+        col("attempt_id", Citation.attempt_id),
+        col("decision_id", DecisionAttempt.decision_id),
+        col("cohort_id", Decision.cohort_id),
+        col("agent_id", Decision.agent_id),
+        col("family_id", Agent.family_id),
+        col("position", Citation.position),
+        col("url", Citation.url),
+        col("title", Citation.title),
+        col("content", Citation.content),
+        col("cited_at", Citation.cited_at),
+    ),
+    lambda statement: (
+        statement.select_from(Citation)
+        .join(DecisionAttempt, DecisionAttempt.id == Citation.attempt_id)
+        .join(Decision, Decision.id == DecisionAttempt.decision_id)
+        .join(Agent, Agent.id == Decision.agent_id)
+    ),
+    Citation.id,
+    slice_on(Decision.cohort_id, Agent.family_id, DecisionAttempt.started_at),  # as its attempt
 )
 
 TRADES = TableSpec(
@@ -501,6 +529,7 @@ TABLES: tuple[TableSpec, ...] = (
     AGENTS,
     DECISIONS,
     ATTEMPTS,
+    CITATIONS,
     TRADES,
     POSITIONS,
     SNAPSHOTS,

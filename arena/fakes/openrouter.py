@@ -34,8 +34,10 @@ from urllib.parse import parse_qsl, urlsplit
 import httpx
 
 from arena.fakes.openrouter_script import (
+    DEFAULT_SEARCH,
     ERROR_MESSAGES,
     Behaviour,
+    Search,
     answer,
     chatty,
     empty_content,
@@ -43,11 +45,14 @@ from arena.fakes.openrouter_script import (
     fenced,
     http_error,
     length_exhausted,
+    no_results,
     null_choices,
     null_choices_rate_limited,
     null_content,
     odd_fields,
     reasoning_only,
+    search_unavailable,
+    searched,
     slow,
     with_fields,
 )
@@ -58,6 +63,7 @@ __all__ = [
     "Behaviour",
     "FakeOpenRouter",
     "RecordedRequest",
+    "Search",
     "answer",
     "chatty",
     "empty_content",
@@ -65,11 +71,14 @@ __all__ = [
     "fenced",
     "http_error",
     "length_exhausted",
+    "no_results",
     "null_choices",
     "null_choices_rate_limited",
     "null_content",
     "odd_fields",
     "reasoning_only",
+    "search_unavailable",
+    "searched",
     "slow",
     "with_fields",
 ]
@@ -284,6 +293,15 @@ class FakeOpenRouter:
             "prompt_tokens_details": {"cached_tokens": 0},
             "completion_tokens_details": {"reasoning_tokens": len(behaviour.reasoning or "") // 4},
         }
+        if _has_web_search(request):
+            search = behaviour.search or DEFAULT_SEARCH
+            search_cost = Decimal(search.cost)
+            cost += search_cost
+            usage["cost"] = float(cost)
+            usage["cost_details"] = {"web_search_cost": float(search_cost)}
+            usage["server_tool_use"] = {"web_search_requests": search.searches}
+            if search.citations:
+                choice["message"]["annotations"] = _annotations(search, content or "")
         fields = dict(behaviour.fields or {})
         usage.update(fields.pop("usage", None) or {})
         body = {
@@ -430,6 +448,24 @@ class FakeOpenRouter:
             server.shutdown()
             server.server_close()
             thread.join(timeout=5)
+
+
+def _has_web_search(request: dict[str, Any]) -> bool:
+    tools = request.get("tools")
+    return isinstance(tools, list) and any(
+        isinstance(t, dict) and t.get("type") == "openrouter:web_search" for t in tools
+    )
+
+
+def _annotations(search: Search, content: str) -> list[dict[str, Any]]:
+    """OpenRouter's ``url_citation`` annotations (every citation spans the whole content)."""
+    return [
+        {
+            "type": "url_citation",
+            "url_citation": {**cited, "start_index": 0, "end_index": len(content)},
+        }
+        for cited in search.citations
+    ]
 
 
 def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Reply:

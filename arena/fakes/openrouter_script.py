@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any
 
 Content = str | Callable[[list[dict[str, Any]]], str] | None
@@ -41,6 +42,56 @@ class Behaviour:
     provider: str | None = None  # overrides the model's default upstream
     fields: dict[str, Any] | None = None  # set over the completion body ("usage" key by key)
     headers: dict[str, str] | None = None  # set over the response headers
+    search: Search | None = None  # the web search of a request with the tool (else DEFAULT)
+
+
+@dataclass(frozen=True)
+class Search:
+    """What the web search server tool did for one answer (served only when the request
+    carries ``openrouter:web_search``): the searches run, the ``url_citation`` annotations
+    (``{url, title, content}``) and the search cost in USD, added to ``usage.cost``."""
+
+    searches: int = 1
+    citations: tuple[dict[str, Any], ...] = ()
+    cost: str = "0"
+
+
+SEARCH_PRICE_PER_RESULT = "0.004"  # Exa: $4 per 1000 results
+DEFAULT_SEARCH = Search(
+    searches=1,
+    citations=(
+        {
+            "url": "https://example.org/news/markets",
+            "title": "Markets this week",
+            "content": "What the fake search found about the markets.",
+        },
+        {
+            "url": "https://example.com/analysis",
+            "title": "An analysis",
+            "content": "A second source.",
+        },
+    ),
+    cost="0.008",
+)
+
+
+def searched(
+    then: Behaviour, *citations: dict[str, Any], cost: str | None = None, searches: int = 1
+) -> Behaviour:
+    """``then``, with a web search that found ``citations`` (each ``{url, title, content}``,
+    or any odd annotation body), costing ``cost`` (default: Exa's price per citation)."""
+    price = Decimal(SEARCH_PRICE_PER_RESULT) * len(citations)
+    return replace(then, search=Search(searches, citations, cost or str(price)))
+
+
+def search_unavailable(then: Behaviour) -> Behaviour:
+    """``then`` with no search run (the tool unavailable): no annotations, no search cost."""
+    return replace(then, search=Search(searches=0))
+
+
+def no_results(then: Behaviour) -> Behaviour:
+    """``then`` after a search that found nothing: no annotations, the search still paid."""
+    return replace(then, search=Search(searches=1, cost=SEARCH_PRICE_PER_RESULT))
 
 
 def answer(

@@ -4,9 +4,11 @@ Before each decision the engine *reserves* the worst case the decision can cost:
 repair round of it (``malformed_retries + 1`` calls), each with the whole prompt (estimated
 conservatively at one token per 3 characters, plus the echoed previous answer) and
 ``max_tokens`` of output, at the family's prices from OpenRouter's ``/models`` (cached by the
-provider). When what is already spent plus that reservation would pass a cap, the decision is
-recorded as ``budget_skipped`` instead of overspending. After the calls the reservation is
-replaced by the actual cost reported by OpenRouter; a paid answer without a usable cost keeps
+provider), and for a family with web search the most its searches can cost in one call
+(:data:`SEARCH_WORST_CASE_USD`). When what is already spent plus that reservation would pass
+a cap, the decision is recorded as ``budget_skipped`` instead of overspending. After the calls
+the reservation is replaced by the actual cost reported by OpenRouter (``usage.cost``, the
+whole charge, web search included); a paid answer without a usable cost keeps
 the reservation instead. A retried decision brings in what its earlier claims already paid
 (:meth:`Budget.carry`), so a decision that keeps failing after its call stops being paid for
 once that reaches a cap.
@@ -25,6 +27,11 @@ from arena.errors import BudgetExceeded
 
 WorstCase = Callable[[str, int, int], Decimal]  # (model, prompt tokens, max tokens) -> USD
 CHARS_PER_TOKEN = 3
+# OpenRouter's web search server tool returns at most 50 results per request across all its
+# searches (`max_total_results`' default), and Exa, its dearest documented engine, costs
+# $4 per 1000 results (Parallel: $0.005 per search of up to 10; native search is the
+# provider's own price, passed through).
+SEARCH_WORST_CASE_USD = 50 * Decimal("0.004")
 
 
 class Budget:
@@ -45,7 +52,14 @@ class Budget:
     def run_spent(self) -> Decimal:
         return sum(self.spent.values(), Decimal(0))
 
-    def worst_case(self, model: str, messages: list[dict[str, Any]], max_tokens: int) -> Decimal:
+    def worst_case(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+        *,
+        searched: bool = False,
+    ) -> Decimal:
         if self.pricing is None:
             raise BudgetExceeded("budget set but no model prices are available")
         chars = sum(len(str(m.get("content") or "")) for m in messages)
@@ -54,6 +68,8 @@ class Budget:
             one_call = self.pricing(model, prompt_tokens, max_tokens)
         except Exception as exc:  # unknown model price: refuse rather than guess
             raise BudgetExceeded(f"no price for {model}: {exc}") from None
+        if searched:
+            one_call += SEARCH_WORST_CASE_USD
         return one_call * self.rounds
 
     def reserve(
@@ -64,11 +80,13 @@ class Budget:
         max_tokens: int,
         *,
         baseline: bool = False,
+        searched: bool = False,
     ) -> Decimal:
-        """Reserve the worst case of one decision, or raise :class:`BudgetExceeded`."""
+        """Reserve the worst case of one decision, or raise :class:`BudgetExceeded`;
+        ``searched``: the family calls with web search."""
         if baseline or not self.enabled:
             return Decimal(0)
-        cost = self.worst_case(model, messages, max_tokens)
+        cost = self.worst_case(model, messages, max_tokens, searched=searched)
         run_total = self.run_spent + sum(self.reserved.values(), Decimal(0)) + cost
         family_total = self.spent[family_id] + self.reserved[family_id] + cost
         if self.limits.per_run_usd is not None and run_total > self.limits.per_run_usd:

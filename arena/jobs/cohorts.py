@@ -16,7 +16,7 @@ from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock, iso_utc, week_start
-from arena.config import BaselineFamily, OpenRouterFamily, Settings
+from arena.config import FamilyConfig, Settings
 from arena.domain.prompting import prompt_version_for
 from arena.domain.states import CohortStatus, PositionStatus
 from arena.jsonable import jsonable
@@ -57,7 +57,7 @@ class CohortReport:
         )
 
 
-def family_row(family: OpenRouterFamily | BaselineFamily, now: datetime) -> dict[str, object]:
+def family_row(family: FamilyConfig, now: datetime) -> dict[str, object]:
     return {
         "id": family.id,
         "kind": family.kind,
@@ -127,9 +127,7 @@ def start_cohort(factory: sessionmaker[Session], settings: Settings, clock: Cloc
     return CohortReport(cohort.id, start, bool(created), int(agents or 0))
 
 
-def new_agent(
-    cohort: Cohort, family: OpenRouterFamily | BaselineFamily, settings: Settings, now: datetime
-) -> Agent:
+def new_agent(cohort: Cohort, family: FamilyConfig, settings: Settings, now: datetime) -> Agent:
     """An agent with the family's identity and the versions frozen on it."""
     return Agent(
         cohort_id=cohort.id,

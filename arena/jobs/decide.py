@@ -283,12 +283,19 @@ class DecisionRun:
         templates = load_templates(agent.prompt_version)
         messages = render_messages(ctx, templates)
         provider = self.sources.provider_for(agent)
-        model = agent.openrouter_id or f"baseline/{agent.strategy}"
+        model = agent_model(agent)
         max_tokens = self.settings.max_tokens(agent.family_id)
         self.budget.carry(agent.family_id, turn.claim.cost_before)
         try:
-            baseline = agent.kind == FamilyKind.BASELINE
-            self.budget.reserve(agent.family_id, model, messages, max_tokens, baseline=baseline)
+            unpaid = agent.kind != FamilyKind.OPENROUTER  # arena pays no baseline or outside agent
+            self.budget.reserve(
+                agent.family_id,
+                model,
+                messages,
+                max_tokens,
+                baseline=unpaid,
+                searched=self.settings.web_search(agent.family_id) is not None,
+            )
         except BudgetExceeded as exc:
             attempts.store(
                 AttemptKind.INITIAL,
@@ -305,7 +312,10 @@ class DecisionRun:
         last_error = ""
         try:
             for _round in range(self.settings.benchmark.malformed_retries + 1):
-                request = ModelRequest(agent.family_id, model, list(messages), max_tokens, ctx)
+                repair = last_error if kind == AttemptKind.REPAIR else None
+                request = ModelRequest(
+                    agent.family_id, model, list(messages), max_tokens, ctx, repair=repair
+                )
                 answered = self._call(turn, provider, request, kind)
                 if answered is None:
                     return  # failure already recorded
@@ -448,3 +458,13 @@ class DecisionRun:
         result.attempts, result.cost_usd = turn.attempts.count, turn.attempts.cost
         if decision is not None:
             result.action = decision.action.value
+
+
+def agent_model(agent: Agent) -> str:
+    """The model name a decision's calls and budget go by: the OpenRouter id, else
+    ``baseline/<strategy>`` or ``agent/<family id>``."""
+    if agent.openrouter_id:
+        return agent.openrouter_id
+    if agent.kind == FamilyKind.AGENT:
+        return f"agent/{agent.family_id}"
+    return f"baseline/{agent.strategy}"

@@ -20,7 +20,7 @@ from arena.jobs.claims import Claim
 from arena.jsonable import jsonable
 from arena.sources.providers import ModelReply
 from arena.store.db import transaction
-from arena.store.models import DecisionAttempt
+from arena.store.models import Citation, DecisionAttempt
 
 
 @dataclass
@@ -179,10 +179,23 @@ class AttemptLog:
             prompt_version=self.prompt_version,
             started_at=started,
             finished_at=self.clock.now(),
+            search_cost_usd=reply.search_cost_usd if reply is not None else None,
+            search_note=reply.search_note if reply is not None else None,
         )
         with transaction(self.factory) as session:
             session.add(row)
             session.flush()
+            for position, cited in enumerate(reply.citations if reply is not None else ()):
+                session.add(
+                    Citation(
+                        attempt_id=row.id,
+                        position=position,
+                        url=cited.url,
+                        title=cited.title,
+                        content=cited.content,
+                        cited_at=row.finished_at,
+                    )
+                )
             return row.id
 
     def verdict(

@@ -88,6 +88,8 @@ def prompt_context(
         cohort_id=str(agent.cohort_id),
         agent_id=str(agent.id),
         max_slippage=bench.max_slippage,
+        decision_id=str(turn.claim.decision_id),
+        pricing=turn.pricing,
     )
     return ctx, fresh.cash
 

@@ -5,6 +5,12 @@ Built on the official ``openai`` SDK pointed at OpenRouter, with the SDK's own r
 every attempt is reported and stored. The body of every answer is read raw and classified by
 :mod:`arena.sources.openrouter_replies`, because OpenRouter reports some failures inside
 HTTP 200 bodies that the SDK accepts.
+
+A family with ``web_search`` calls with OpenRouter's ``openrouter:web_search`` server tool in
+``tools`` (the ``web`` plugin and the ``:online`` suffix are deprecated); its answers carry
+citations (``url_citation`` annotations) and a search cost, read by the reply parser. What
+OpenRouter documents about the tool (engines, limits, pricing, failures) is in METHODOLOGY.md,
+"Web search".
 """
 
 from __future__ import annotations
@@ -105,6 +111,9 @@ class OpenRouterProvider(HttpClientOwner):
             extra["provider"] = family.provider_routing
         if family is not None and family.reasoning:
             extra["reasoning"] = family.reasoning
+        web_search = self.settings.web_search(request.family_id)
+        if web_search is not None:
+            extra["tools"] = [web_search.tool()]
         return {
             "model": request.model,
             "messages": request.messages,
@@ -134,7 +143,9 @@ class OpenRouterProvider(HttpClientOwner):
             raise error from None
         latency_ms = self._elapsed_ms(started)
         try:
-            reply = classify_completion(status, headers, text, latency_ms)
+            reply = classify_completion(
+                status, headers, text, latency_ms, searched="tools" in extra_body
+            )
         except ProviderCallError as error:
             error.model = error.model or request.model
             _log_attempt(request, error)
@@ -247,7 +258,7 @@ def _log_attempt(request: ModelRequest, outcome: ModelReply | ProviderCallError)
     if isinstance(outcome, ModelReply):
         logger.info(
             "openrouter reply: family=%s model=%s served_by=%s/%s generation=%s finish=%s "
-            "tokens=%s+%s cost=%s latency_ms=%d",
+            "tokens=%s+%s cost=%s search_cost=%s citations=%d latency_ms=%d",
             request.family_id,
             request.model,
             outcome.provider,
@@ -257,6 +268,8 @@ def _log_attempt(request: ModelRequest, outcome: ModelReply | ProviderCallError)
             outcome.prompt_tokens,
             outcome.completion_tokens,
             outcome.cost_usd,
+            outcome.search_cost_usd,
+            len(outcome.citations),
             outcome.latency_ms,
         )
         return

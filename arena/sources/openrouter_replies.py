@@ -19,6 +19,14 @@ Classification (``reason`` in brackets), see ``openrouter-api.md``, Failures:
 - Empty content, reasoning without any JSON object -> permanent [reasoning_only].
 - Empty or null content and no reasoning -> transient [empty_content] (a cold start).
 
+Web search (a family with ``web_search``, ``searched=True``): every ``url_citation``
+annotation of the message becomes a :class:`Citation` (an http(s) URL that fits its column,
+else the citation is dropped; title and content cut to theirs), at most
+:data:`MAX_CITATIONS`; the search cost comes from ``usage.cost_details.web_search_cost`` when
+reported (``usage.cost`` stays the whole charge). A search that gave no citations is no
+failure: the answer stands, with a ``search_note`` saying whether any search ran
+(``usage.server_tool_use.web_search_requests``).
+
 Every field kept from an answer passes the storable rule (:mod:`arena.domain.storable`) here,
 at the edge, before it is used or stored: text is cut to its ``decision_attempts`` column with
 NUL and lone surrogates replaced (``provider``, ``model``, ``finish_reason``, content,
@@ -39,6 +47,7 @@ import openai
 
 from arena.domain.storable import (
     MODEL_TEXT,
+    has_unstorable,
     optional_text,
     storable_amount,
     storable_count,
@@ -53,7 +62,7 @@ from arena.errors import (
     TransientProviderError,
 )
 from arena.sources.http import retry_after_seconds
-from arena.sources.providers import ModelReply
+from arena.sources.providers import Citation, ModelReply
 
 _JSON_SCAN_LIMIT = 200  # candidate "{" positions tried when looking for a JSON object
 # What decision_attempts keeps of an answer (pinned against the schema by a test).
@@ -65,12 +74,23 @@ COST_BOUND = Decimal("1e10")  # cost_usd NUMERIC(20, 10): 10 integer digits
 COST_PLACES = 10
 ERROR_CHARS = 2000  # an error message or unreadable body kept with the attempt
 CODE_CHARS = 64  # an error code or type given as text
+URL_CHARS = 2000  # citations.url VARCHAR(2000): a longer URL is dropped, never cut
+TITLE_CHARS = 500  # citations.title VARCHAR(500)
+CITATION_TEXT = 20_000  # citations.content: what OpenRouter adds of the page
+MAX_CITATIONS = 100  # kept per answer, in the answer's order
+SEARCH_NOTE_CHARS = 200  # decision_attempts.search_note VARCHAR(200)
 
 
 def classify_completion(
-    status: int, headers: Mapping[str, str], text: str, latency_ms: int
+    status: int,
+    headers: Mapping[str, str],
+    text: str,
+    latency_ms: int,
+    *,
+    searched: bool = False,
 ) -> ModelReply:
-    """Turn one HTTP 200 chat completion into a reply, or raise its classified failure."""
+    """Turn one HTTP 200 chat completion into a reply, or raise its classified failure.
+    ``searched``: the request carried the web search tool (its citations and cost are read)."""
     body = parse_json(text)
     generation_id = storable_id(_header(headers, "x-generation-id"), GENERATION_ID_CHARS)
     if not isinstance(body, dict):
@@ -96,6 +116,8 @@ def classify_completion(
     content = optional_text(_text(message.get("content")), MODEL_TEXT)
     reasoning = optional_text(_text(message.get("reasoning")), MODEL_TEXT)
     reply_fields = {k: meta[k] for k in _REPLY_META}
+    if searched:
+        reply_fields.update(web_search_fields(message, _dict(body.get("usage"))))
     if content and content.strip():
         return ModelReply(
             content=content, reasoning=reasoning, finish_reason=finish_reason, **reply_fields
@@ -132,6 +154,60 @@ _REPLY_META = (
     "latency_ms",
     "raw",
 )
+
+
+def web_search_fields(message: dict[str, Any], usage: dict[str, Any]) -> dict[str, Any]:
+    """The web search part of a reply: its citations, search cost and, without citations, a
+    note saying whether any search ran."""
+    citations = tuple(_citations(message.get("annotations")))
+    details = _dict(usage.get("cost_details"))
+    cost = storable_amount(
+        optional_decimal(details.get("web_search_cost")), COST_BOUND, COST_PLACES
+    )
+    note = None
+    if not citations:
+        searches = storable_count(_dict(usage.get("server_tool_use")).get("web_search_requests"))
+        note = (
+            f"web search ran ({searches} requests) but gave no citations"
+            if searches
+            else "web search did not run (unavailable, or the model did not search)"
+        )
+    return {
+        "citations": citations,
+        "search_cost_usd": cost,
+        "search_note": storable_text(note, SEARCH_NOTE_CHARS) if note else None,
+    }
+
+
+def _citations(annotations: Any) -> list[Citation]:
+    found: list[Citation] = []
+    for annotation in annotations if isinstance(annotations, list) else []:
+        if len(found) >= MAX_CITATIONS:
+            break
+        if not isinstance(annotation, dict) or annotation.get("type") != "url_citation":
+            continue
+        cited = _dict(annotation.get("url_citation"))
+        url = cited.get("url")
+        if not isinstance(url, str) or not _web_url(url):
+            continue
+        found.append(
+            Citation(
+                url=url,
+                title=_short(cited.get("title"), TITLE_CHARS),
+                content=_short(cited.get("content"), CITATION_TEXT),
+            )
+        )
+    return found
+
+
+def _web_url(url: str) -> bool:
+    """An http(s) URL that fits its column unchanged (anything else is no link to show)."""
+    return (
+        len(url) <= URL_CHARS
+        and url.lower().startswith(("http://", "https://"))
+        and not has_unstorable(url)
+        and not any(c.isspace() or ord(c) < 32 for c in url)
+    )
 
 
 def has_json_object(text: str) -> bool:
@@ -228,7 +304,8 @@ def _metadata(
 
 
 def _short(value: Any, limit: int) -> str | None:
-    """A short text field of an answer (provider, model, finish reason), storable."""
+    """A text field of an answer (provider, model, finish reason, a citation's title),
+    storable."""
     return storable_text(value, limit) if isinstance(value, str) else None
 
 

@@ -31,13 +31,25 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ModelRequest:
-    """One call to a model: which family, which model id, the messages and the output cap."""
+    """One call to a model: which family, which model id, the messages and the output cap
+    (and, for a repair call, the errors it repairs: the messages quote them too)."""
 
     family_id: str
     model: str
     messages: list[dict[str, Any]]
     max_tokens: int
     context: object | None = None  # provider-specific extras (baselines: universe, portfolio)
+    repair: str | None = None  # a repair call: the errors of the previous answer
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One web source a reply cites (a ``url_citation`` annotation of OpenRouter's web search
+    server tool): its URL, title and the content OpenRouter adds, in the reply's order."""
+
+    url: str
+    title: str | None = None
+    content: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,9 @@ class ModelReply:
     latency_ms: int
     raw: dict[str, Any] | None
     content_from_reasoning: bool = False  # content was empty; the answer came from `reasoning`
+    citations: tuple[Citation, ...] = ()  # web search sources (families with web search)
+    search_cost_usd: Decimal | None = None  # what the web search cost, when reported
+    search_note: str | None = None  # web search was on but gave no citations: why, if known
 
 
 @runtime_checkable

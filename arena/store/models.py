@@ -216,6 +216,22 @@ class DecisionAttempt(Base):
     prompt_version: Mapped[str]
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime]
+    search_cost_usd: Mapped[Decimal | None]
+    search_note: Mapped[str | None]
+
+
+class Citation(Base):
+    """One web source an attempt's answer cites (web search families)."""
+
+    __table__ = schema.citations
+
+    id: Mapped[int]
+    attempt_id: Mapped[int]
+    position: Mapped[int]
+    url: Mapped[str]
+    title: Mapped[str | None]
+    content: Mapped[str | None]
+    cited_at: Mapped[datetime]
 
 
 class Position(Base):

@@ -273,6 +273,26 @@ decision_attempts = Table(
     Column("prompt_version", String(16), nullable=False),
     Column("started_at", UTCDateTime(), nullable=False),
     Column("finished_at", UTCDateTime(), nullable=False),
+    # Web search (families with `web_search`): its cost when reported (part of cost_usd), and
+    # why an answer has no citations (no search ran, or it found nothing)
+    Column("search_cost_usd", Usd()),
+    Column("search_note", String(200)),
+)
+
+
+# The web sources one attempt's answer cites (OpenRouter's url_citation annotations), in the
+# answer's order; cited_at is when the answer arrived.
+citations = Table(
+    "citations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("attempt_id", ForeignKey("decision_attempts.id"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("url", String(2000), nullable=False),
+    Column("title", String(500)),
+    Column("content", Text),
+    Column("cited_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("attempt_id", "position", name="uq_citations_attempt_position"),
 )
 
 

@@ -7,6 +7,7 @@ answer against, and the errors it answers with. Endpoint docstrings are the desc
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from sqlalchemy.orm import Session
 
+from arena.config import AGENT_SCHEMA_VERSION
 from arena.web import breakdown as where
 from arena.web import records, schemas, standings, trend
 from arena.web.breakdown import By, ByParam, HorizonParam
@@ -39,6 +41,8 @@ from arena.web.schemas import INVALID, NOT_FOUND
 router = APIRouter(
     prefix="/api/v1", tags=["api"], route_class=CheckedRoute, responses={**schemas.UNAVAILABLE}
 )
+# The outside-agent contract, shipped in the package.
+AGENT_SCHEMA = resources.files("arena") / "resources" / f"agent_schema_v{AGENT_SCHEMA_VERSION}.json"
 # The repository's METHODOLOGY.md, shipped in the package (arena/resources links to it).
 METHODOLOGY = Path(str(resources.files("arena") / "resources" / "METHODOLOGY.md"))
 # a route with an {id}: an unknown id is a 404, a bad parameter a 422
@@ -240,6 +244,15 @@ def record(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
 def methodology() -> dict[str, Any]:
     """METHODOLOGY.md as Markdown text."""
     return {"markdown": methodology_text()}
+
+
+@router.get("/agent-schema", response_model=dict[str, Any])
+def agent_contract() -> dict[str, Any]:
+    """The outside-agent contract (families of `kind: agent`), a versioned JSON Schema: the
+    decision request arena POSTs to an agent (`$defs.request`) and the reply it reads
+    (`$defs.reply`)."""
+    schema: dict[str, Any] = json.loads(AGENT_SCHEMA.read_text(encoding="utf-8"))
+    return schema
 
 
 def methodology_text() -> str:

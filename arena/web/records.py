@@ -20,6 +20,7 @@ from arena.store import schema
 from arena.store.models import (
     Agent,
     BrierScore,
+    Citation,
     Cohort,
     Commitment,
     Decision,
@@ -139,8 +140,9 @@ def market(session: Session, market_id: str) -> dict[str, Any]:
 
 def decision(session: Session, decision_id: int) -> dict[str, Any]:
     """The whole record of one decision: every attempt (prompt messages, raw response, error,
-    provider, tokens, cost, latency), the parsed decision, its trades and forecasts, and the
-    claim history (which holder's claim made which attempts)."""
+    provider, tokens, cost, latency, the web sources its answer cites), the parsed decision,
+    its trades and forecasts, and the claim history (which holder's claim made which
+    attempts)."""
     row = session.execute(
         select(Decision, Agent, Cohort)
         .join(Agent, Agent.id == Decision.agent_id)
@@ -156,6 +158,17 @@ def decision(session: Session, decision_id: int) -> dict[str, Any]:
         .where(DecisionAttempt.decision_id == decision_id)
         .order_by(DecisionAttempt.attempt_no, DecisionAttempt.id),
     )
+    cited: dict[int, list[dict[str, Any]]] = {}
+    for citation in rows_of(
+        session,
+        select(Citation.attempt_id, *fields(Citation, "id", "attempt_id"))
+        .join(DecisionAttempt, DecisionAttempt.id == Citation.attempt_id)
+        .where(DecisionAttempt.decision_id == decision_id)
+        .order_by(Citation.attempt_id, Citation.position),
+    ):
+        cited.setdefault(citation.pop("attempt_id"), []).append(citation)
+    for attempt in attempts:
+        attempt["citations"] = cited.get(attempt["id"], [])
     trades = rows_of(
         session,
         select(*fields(Trade), Market.question)

@@ -187,11 +187,19 @@ AgentForecastRow = row_model(
     doc="A forecast and its agent.",
     **WITH_AGENT,
 )
+CitationRow = picked(
+    "CitationRow",
+    schema.citations,
+    ("position", "url", "title", "content", "cited_at"),
+    doc="One web source an attempt's answer cites (web search families).",
+)
 AttemptRow = row_model(
     "AttemptRow",
     schema.decision_attempts,
     "raw_body",
-    doc="One attempt of a decision: the prompt, the raw response, the error.",
+    doc="One attempt of a decision: the prompt, the raw response, the error, and the web "
+    "sources its answer cites (empty without web search).",
+    citations=(many(CitationRow), ...),
 )
 DecisionRecord = row_model(
     "DecisionRecord", schema.decisions, "claim_token", doc="A decision as stored."

@@ -22,6 +22,7 @@ TABLES = (
     "agents",
     "decisions",
     "attempts",
+    "citations",
     "trades",
     "positions",
     "snapshots",

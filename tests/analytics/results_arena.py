@@ -26,6 +26,7 @@ from arena.store.models import (
     Agent,
     BookMark,
     BrierScore,
+    Citation,
     Cohort,
     Decision,
     DecisionAttempt,
@@ -261,34 +262,46 @@ def _decide(
     attempts = outcomes.get(scenario, ["valid"])
     model = agent.kind == "openrouter"
     for number, outcome in enumerate(attempts, start=1):
-        session.add(
-            DecisionAttempt(
-                decision_id=decision.id,
-                attempt_no=number,
-                claim_token="tok",
-                kind="initial" if number == 1 else "repair",
-                outcome=outcome,
-                request_messages=[
-                    {"role": "system", "content": SECRET_FREE_PROMPT},
-                    {"role": "user", "content": f"week {week}, cash {agent.cash}"},
-                ],
-                raw_response=None if outcome == "transient_error" else '{"action": "HOLD"}',
-                raw_body={"id": f"gen-{decision.id}-{number}"} if model else None,
-                parsed={"action": "HOLD"} if outcome == "valid" else None,
-                error="bad json" if outcome == "malformed" else None,
-                http_status=200 if model else None,
-                provider="P" if model else None,
-                model=agent.openrouter_id,
-                generation_id=f"gen-{decision.id}-{number}",
-                prompt_tokens=1000 + number if model else None,
-                completion_tokens=100 + number if model else None,
-                cost_usd=D("0.0012345678") * number if model else None,
-                latency_ms=900,
-                prompt_version="v2",
-                started_at=at,
-                finished_at=at,
-            )
+        attempt = DecisionAttempt(
+            decision_id=decision.id,
+            attempt_no=number,
+            claim_token="tok",
+            kind="initial" if number == 1 else "repair",
+            outcome=outcome,
+            request_messages=[
+                {"role": "system", "content": SECRET_FREE_PROMPT},
+                {"role": "user", "content": f"week {week}, cash {agent.cash}"},
+            ],
+            raw_response=None if outcome == "transient_error" else '{"action": "HOLD"}',
+            raw_body={"id": f"gen-{decision.id}-{number}"} if model else None,
+            parsed={"action": "HOLD"} if outcome == "valid" else None,
+            error="bad json" if outcome == "malformed" else None,
+            http_status=200 if model else None,
+            provider="P" if model else None,
+            model=agent.openrouter_id,
+            generation_id=f"gen-{decision.id}-{number}",
+            prompt_tokens=1000 + number if model else None,
+            completion_tokens=100 + number if model else None,
+            cost_usd=D("0.0012345678") * number if model else None,
+            latency_ms=900,
+            prompt_version="v2",
+            started_at=at,
+            finished_at=at,
+            search_cost_usd=D("0.004") if model and outcome == "valid" else None,
         )
+        session.add(attempt)
+        if model and outcome == "valid":  # a web source the answer cites
+            session.flush()
+            session.add(
+                Citation(
+                    attempt_id=attempt.id,
+                    position=0,
+                    url=f"https://example.org/news?week={week}&d={decision.id}",
+                    title='Markets, "this" week',
+                    content="What the page said.\nSecond line.",
+                    cited_at=at,
+                )
+            )
     if scenario == 1:
         decision.action, decision.system_hold = "HOLD", True
         return

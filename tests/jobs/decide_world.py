@@ -4,7 +4,7 @@ the fake OpenRouter, and helpers to inspect and check the ledger afterwards."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,7 +22,7 @@ from arena.fakes.openrouter import FakeOpenRouter
 from arena.jobs.budget import Budget
 from arena.jobs.cohorts import start_cohort
 from arena.jobs.decide import DecisionRun, RunHooks, RunSources
-from arena.jobs.decide_report import DecideReport
+from arena.jobs.decide_report import AgentResult, DecideReport
 from arena.jobs.universe import freeze_universe
 from arena.sources.clob import BookSource
 from arena.sources.registry import ProviderRegistry
@@ -116,9 +116,10 @@ class World:
         at: datetime = DECIDE_AT,
         budget: Budget | None = None,
         books: BookSource | None = None,
+        on_progress: Callable[[AgentResult], None] | None = None,
     ) -> DecideReport:
         """One decision run at ``at``; ``books``: the CLOB that mode-book cohorts freeze and
-        trade against."""
+        trade against; ``on_progress`` hears of each agent's result as it ends."""
         registry = self.registry()
         clock = FixedClock(at)
         factory, settings = self.db.factory, self.settings
@@ -128,7 +129,7 @@ class World:
                 lambda ids: freeze_universe(factory, settings, clock.now(), ids, books=books),
                 books=books,
             )
-            hooks = RunHooks(sleep=self.sleeps.append)
+            hooks = RunHooks(sleep=self.sleeps.append, on_progress=on_progress)
             run = DecisionRun(factory, settings, clock, sources, budget=budget, hooks=hooks)
             return run.run()
         finally:

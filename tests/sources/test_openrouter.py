@@ -14,7 +14,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from arena.config import OpenRouter, OpenRouterFamily, Settings
+from arena.config import OpenRouter, OpenRouterFamily, Settings, WebSearch
 from arena.domain.storable import CUT_MARKER
 from arena.errors import (
     FatalProviderError,
@@ -37,6 +37,7 @@ from arena.fakes.openrouter import (
     null_content,
     odd_fields,
     reasoning_only,
+    searched,
     slow,
 )
 from arena.sources.openrouter import ModelPrice, OpenRouterProvider
@@ -56,6 +57,12 @@ FAMILIES = [
         reasoning={"effort": "low"},
     ),
     OpenRouterFamily(id="plain", display_name="Plain", openrouter_id=MODEL),
+    OpenRouterFamily(
+        id="searching",
+        display_name="Searching",
+        openrouter_id=MODEL,
+        web_search=WebSearch(engine="parallel", max_results=2, search_context_size="high"),
+    ),
 ]
 
 
@@ -395,6 +402,101 @@ def test_content_parts_are_joined() -> None:
     reply = classify_completion(200, {}, json.dumps(body), 1)
     assert reply.content == '{"action": "HOLD"}'
     assert reply.cost_usd is None
+
+
+def _searched_body(annotations: Any, usage: dict[str, Any] | None = None) -> str:
+    message = {"content": '{"action": "HOLD"}', "annotations": annotations}
+    return json.dumps({"choices": [{"finish_reason": "stop", "message": message}], "usage": usage})
+
+
+def test_citations_are_read_from_url_citation_annotations_by_the_storable_rule() -> None:
+    from arena.sources import openrouter_replies as replies
+
+    def cited(url: Any, title: Any = "t", content: Any = "c") -> dict[str, Any]:
+        return {"type": "url_citation", "url_citation": {"url": url, "title": title,
+                                                          "content": content}}  # fmt: skip
+
+    long_url = "https://example.org/" + "a" * replies.URL_CHARS
+    annotations = [
+        cited("https://example.org/a", "A\x00 title" + "t" * 600, "x" * 30_000),
+        cited("HTTP://EXAMPLE.ORG/b", None, None),
+        cited("javascript:alert(1)"),
+        cited("data:text/html,hi"),
+        cited("https://example.org/\ud800"),
+        cited("https://example.org/a b"),
+        cited(long_url),
+        cited(42),
+        {"type": "file", "file": {"url": "https://example.org/f"}},
+        "not an annotation",
+        {"type": "url_citation"},
+    ]
+    usage = {"cost": 0.02, "cost_details": {"web_search_cost": "0.004"}}
+    reply = classify_completion(200, {}, _searched_body(annotations, usage), 1, searched=True)
+    assert [c.url for c in reply.citations] == ["https://example.org/a", "HTTP://EXAMPLE.ORG/b"]
+    first, second = reply.citations
+    assert first.title == ("A\ufffd title" + "t" * 600)[: 500 - len(CUT_MARKER)] + CUT_MARKER
+    assert first.content == "x" * (20_000 - len(CUT_MARKER)) + CUT_MARKER
+    assert (second.title, second.content) == (None, None)
+    assert reply.search_cost_usd == Decimal("0.004") and reply.cost_usd == Decimal("0.02")
+    assert reply.search_note is None
+
+
+def test_citations_are_capped_and_odd_annotations_cost_nothing_but_themselves() -> None:
+    from arena.sources import openrouter_replies as replies
+
+    many = [
+        {"type": "url_citation", "url_citation": {"url": f"https://e.org/{i}"}}
+        for i in range(replies.MAX_CITATIONS + 5)
+    ]
+    reply = classify_completion(200, {}, _searched_body(many), 1, searched=True)
+    assert len(reply.citations) == replies.MAX_CITATIONS
+    assert reply.citations[-1].url == f"https://e.org/{replies.MAX_CITATIONS - 1}"
+    for odd in ({"url_citation": "x"}, None, "x", {"type": "url_citation", "url_citation": []}):
+        odd_reply = classify_completion(200, {}, _searched_body(odd), 1, searched=True)
+        assert odd_reply.citations == () and odd_reply.content == '{"action": "HOLD"}'
+    bad_cost = {"cost_details": {"web_search_cost": "-1"}, "server_tool_use": "x"}
+    odd_reply = classify_completion(200, {}, _searched_body([], bad_cost), 1, searched=True)
+    assert odd_reply.search_cost_usd is None
+    assert odd_reply.search_note == (
+        "web search did not run (unavailable, or the model did not search)"
+    )
+
+
+def test_annotations_of_a_call_without_web_search_are_not_read() -> None:
+    body = _searched_body(
+        [{"type": "url_citation", "url_citation": {"url": "https://example.org/a"}}],
+        {"cost_details": {"web_search_cost": "0.004"}},
+    )
+    reply = classify_completion(200, {}, body, 1)
+    assert (reply.citations, reply.search_cost_usd, reply.search_note) == ((), None, None)
+
+
+def test_the_citation_limits_are_the_citation_columns() -> None:
+    from arena.sources import openrouter_replies as replies
+    from arena.store import schema
+
+    columns = schema.citations.c
+    assert (columns.url.type.length, columns.title.type.length) == (
+        replies.URL_CHARS,
+        replies.TITLE_CHARS,
+    )
+    assert schema.decision_attempts.c.search_note.type.length == replies.SEARCH_NOTE_CHARS
+
+
+def test_a_web_search_family_sends_the_server_tool(rig: Rig) -> None:
+    rig.fake.script(MODEL, searched(answer(json.dumps(HOLD)), {"url": "https://e.org/x"}))
+    reply = rig.provider.complete(req("searching"))
+    [sent] = rig.fake.chat_requests(MODEL)
+    assert sent.json["tools"] == [
+        {
+            "type": "openrouter:web_search",
+            "parameters": {"engine": "parallel", "max_results": 2, "search_context_size": "high"},
+        }
+    ]
+    assert sent.json["model"] == MODEL and ":online" not in sent.json["model"]
+    assert "plugins" not in sent.json
+    assert [c.url for c in reply.citations] == ["https://e.org/x"]
+    assert reply.search_cost_usd == Decimal("0.004")
 
 
 # -- timeouts and connection failures --------------------------------------------------------

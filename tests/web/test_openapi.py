@@ -5,6 +5,7 @@ PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from schemathesis.engine import Status, events
 from arena.domain.states import MarketStatus
 from arena.web import records, standings
 from arena.web import trend as web_trend
+from arena.web.api import AGENT_SCHEMA
 from arena.web.app import create_app
 from arena.web.breakdown import By, breakdown
 from arena.web.context import Page
@@ -216,6 +218,7 @@ def test_the_models_keep_every_field(site: Site) -> None:
             f"/api/v1/decisions/{did}": records.decision(session, did),
             "/api/v1/curves": curves(session, CurveRange.ALL),
             "/api/v1/record": records.record(ctx, session),
+            "/api/v1/agent-schema": json.loads(AGENT_SCHEMA.read_text(encoding="utf-8")),
         }
         for path, value in expected.items():
             assert client.get(path).json() == value, path
@@ -267,6 +270,7 @@ def answers(client: TestClient) -> dict[str, str]:
         "/api/v1/status": "/api/v1/status",
         "/api/v1/record": "/api/v1/record",
         "/api/v1/methodology": "/api/v1/methodology",
+        "/api/v1/agent-schema": "/api/v1/agent-schema",
         "/api/v1/breakdown?by=category": "/api/v1/breakdown",
         "/api/v1/breakdown?by=horizon": "/api/v1/breakdown",
     }

@@ -83,6 +83,7 @@ def apis(site: Site) -> list[str]:
         f"/api/v1/decisions/{i['decision']}",
         "/api/v1/status",
         "/api/v1/methodology",
+        "/api/v1/agent-schema",
         "/api/v1/curves?range=ALL",
         "/api/openapi.json",
     ]
