@@ -18,14 +18,13 @@ from arena.slots import next_slot
 from arena.web import breakdown as where
 from arena.web import records, standings, trend
 from arena.web.api import methodology_text
-from arena.web.breakdown import By, ByParam, Horizon, HorizonParam
+from arena.web.breakdown import BoardDep, By, ByParam, Horizon, HorizonParam, Track
 from arena.web.columns import RANKING_COLUMNS
 from arena.web.deps import ContextDep, SessionDep
 from arena.web.markdown import render_markdown
 from arena.web.params import (
     CategoryParam,
     CheckedRoute,
-    CohortParam,
     MarketFilterDep,
     PageDep,
     now,
@@ -42,16 +41,15 @@ def leaderboard(
     request: Request,
     ctx: ContextDep,
     session: SessionDep,
-    cohort: CohortParam = None,
-    category: CategoryParam = None,
-    horizon: HorizonParam = None,
+    board: BoardDep,
 ) -> HTMLResponse:
-    rows = where.leaderboard(ctx, session, cohort, category, horizon)
+    cohort, category, horizon, track = board.cohort, board.category, board.horizon, board.track
+    rows = where.leaderboard(ctx, session, cohort, category, horizon, track)
     methodology = standings.methodology_in_use(ctx, session, cohort)
     v2 = methodology == Methodology.V2
-    ranking = where.v2_ranking(ctx, session, category, horizon) if v2 else None
+    ranking = where.v2_ranking(ctx, session, category, horizon, track) if v2 else None
     # the stored analysis's other parts cover every market: shown unfiltered only
-    whole = v2 and category is None and horizon is None
+    whole = v2 and category is None and horizon is None and track is None
     analysis = standings.v2_analysis(ctx, session) if whole else None
     market = analysis.get("market") if analysis else None
     return html(
@@ -79,6 +77,8 @@ def leaderboard(
                 trend.trend_report(ctx, session), standings.family_names(session)
             ),
             **where_selector(session, category, horizon),
+            "tracks": [t.value for t in Track],
+            "track": None if track is None else track.value,
         },
     )
 
