@@ -18,7 +18,7 @@ from arena.analytics.ledger_breakdown import Scope, checked_scope, known_categor
 from arena.errors import OptionError
 from arena.jsonable import jsonable
 from arena.web.context import WebContext
-from arena.web.params import CategoryParam, CohortParam
+from arena.web.params import CategoryParam
 from arena.web.standings import leaderboard as whole_leaderboard
 from arena.web.standings import v2_ranking as whole_v2_ranking
 
@@ -62,18 +62,16 @@ ByParam = Annotated[By, Query(description="Group by market category or horizon b
 
 
 @dataclass(frozen=True)
-class Board:
-    """Which standings the leaderboard page shows: one cohort (or all), and the category,
-    horizon bucket and track it is restricted to. A route takes it as ``BoardDep``, one query
-    parameter per field."""
+class Where:
+    """What a page is restricted to: the category, horizon bucket and track (each None: all).
+    A route takes it as ``WhereDep``, one query parameter per field."""
 
-    cohort: CohortParam = None
     category: CategoryParam = None
     horizon: HorizonParam = None
     track: TrackParam = None
 
 
-BoardDep = Annotated[Board, Depends()]
+WhereDep = Annotated[Where, Depends()]
 
 
 def scope_of(session: Session, category: str | None, horizon: Horizon | None) -> Scope:

@@ -162,6 +162,10 @@ def test_analyses_compare_one_tracks_forecasts(
         api = client.get("/api/v1/breakdown?track=web").json()
         assert {r["family_id"] for r in api["ledger"]} == {"beta-model"}
         assert client.get("/api/v1/ranking?track=tools").status_code == 422
+        page = client.get("/breakdown", params={"track": "web"})
+        assert '<option value="web" selected>' in page.text
+        assert "beta-model" in page.text and "alpha-model" not in page.text
+        assert "alpha-model" in client.get("/breakdown").text
 
 
 def test_the_trend_marks_the_week_a_family_gained_web_search(
