@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from arena import numbers
 from arena.analytics.groups import BY, breakdown
+from arena.analytics.leaderboard import family_tracks
 from arena.analytics.ledger_breakdown import HORIZON_RULE, Scope, ledger_rows
 from arena.analytics.options import AnalysisOptions
 from arena.csv_safe import safe_cell
@@ -45,16 +46,22 @@ def breakdown_report(
     options: AnalysisOptions,
     *,
     scope: Scope | None = None,
+    track: str | None = None,
 ) -> dict[str, Any]:
     """The whole breakdown: ``ledger`` rows from the database (positions and scored bets as
-    they stand) and ``forecasts`` (:func:`arena.analytics.groups.breakdown` of
-    ``forecasts`` at ``options.as_of``; null without forecasts)."""
+    they stand; with ``track``, of the families on it) and ``forecasts``
+    (:func:`arena.analytics.groups.breakdown` of ``forecasts`` at ``options.as_of``, which
+    the caller restricted to the track; null without forecasts)."""
     if by not in BY:
         raise OptionError(f"--by: {by!r} is not one of {', '.join(BY)}")
+    ledger = ledger_rows(session, by, scope=scope)
+    if track is not None:
+        tracks = family_tracks(session)
+        ledger = [row for row in ledger if tracks.get(row["family_id"]) == track]
     return {
         "by": by,
         "horizon_rule": HORIZON_RULE,
-        "ledger": ledger_rows(session, by, scope=scope),
+        "ledger": ledger,
         "forecasts": None if forecasts is None else breakdown(forecasts, options, by=by),
     }
 

@@ -18,7 +18,7 @@ v2 side of ``arena analyze breakdown`` (the ledger side, positions and scored be
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from arena.analytics.options import AnalysisOptions, as_forecasts, clean, with_at
 from arena.analytics.questions import default_as_of
 from arena.analytics.records import Forecasts, to_datetime, to_datetime64
+from arena.domain.tracks import check_track, track_of
 from arena.errors import ForecastsError, OptionError
 
 OTHER = "other"
@@ -127,6 +128,23 @@ def restrict(
         keep &= names == category
     if horizon is not None:
         keep &= horizons_of(data, as_of) == horizon
+    return data if keep.all() else data.select(keep)
+
+
+def restrict_track(forecasts: Any, track: str | None, tracks: Mapping[str, str]) -> Forecasts:
+    """The forecasts of the agents on ``track`` (None: all); ``tracks`` maps agent ids to
+    tracks, and an agent it lacks is on the track of its family's kind, without web search.
+    An unknown track is a :class:`OptionError` naming the known ones."""
+    data = as_forecasts(forecasts)
+    if check_track(track) is None:
+        return data
+    keep = np.array(
+        [
+            (tracks.get(str(agent)) or track_of(str(kind or ""), None)) == track
+            for agent, kind in zip(data.agent_id, data.family_kind, strict=True)
+        ],
+        dtype=bool,
+    )
     return data if keep.all() else data.select(keep)
 
 

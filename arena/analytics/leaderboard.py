@@ -56,6 +56,7 @@ from arena.domain.scores import (
     return_pct,
 )
 from arena.domain.states import FAILED_CALLS, AttemptOutcome, DecisionStatus, PositionStatus
+from arena.domain.tracks import track_of
 from arena.domain.valuation import position_value
 from arena.errors import UserError
 from arena.store.consistent_read import consistent_read
@@ -107,6 +108,7 @@ class FamilyStanding:
     display_name: str
     kind: str
     cohort_id: int | None = None
+    track: str = ""  # its newest agent's in scope (arena.domain.tracks)
     cohorts: int = 0
     agents: int = 0
     starting_balance: Decimal = ZERO
@@ -158,6 +160,7 @@ class FamilyStanding:
             "family_id": self.family_id,
             "display_name": self.display_name,
             "kind": self.kind,
+            "track": self.track,
             "cohort_id": self.cohort_id,
             "cohorts": self.cohorts,
             "agents": self.agents,
@@ -203,6 +206,7 @@ FIELDS = (
     "family_id",
     "display_name",
     "kind",
+    "track",
     "cohort_id",
     "cohorts",
     "agents",
@@ -252,16 +256,26 @@ def compute_leaderboard(
     cohort_id: int | None = None,
     min_scored_bets: int = 10,
     scope: Scope | None = None,
+    track: str | None = None,
 ) -> list[FamilyStanding]:
     """Standings per family across all cohorts, or within one cohort with ``cohort_id``; with
     ``scope``, the money and scores of the positions and bets in its category and horizon
-    bucket only (:mod:`arena.analytics.ledger_breakdown` says what each field then means).
+    bucket only (:mod:`arena.analytics.ledger_breakdown` says what each field then means);
+    with ``track``, the families on that track only.
 
-    Only families with at least one agent in scope appear. Sorted by P/L (best first), then
-    Brier (lower first, unscored last), then family id.
+    Only families with at least one agent in scope appear. A family's track is its newest
+    agent's in scope (:func:`arena.domain.tracks.track_of` of its frozen kind and web search
+    settings). Sorted by P/L (best first), then Brier (lower first, unscored last), then
+    family id.
     """
     with consistent_read(factory) as session:
-        return standings(session, cohort_id=cohort_id, min_scored_bets=min_scored_bets, scope=scope)
+        return standings(
+            session,
+            cohort_id=cohort_id,
+            min_scored_bets=min_scored_bets,
+            scope=scope,
+            track=track,
+        )
 
 
 def standings(
@@ -270,11 +284,30 @@ def standings(
     cohort_id: int | None = None,
     min_scored_bets: int = 10,
     scope: Scope | None = None,
+    track: str | None = None,
 ) -> list[FamilyStanding]:
     """:func:`compute_leaderboard` on a session the caller holds (a published dataset reads
     it in the snapshot its tables come from)."""
     rows = _standings(session, cohort_id, min_scored_bets, scope or Scope())
-    return sorted(rows, key=_rank_key)
+    return sorted((r for r in rows if track in (None, r.track)), key=_rank_key)
+
+
+def family_tracks(session: Session, cohort_id: int | None = None) -> dict[str, str]:
+    """Each family's track (every family with an agent, in ``cohort_id`` when given): its
+    newest agent's, :func:`arena.domain.tracks.track_of` of the frozen kind and web search."""
+    frozen = select(Agent.family_id, Agent.kind, Agent.web_search).order_by(Agent.cohort_id)
+    return {
+        family_id: track_of(kind, web_search)  # the newest agent's comes last
+        for family_id, kind, web_search in _stream(
+            session, _in_cohort(frozen, Agent.cohort_id, cohort_id)
+        )
+    }
+
+
+def stored_agent_tracks(session: Session) -> dict[str, str]:
+    """Each stored agent's track by its id (as text, as the forecasts carry it)."""
+    frozen = select(Agent.id, Agent.kind, Agent.web_search)
+    return {str(i): track_of(kind, web_search) for i, kind, web_search in _stream(session, frozen)}
 
 
 def _rank_key(row: FamilyStanding) -> tuple[Decimal, bool, Decimal, str]:
@@ -308,6 +341,9 @@ def _standings(
         _in_cohort(counts, Agent.cohort_id, cohort_id).group_by(Agent.family_id)
     ):
         row(family_id).cohorts, row(family_id).agents = int(cohorts), int(agents)
+
+    for family_id, track in family_tracks(session, cohort_id).items():
+        row(family_id).track = track
 
     money = select(Agent.family_id, Agent.starting_balance, Agent.cash, Agent.realized_pnl)
     for family_id, start, cash, realized in _stream(

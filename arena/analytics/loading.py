@@ -69,6 +69,24 @@ def family_names(directory: Path) -> dict[str, str]:
     return {}
 
 
+def agent_tracks(directory: Path) -> dict[str, str]:
+    """Each agent's track by agent id (:func:`arena.domain.tracks.track_of` of its frozen
+    kind and web search settings), from the ``agents`` file of an export directory (empty
+    when it has none; an older export without ``web_search``: no agent searched)."""
+    from arena.domain.tracks import track_of
+
+    if not any(
+        (directory / f"agents.{suffix}").is_file() for suffix in ("parquet", "csv", "jsonl")
+    ):
+        return {}
+    table = read_export_table(directory, "agents", ("agent_id", "kind", "web_search"))
+    columns = [table.column(name).cast(pa.string()).to_pylist() for name in table.column_names]
+    return {
+        str(agent): track_of(str(kind or ""), web_search)
+        for agent, kind, web_search in zip(*columns, strict=True)
+    }
+
+
 def _read_table(path: Path) -> pa.Table | Forecasts:
     suffix = path.suffix.lower()
     if suffix == ".parquet":

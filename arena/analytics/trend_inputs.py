@@ -5,8 +5,9 @@
   (:class:`~arena.analytics.risk_measures.Snapshots`), for the family weekly returns;
 * **bets**: every v1 Brier score with its family, the time its bet was made (the trade's
   ``executed_at``) and the time it was scored;
-* **lineage**: per agent, its family, its cohort's ``week_start`` and the frozen
-  ``openrouter_id``, ``prompt_version`` and ``methodology_version``;
+* **lineage**: per agent, its family, its cohort's ``week_start``, the frozen
+  ``openrouter_id``, ``prompt_version`` and ``methodology_version``, its track and its web
+  search settings in one line (an older export without ``web_search``: off);
 * **forecasts** (v2): the ``forecasts`` table as :class:`~arena.analytics.records.Forecasts`,
   None when there is none.
 
@@ -38,6 +39,7 @@ from arena.analytics.loading import read_export_table
 from arena.analytics.records import Forecasts
 from arena.analytics.risk_measures import Snapshots
 from arena.analytics.trend_measures import LINEAGE_FIELDS
+from arena.domain.tracks import tools_label, track_of
 from arena.errors import ForecastsError
 from arena.store.models import Agent, BrierScore, Cohort, PortfolioSnapshot, Trade
 
@@ -77,6 +79,8 @@ def read_stored_trend_inputs(session: Session) -> TrendInputs:
             Agent.family_id,
             _time(session, Cohort.week_start),
             cast(Agent.starting_balance, Float),
+            Agent.kind,
+            Agent.web_search,
             *(getattr(Agent, name) for name in LINEAGE_FIELDS),
         )
         .join(Cohort, Cohort.id == Agent.cohort_id)
@@ -98,14 +102,7 @@ def read_stored_trend_inputs(session: Session) -> TrendInputs:
             _micros([row[2] for row in bets]),
             np.array([row[3] for row in bets], dtype=np.float64),
         ),
-        [
-            {
-                "family_id": row[1],
-                "week_start": _micros([row[2]])[0],
-                **dict(zip(LINEAGE_FIELDS, row[4:], strict=True)),
-            }
-            for row in agents
-        ],
+        [_lineage(row[1], _micros([row[2]])[0], row[4], row[5], row[6:]) for row in agents],
         _stored_forecasts(session),
     )
 
@@ -234,7 +231,15 @@ def read_export_trend_inputs(directory: Path) -> TrendInputs:
     agents = read_export_table(
         directory,
         "agents",
-        ("agent_id", "cohort_id", "family_id", "starting_balance", *LINEAGE_FIELDS),
+        (
+            "agent_id",
+            "cohort_id",
+            "family_id",
+            "starting_balance",
+            "kind",
+            "web_search",
+            *LINEAGE_FIELDS,
+        ),
     )
     agent_ids = _strings(agents, "agent_id")
     agent_start = np.array([starts[c] for c in _strings(agents, "cohort_id")], "datetime64[us]")
@@ -255,6 +260,7 @@ def read_export_trend_inputs(directory: Path) -> TrendInputs:
     trades = read_export_table(directory, "trades", ("trade_id", "executed_at"))
     executed = dict(zip(_strings(trades, "trade_id"), _times(trades, "executed_at"), strict=True))
     lineage_columns = {name: _strings(agents, name) for name in LINEAGE_FIELDS}
+    kinds, web_search = _strings(agents, "kind"), _strings(agents, "web_search")
     forecasts = None
     if any((directory / f"forecasts.{suffix}").is_file() for suffix in ("parquet", "csv", "jsonl")):
         forecasts = read_export(directory)
@@ -274,15 +280,31 @@ def read_export_trend_inputs(directory: Path) -> TrendInputs:
             _floats(scores, "brier"),
         ),
         [
-            {
-                "family_id": agent_family[i],
-                "week_start": agent_start[i],
-                **{name: lineage_columns[name][i] for name in LINEAGE_FIELDS},
-            }
+            _lineage(
+                agent_family[i],
+                agent_start[i],
+                kinds[i],
+                web_search[i],
+                [lineage_columns[name][i] for name in LINEAGE_FIELDS],
+            )
             for i in range(len(agent_ids))
         ],
         forecasts if forecasts is not None and len(forecasts) else None,
     )
+
+
+def _lineage(
+    family: str, week: np.datetime64, kind: str, web_search: Any, values: Sequence[Any]
+) -> dict[str, Any]:
+    """One agent's lineage entry: its family and week, the stored lineage ``values`` (in
+    :data:`LINEAGE_FIELDS` order), its track and its web search settings in one line."""
+    return {
+        "family_id": family,
+        "week_start": week,
+        **dict(zip(LINEAGE_FIELDS, values, strict=True)),
+        "track": track_of(kind, web_search),
+        "web_search": tools_label(web_search),
+    }
 
 
 def _week_ends(

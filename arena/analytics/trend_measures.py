@@ -13,8 +13,8 @@ Per family and cohort week (the Sunday the week starts):
   otherwise by return (the week's, and the compounded return to date; higher is better), as
   the v1 leaderboard ranks by P/L. Ties share the better rank. ``rank_by`` says which;
 * ``lineage_changed``: the family's frozen lineage that week (OpenRouter id, prompt version,
-  methodology version of its agent in that week's cohort) differs from its previous week's;
-  ``lineage`` lists what changed.
+  methodology version, track and web search settings of its agent in that week's cohort)
+  differs from its previous week's; ``lineage`` lists what changed.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from arena.analytics.options import AnalysisOptions, Prepared
 from arena.analytics.report import fit_difficulty
 
 LINEAGE_FIELDS = ("openrouter_id", "prompt_version", "methodology_version")
+# Compared with the stored fields: the agent's track and its web search settings (one line).
+LINEAGE_MARKS = (*LINEAGE_FIELDS, "track", "web_search")
 WEEK = np.timedelta64(7 * 86_400 * 1_000_000, "us")
 
 
@@ -93,7 +95,7 @@ def _mark_lineage(
         if before is not None:
             changes = [
                 f"{name}: {before.get(name)} -> {entry.get(name)}"
-                for name in LINEAGE_FIELDS
+                for name in LINEAGE_MARKS
                 if before.get(name) != entry.get(name)
             ]
             if changes and (family, week) in rows:

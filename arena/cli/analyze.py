@@ -27,7 +27,13 @@ from arena.cli.common import (
 )
 from arena.cli.composed import with_options
 from arena.cli.style import command_group
-from arena.cli.where import CategoryOption, HorizonOption, ledger_scope, scoped_forecasts
+from arena.cli.where import (
+    CategoryOption,
+    HorizonOption,
+    TrackOption,
+    ledger_scope,
+    scoped_forecasts,
+)
 from arena.errors import ForecastsError, OptionError, UserError
 from arena.terminal import show
 
@@ -176,6 +182,7 @@ class AnalyzeFlags:
     wide: WideOption = False
     category: CategoryOption = None
     horizon: HorizonOption = None
+    track: TrackOption = None
 
 
 def _options(ctx: typer.Context, flags: AnalyzeFlags, **extra: Any) -> AnalysisOptions:
@@ -214,9 +221,39 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
         return _read_export(Path(tmp))
 
 
-def _scoped(forecasts: Forecasts, flags: AnalyzeFlags, options: AnalysisOptions) -> Forecasts:
-    """The forecasts of ``--category`` and ``--horizon`` (horizons as known at ``--at``)."""
+def _scoped(
+    ctx: typer.Context, forecasts: Forecasts, flags: AnalyzeFlags, options: AnalysisOptions
+) -> Forecasts:
+    """The forecasts of ``--category``, ``--horizon`` (horizons as known at ``--at``) and
+    ``--track``."""
+    forecasts = _tracked(ctx, forecasts, flags)
     return scoped_forecasts(forecasts, flags.category, flags.horizon, options.as_of)
+
+
+def _tracked(ctx: typer.Context, forecasts: Forecasts, flags: AnalyzeFlags) -> Forecasts:
+    """The forecasts of the agents on ``--track`` (all without it)."""
+    from arena.analytics.groups import restrict_track
+    from arena.domain.tracks import check_track
+
+    if check_track(flags.track) is None:
+        return forecasts
+    return restrict_track(forecasts, flags.track, agent_tracks(ctx, flags.from_export))
+
+
+def agent_tracks(ctx: typer.Context, from_export: Path | None) -> dict[str, str]:
+    """Each agent's track by id (of the export directory, or of the configured database)."""
+    from arena.analytics.loading import agent_tracks as stored_tracks
+    from arena.analytics.loading import find_forecasts_file
+
+    if from_export is not None:
+        return stored_tracks(find_forecasts_file(from_export).parent)
+    import tempfile
+
+    from arena.export.writer import export_table
+
+    with tempfile.TemporaryDirectory(prefix="arena-analyze-") as tmp:
+        export_table(state(ctx).reader(), "agents", Path(tmp) / "agents.parquet")
+        return stored_tracks(Path(tmp))
 
 
 def family_names(ctx: typer.Context, from_export: Path | None) -> dict[str, str]:
@@ -289,6 +326,7 @@ def _first_columns(report: dict[str, Any]) -> tuple[str, ...]:
     "at",
     "category",
     "horizon",
+    "track",
     "market_weight",
     "fit_exclude",
     "fit_by_type",
@@ -323,7 +361,7 @@ def ranking_command(
     Only resolved questions past their scheduled close count (early closers wait).
     """
     options = _options(ctx, flags, min_days=min_days, min_questions=min_questions)
-    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
+    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().ranking(forecasts, options)
     _emit(ctx, report, flags, _render().ranking_table, forecasts)
 
@@ -338,6 +376,7 @@ def ranking_command(
     "at",
     "category",
     "horizon",
+    "track",
     "score",
     "weights",
     "bootstrap",
@@ -375,7 +414,7 @@ def h2h_command(
     """
     one_of("--score", score, ("log", "brier"))
     options = _options(ctx, flags, h2h_score=score)
-    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
+    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().head_to_head(forecasts, family_a, family_b, options)
     _emit(ctx, report, flags, _render().head_to_head_table)
 
@@ -388,6 +427,7 @@ def h2h_command(
     "at",
     "category",
     "horizon",
+    "track",
     "include_baselines",
     "include_resolved",
     "by",
@@ -416,7 +456,7 @@ def proxy_command(
         proxy_include_baselines=include_baselines,
         proxy_include_resolved=include_resolved,
     )
-    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
+    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().proxy_ranking(forecasts, options)
     _emit(ctx, report, flags, _render().proxy_table, forecasts)
 
@@ -429,6 +469,7 @@ def proxy_command(
     "at",
     "category",
     "horizon",
+    "track",
     "bootstrap",
     "seed",
     "by",
@@ -445,7 +486,7 @@ def market_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     below 5 clusters. CSV flattens each interval into _estimate, _low and _high columns.
     """
     options = _options(ctx, flags)
-    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
+    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().against_market(forecasts, options)
     _emit(ctx, report, flags, _render().market_table, forecasts)
 
@@ -458,6 +499,7 @@ def market_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     "at",
     "category",
     "horizon",
+    "track",
     "market_weight",
     "weights",
     "fit_exclude",
@@ -477,7 +519,7 @@ def power_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     weeks seen (the table states it; "assumptions" in --format json).
     """
     options = _options(ctx, flags)
-    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
+    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().power(forecasts, options)
     _emit(ctx, report, flags, _render().power_table, forecasts)
 
@@ -490,6 +532,7 @@ def power_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     "at",
     "category",
     "horizon",
+    "track",
     "bins",
     "plot",
     "by",
@@ -516,7 +559,7 @@ def calibration_command(
     and calibration in depth: MCE, ACE, log loss, spherical score, overconfidence (the bin
     rule is written under the table, and as "bin_rule" in --format json)."""
     options = _options(ctx, flags, n_bins=bins)
-    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
+    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
     prep = _report().prepare(forecasts, options)
     report = _report().calibration_report(forecasts, options, prep)
     if plot is not None:
@@ -650,6 +693,7 @@ def parse_pair(value: str | None) -> tuple[str, str] | None:
     "at",
     "category",
     "horizon",
+    "track",
     "pair",
     "market_weight",
     "fit_exclude",
@@ -681,7 +725,7 @@ def report_command(
     fmt = one_of("--format", report_format, ANALYZE_FORMATS)
     pair_names = parse_pair(pair)
     options = _options(ctx, flags)
-    forecasts = _scoped(load_forecasts(ctx, flags.from_export), flags, options)
+    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
     report = _report().full_analysis(forecasts, options, pair_names)
     report["risk"] = _risk_report(ctx, flags, options)
     if fmt == "json":
@@ -736,6 +780,7 @@ def _risk_report(ctx: typer.Context, flags: AnalyzeFlags, options: Any) -> Any:
     "at",
     "category",
     "horizon",
+    "track",
     "bootstrap",
     "seed",
     "with_bets",
@@ -777,7 +822,7 @@ def breakdown_command(
     scope = ledger_scope(ctx, flags.category, flags.horizon)
     try:
         forecasts: Forecasts | None = scoped_forecasts(
-            load_forecasts(ctx, flags.from_export),
+            _tracked(ctx, load_forecasts(ctx, flags.from_export), flags),
             flags.category,
             flags.horizon,
             options.as_of,
@@ -788,7 +833,9 @@ def breakdown_command(
             raise
         forecasts = None  # methodology v1: positions and bets only
     with state(ctx).reader()() as session:
-        report = breakdown_report(session, forecasts, by_group, options, scope=scope)
+        report = breakdown_report(
+            session, forecasts, by_group, options, scope=scope, track=flags.track
+        )
     if breakdown_format == "json":
         typer.echo(json.dumps(report, indent=2))
     elif breakdown_format == "csv":
@@ -845,7 +892,7 @@ def trend_command(
 ) -> None:
     """Per family and cohort week: weekly return, Brier (v1), adjusted score and alpha (v2),
     rank that week and cumulatively; * marks where the family's lineage (OpenRouter id,
-    prompt version, methodology version) changed.
+    prompt version, methodology version, track, web search settings) changed.
 
     \b
     Example (a database's, or an export's):

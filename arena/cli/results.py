@@ -27,7 +27,7 @@ from arena.cli.common import (
     state,
 )
 from arena.cli.composed import with_options
-from arena.cli.where import CategoryOption, HorizonOption, ledger_scope, say_scope
+from arena.cli.where import WhereFlags, ledger_scope, say_scope
 from arena.export import FORMATS
 from arena.terminal import TerminalColumn, fitted_table, show, text_column
 
@@ -37,8 +37,10 @@ if TYPE_CHECKING:
 LEADERBOARD_FORMATS = ("table", "json", "csv")
 
 
+@with_options(WhereFlags, "fmt", "cohort", "wide", "category", "horizon", "track")
 def leaderboard(
     ctx: typer.Context,
+    where: WhereFlags,
     fmt: FormatOption = "table",
     cohort: Annotated[
         int | None,
@@ -51,18 +53,22 @@ def leaderboard(
         ),
     ] = None,
     wide: WideOption = False,
-    category: CategoryOption = None,
-    horizon: HorizonOption = None,
 ) -> None:
-    """Standings per model family: value, P/L, Brier and skill, cost and reliability."""
+    """Standings per model family: track, value, P/L, Brier and skill, cost and reliability."""
     one_of("--format", fmt, LEADERBOARD_FORMATS)
     from arena.analytics.leaderboard import compute_leaderboard, to_json, write_csv
+    from arena.domain.tracks import check_track
 
+    check_track(where.track)
     app_state = state(ctx)
     minimum = app_state.settings.benchmark.min_scored_bets
-    scope = ledger_scope(ctx, category, horizon)
+    scope = ledger_scope(ctx, where.category, where.horizon)
     standings = compute_leaderboard(
-        app_state.reader(), cohort_id=cohort, min_scored_bets=minimum, scope=scope
+        app_state.reader(),
+        cohort_id=cohort,
+        min_scored_bets=minimum,
+        scope=scope,
+        track=where.track,
     )
     if fmt == "table":
         say_scope(scope)
@@ -88,6 +94,7 @@ def standing_columns(wide: bool) -> list[TerminalColumn]:
             "family", lambda r: r["family_id"] + (" *" if r["provisional"] else ""), numeric=False
         ),
         text_column("display name", "display_name", essential=False),
+        text_column("track", "track", essential=False),
         TerminalColumn("cohorts", lambda r: str(r["cohorts"]), essential=False),
         *(_stat(column, wide) for column in LEADERBOARD_COLUMNS if column is not COST_COLUMN),
         text_column("return band", "return_band", essential=False),

@@ -1,8 +1,10 @@
-"""``--category`` and ``--horizon``: the options that restrict a result to the markets of one
-category or one horizon bucket (``arena leaderboard`` and every ``arena analyze`` command)."""
+"""``--category``, ``--horizon`` and ``--track``: the options that restrict a result to the
+markets of one category or one horizon bucket, or to the forecasters of one track (``arena
+leaderboard`` and every ``arena analyze`` command)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -34,6 +36,26 @@ HorizonOption = Annotated[
         show_default=False,
     ),
 ]
+
+TrackOption = Annotated[
+    str | None,
+    typer.Option(
+        "--track",
+        metavar="model|web|agent|baseline",
+        help="Only forecasters of this track: language models without tools, with web "
+        "search, outside agents, or the baselines (compared separately).",
+        show_default=False,
+    ),
+]
+
+
+@dataclass(frozen=True)
+class WhereFlags:
+    """``--category``, ``--horizon`` and ``--track`` as one value (``arena leaderboard``)."""
+
+    category: CategoryOption = None
+    horizon: HorizonOption = None
+    track: TrackOption = None
 
 
 def ledger_scope(ctx: typer.Context, category: str | None, horizon: str | None) -> Scope:

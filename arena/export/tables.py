@@ -104,6 +104,7 @@ AGENTS = TableSpec(
         col("strategy", Agent.strategy),
         col("prompt_version", Agent.prompt_version),
         col("methodology_version", Agent.methodology_version),
+        col("web_search", Agent.web_search),
         col("starting_balance", Agent.starting_balance),
         col("cash", Agent.cash),
         col("realized_pnl", Agent.realized_pnl),

@@ -128,7 +128,9 @@ def start_cohort(factory: sessionmaker[Session], settings: Settings, clock: Cloc
 
 
 def new_agent(cohort: Cohort, family: FamilyConfig, settings: Settings, now: datetime) -> Agent:
-    """An agent with the family's identity and the versions frozen on it."""
+    """An agent with the family's identity, its web search settings and the versions frozen
+    on it."""
+    web_search = getattr(family, "web_search", None)
     return Agent(
         cohort_id=cohort.id,
         family_id=family.id,
@@ -139,6 +141,7 @@ def new_agent(cohort: Cohort, family: FamilyConfig, settings: Settings, now: dat
         strategy=getattr(family, "strategy", None),
         prompt_version=cohort.prompt_version,
         methodology_version=cohort.methodology_version,
+        web_search=None if web_search is None else web_search.model_dump(mode="json"),
         starting_balance=cohort.starting_balance,
         cash=cohort.starting_balance,
         realized_pnl=0,

@@ -63,6 +63,7 @@ class Agent(Base):
     strategy: Mapped[str | None]
     prompt_version: Mapped[str]
     methodology_version: Mapped[str]
+    web_search: Mapped[dict[str, Any] | None]
     starting_balance: Mapped[Decimal]
     cash: Mapped[Decimal]
     realized_pnl: Mapped[Decimal]

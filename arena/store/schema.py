@@ -100,6 +100,9 @@ agents = Table(
     Column("strategy", String(32)),
     Column("prompt_version", String(16), nullable=False),
     Column("methodology_version", String(16), nullable=False),
+    # The family's web search settings frozen at cohort start (null: none); with ``kind``
+    # they give the agent's track (``arena.domain.tracks``).
+    Column("web_search", JSON),
     Column("starting_balance", Money(), nullable=False),
     Column("cash", Money(), nullable=False),
     Column("realized_pnl", Money(), default=Decimal(0), nullable=False),

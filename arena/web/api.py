@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from arena.config import AGENT_SCHEMA_VERSION
 from arena.web import breakdown as where
 from arena.web import records, schemas, standings, trend
-from arena.web.breakdown import By, ByParam, HorizonParam
+from arena.web.breakdown import By, ByParam, HorizonParam, TrackParam
 from arena.web.context import WebContext
 from arena.web.curves import MAX_POINTS, CurveRange, curves
 from arena.web.deps import ContextDep, SessionDep
@@ -56,12 +56,14 @@ def leaderboard(
     cohort: CohortParam = None,
     category: CategoryParam = None,
     horizon: HorizonParam = None,
+    track: TrackParam = None,
 ) -> list[dict[str, Any]]:
     """Standings per family: the same rows and fields as `arena leaderboard --format json`
     (404 for an unknown cohort). With `category` or `horizon`: the money and scores of the
     matching positions and bets only, as `arena leaderboard --category/--horizon` (an unknown
-    category is a 422 listing the known ones)."""
-    return where.leaderboard(ctx, session, cohort, category, horizon)
+    category is a 422 listing the known ones). With `track`: the families on that track only,
+    as `arena leaderboard --track` (an unknown track is a 422 listing the known ones)."""
+    return where.leaderboard(ctx, session, cohort, category, horizon, track)
 
 
 @router.get("/breakdown", response_model=schemas.Breakdown, responses=INVALID)
@@ -71,12 +73,14 @@ def breakdown(
     by: ByParam = By.CATEGORY,
     category: CategoryParam = None,
     horizon: HorizonParam = None,
+    track: TrackParam = None,
 ) -> dict[str, Any]:
     """Every family per market category (`by=category`) or horizon bucket (`by=horizon`):
     positions, P/L, cost, scored bets and Brier, and forecasts, scored questions and the
     difficulty-adjusted Brier with its interval; the same as
-    `arena analyze breakdown --by ... --format json` at the server's instant."""
-    return where.breakdown(ctx, session, by, category, horizon)
+    `arena analyze breakdown --by ... --format json` at the server's instant (with `track`:
+    the forecasters on that track only, as `--track`)."""
+    return where.breakdown(ctx, session, by, category, horizon, track)
 
 
 @router.get("/ranking", response_model=schemas.Ranking, responses=INVALID)
@@ -85,16 +89,18 @@ def ranking(
     session: SessionDep,
     category: CategoryParam = None,
     horizon: HorizonParam = None,
+    track: TrackParam = None,
 ) -> dict[str, Any]:
     """Methodology v2: the difficulty-adjusted Brier ranking with 95% intervals (`ranking` is
     null until forecasts resolve, and while the analysis is being computed: `pending`). It is
     the stored analysis the daemon computed after its last write, as of `as_of` and computed
     at `computed_at`; no request computes it. With `category` or `horizon` it is the ranking of
     the forecasts of those markets only, as `arena analyze ranking --category/--horizon`,
-    computed at the first such request after a write and then cached."""
+    computed at the first such request after a write and then cached; with `track`, of the
+    forecasters on that track only, as `--track`."""
     return {
         **_part(ctx, session, "ranking"),
-        "ranking": where.v2_ranking(ctx, session, category, horizon),
+        "ranking": where.v2_ranking(ctx, session, category, horizon, track),
     }
 
 

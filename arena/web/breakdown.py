@@ -6,9 +6,10 @@ version)."""
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Query
+from fastapi import Depends, Query
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.orm import Session
 
@@ -17,6 +18,7 @@ from arena.analytics.ledger_breakdown import Scope, checked_scope, known_categor
 from arena.errors import OptionError
 from arena.jsonable import jsonable
 from arena.web.context import WebContext
+from arena.web.params import CategoryParam
 from arena.web.standings import leaderboard as whole_leaderboard
 from arena.web.standings import v2_ranking as whole_v2_ranking
 
@@ -36,11 +38,40 @@ class By(enum.StrEnum):
     HORIZON = "horizon"
 
 
+class Track(enum.StrEnum):
+    """The tracks, as arena.domain.tracks names them (a test keeps the two in step)."""
+
+    MODEL = "model"
+    WEB = "web"
+    AGENT = "agent"
+    BASELINE = "baseline"
+
+
+TrackParam = Annotated[
+    Track | None,
+    Query(
+        description="Only forecasters of this track: model (no tools), web (web search), agent "
+        "(outside agents) or baseline; tracks are compared separately."
+    ),
+]
 HorizonParam = Annotated[
     Horizon | None,
     Query(description="Only decisions this far from resolution: le7, 8to30 or gt30 days."),
 ]
 ByParam = Annotated[By, Query(description="Group by market category or horizon bucket.")]
+
+
+@dataclass(frozen=True)
+class Where:
+    """What a page is restricted to: the category, horizon bucket and track (each None: all).
+    A route takes it as ``WhereDep``, one query parameter per field."""
+
+    category: CategoryParam = None
+    horizon: HorizonParam = None
+    track: TrackParam = None
+
+
+WhereDep = Annotated[Where, Depends()]
 
 
 def scope_of(session: Session, category: str | None, horizon: Horizon | None) -> Scope:
@@ -63,8 +94,21 @@ def leaderboard(
     cohort_id: int | None,
     category: str | None,
     horizon: Horizon | None,
+    track: Track | None = None,
 ) -> list[dict[str, Any]]:
-    """The leaderboard JSON rows, restricted when a category or horizon is given."""
+    """The leaderboard JSON rows, restricted when a category or horizon is given, and to the
+    families on ``track`` when given."""
+    rows = _leaderboard(ctx, session, cohort_id, category, horizon)
+    return rows if track is None else [row for row in rows if row["track"] == track.value]
+
+
+def _leaderboard(
+    ctx: WebContext,
+    session: Session,
+    cohort_id: int | None,
+    category: str | None,
+    horizon: Horizon | None,
+) -> list[dict[str, Any]]:
     scope = scope_of(session, category, horizon)
     if not scope:
         return whole_leaderboard(ctx, session, cohort_id)
@@ -82,30 +126,49 @@ def leaderboard(
 
 
 def v2_ranking(
-    ctx: WebContext, session: Session, category: str | None, horizon: Horizon | None
+    ctx: WebContext,
+    session: Session,
+    category: str | None,
+    horizon: Horizon | None,
+    track: Track | None = None,
 ) -> dict[str, Any] | None:
-    """The v2 ranking (as ``standings.v2_ranking``) on the forecasts of the category and
-    horizon bucket, as ``arena analyze ranking --category/--horizon`` at the app's instant."""
+    """The v2 ranking (as ``standings.v2_ranking``) on the forecasts of the category,
+    horizon bucket and track, as ``arena analyze ranking --category/--horizon/--track`` at the
+    app's instant."""
     scope = scope_of(session, category, horizon)
     whole = whole_v2_ranking(ctx, session)
-    if not scope or whole is None:
+    if (not scope and track is None) or whole is None:
         return whole
     return ctx.cache.get(
-        ("v2", scope.category, scope.horizon),
+        ("v2", scope.category, scope.horizon, track),
         ctx.version(session),
-        lambda: _scoped_ranking(ctx, session, scope),
+        lambda: _scoped_ranking(ctx, session, scope, track),
     )
 
 
-def _scoped_ranking(ctx: WebContext, session: Session, scope: Scope) -> dict[str, Any] | None:
-    from arena.analytics.groups import restrict
-    from arena.analytics.records import Forecasts, ForecastsError
-    from arena.analytics.report import configured_options, ranking
+def _forecasts_on(session: Session, track: Track | None) -> Any:
+    """The stored forecasts of the agents on ``track`` (every one without it)."""
+    from arena.analytics.groups import restrict_track
+    from arena.analytics.leaderboard import stored_agent_tracks
+    from arena.analytics.records import Forecasts
     from arena.export.writer import table_columns
+
+    forecasts = Forecasts.from_columns(table_columns(session, "forecasts"))
+    if track is None:
+        return forecasts
+    return restrict_track(forecasts, track.value, stored_agent_tracks(session))
+
+
+def _scoped_ranking(
+    ctx: WebContext, session: Session, scope: Scope, track: Track | None
+) -> dict[str, Any] | None:
+    from arena.analytics.groups import restrict
+    from arena.analytics.records import ForecastsError
+    from arena.analytics.report import configured_options, ranking
 
     options = configured_options(ctx.settings, as_of=ctx.now())
     forecasts = restrict(
-        Forecasts.from_columns(table_columns(session, "forecasts")),
+        _forecasts_on(session, track),
         category=scope.category,
         horizon=scope.horizon,
         as_of=options.as_of,
@@ -125,25 +188,27 @@ def breakdown(
     by: By,
     category: str | None = None,
     horizon: Horizon | None = None,
+    track: Track | None = None,
 ) -> dict[str, Any]:
     """What ``arena analyze breakdown --by BY --format json`` prints at the app's instant."""
     scope = scope_of(session, category, horizon)
     return ctx.cache.get(
-        ("breakdown", by.value, scope.category, scope.horizon),
+        ("breakdown", by.value, scope.category, scope.horizon, track),
         ctx.version(session),
-        lambda: _compute(ctx, session, by.value, scope),
+        lambda: _compute(ctx, session, by.value, scope, track),
     )
 
 
-def _compute(ctx: WebContext, session: Session, by: str, scope: Scope) -> dict[str, Any]:
+def _compute(
+    ctx: WebContext, session: Session, by: str, scope: Scope, track: Track | None
+) -> dict[str, Any]:
     from arena.analytics.breakdown_view import breakdown_report
     from arena.analytics.groups import restrict
     from arena.analytics.records import Forecasts
     from arena.analytics.report import configured_options
-    from arena.export.writer import table_columns
 
     options = configured_options(ctx.settings, as_of=ctx.now())
-    forecasts: Forecasts | None = Forecasts.from_columns(table_columns(session, "forecasts"))
+    forecasts: Forecasts | None = _forecasts_on(session, track)
     if forecasts is not None and len(forecasts) == 0:
         forecasts = None
     elif forecasts is not None and scope:
@@ -154,5 +219,7 @@ def _compute(ctx: WebContext, session: Session, by: str, scope: Scope) -> dict[s
             as_of=options.as_of,
             checked=True,
         )
-    report = breakdown_report(session, forecasts, by, options, scope=scope)
+    report = breakdown_report(
+        session, forecasts, by, options, scope=scope, track=None if track is None else track.value
+    )
     return jsonable(report)

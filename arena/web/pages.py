@@ -18,12 +18,11 @@ from arena.slots import next_slot
 from arena.web import breakdown as where
 from arena.web import records, standings, trend
 from arena.web.api import methodology_text
-from arena.web.breakdown import By, ByParam, Horizon, HorizonParam
+from arena.web.breakdown import By, ByParam, Horizon, Track, Where, WhereDep
 from arena.web.columns import RANKING_COLUMNS
 from arena.web.deps import ContextDep, SessionDep
 from arena.web.markdown import render_markdown
 from arena.web.params import (
-    CategoryParam,
     CheckedRoute,
     CohortParam,
     MarketFilterDep,
@@ -42,16 +41,16 @@ def leaderboard(
     request: Request,
     ctx: ContextDep,
     session: SessionDep,
+    chosen: WhereDep,
     cohort: CohortParam = None,
-    category: CategoryParam = None,
-    horizon: HorizonParam = None,
 ) -> HTMLResponse:
-    rows = where.leaderboard(ctx, session, cohort, category, horizon)
+    category, horizon, track = chosen.category, chosen.horizon, chosen.track
+    rows = where.leaderboard(ctx, session, cohort, category, horizon, track)
     methodology = standings.methodology_in_use(ctx, session, cohort)
     v2 = methodology == Methodology.V2
-    ranking = where.v2_ranking(ctx, session, category, horizon) if v2 else None
+    ranking = where.v2_ranking(ctx, session, category, horizon, track) if v2 else None
     # the stored analysis's other parts cover every market: shown unfiltered only
-    whole = v2 and category is None and horizon is None
+    whole = v2 and category is None and horizon is None and track is None
     analysis = standings.v2_analysis(ctx, session) if whole else None
     market = analysis.get("market") if analysis else None
     return html(
@@ -78,7 +77,7 @@ def leaderboard(
             "ranks": trend.rank_over_weeks(
                 trend.trend_report(ctx, session), standings.family_names(session)
             ),
-            **where_selector(session, category, horizon),
+            **where_selector(session, chosen),
         },
     )
 
@@ -91,15 +90,15 @@ def _in_skill_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return in_skill_order(rows)
 
 
-def where_selector(
-    session: SessionDep, category: str | None, horizon: Horizon | None
-) -> dict[str, Any]:
-    """What the category and horizon selector of a page shows."""
+def where_selector(session: SessionDep, chosen: Where) -> dict[str, Any]:
+    """What the category, horizon and track selector of a page shows."""
     return {
         "categories": where.categories(session),
-        "category": category,
-        "horizon": None if horizon is None else horizon.value,
+        "category": chosen.category,
+        "horizon": None if chosen.horizon is None else chosen.horizon.value,
         "horizons": [h.value for h in Horizon],
+        "track": None if chosen.track is None else chosen.track.value,
+        "tracks": [t.value for t in Track],
     }
 
 
@@ -108,12 +107,11 @@ def breakdown(
     request: Request,
     ctx: ContextDep,
     session: SessionDep,
+    chosen: WhereDep,
     by: ByParam = By.CATEGORY,
-    category: CategoryParam = None,
-    horizon: HorizonParam = None,
 ) -> HTMLResponse:
-    data = where.breakdown(ctx, session, by, category, horizon)
-    context = {"data": data, "by": by.value, **where_selector(session, category, horizon)}
+    data = where.breakdown(ctx, session, by, chosen.category, chosen.horizon, chosen.track)
+    context = {"data": data, "by": by.value, **where_selector(session, chosen)}
     return html(request, "breakdown.html", context)
 
 

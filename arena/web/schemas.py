@@ -236,6 +236,10 @@ class Standing(Open):
     family_id: str
     display_name: str
     kind: str
+    track: str = Field(
+        description="model (no tools), web (web search), agent (outside agent) or baseline: "
+        "its newest agent's, from the kind and web search frozen on it."
+    )
     cohort_id: int | None
     cohorts: int
     agents: int
