@@ -208,8 +208,9 @@ DecisionLine = picked(
     "DecisionLine",
     schema.decisions,
     DECISION_COLUMNS,
-    doc="A decision in a list, with its agent's family.",
+    doc="A decision in a list, with its agent's family and replicate.",
     **WITH_AGENT,
+    replicate=(int, ...),
 )
 DecisionPage = page_of("DecisionPage", DecisionLine, doc="A page of decisions, newest first.")
 MarketLine = picked(
@@ -547,6 +548,7 @@ class DecisionAgent(Open):
 
     id: int
     family_id: str
+    replicate: int
     display_name: str
     kind: str
     openrouter_id: str | None
