@@ -243,6 +243,9 @@ class Standing(Open):
     starting_balance: DecimalText
     total_value: DecimalText
     pnl: DecimalText
+    replicates: int
+    pnl_mean: DecimalText
+    pnl_spread: DecimalText | None
     return_pct: float | None
     realized_pnl: DecimalText
     unrealized_pnl: DecimalText
