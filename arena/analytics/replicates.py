@@ -23,13 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from arena.analytics.options import Prepared
+from arena.analytics.options import AnalysisOptions, Prepared
+from arena.analytics.significance import OK, weighted_t_interval
 
 
-def replicate_split(prep: Prepared) -> dict[str, Any]:
-    """Per family its replicates' mean raw Brier score and their standard deviation, the
-    variance between and within families, the intraclass correlation, and the close orderings
-    (see the module docstring)."""
+def replicate_split(prep: Prepared, options: AnalysisOptions | None = None) -> dict[str, Any]:
+    """Per family its replicates' mean raw Brier score and their standard deviation, and its
+    raw Brier score over the questions (the panel's cells: the mean of its replicates' scores of
+    each question) with its cluster-robust t interval; the variance between and within
+    families, the intraclass correlation, and the close orderings (the module docstring)."""
+    confidence = (options or AnalysisOptions()).confidence
     forecasts, questions = prep.forecasts, prep.questions
     q = questions.row_question
     keep = prep.scorable[q] & ~np.isnan(questions.resolved_value[q])
@@ -48,6 +51,7 @@ def replicate_split(prep: Prepared) -> dict[str, Any]:
             "replicates": len(scores),
             "mean_brier": float(np.mean(scores)),
             "sd_brier": float(np.std(scores, ddof=1)) if len(scores) > 1 else None,
+            **_over_questions(prep, family, confidence),
         }
         for family, scores in sorted(groups.items())
     ]
@@ -62,6 +66,29 @@ def replicate_split(prep: Prepared) -> dict[str, Any]:
         "within_variance": within,
         "icc": between / total if between is not None and total > 0 else None,
         "close_orderings": _close(rows),
+    }
+
+
+def _over_questions(prep: Prepared, family: str, confidence: float) -> dict[str, Any]:
+    """The family's raw Brier score over its scorable cells, with the 95% (``confidence``)
+    cluster-robust t interval over the questions' clusters: the replicates of a question are
+    one cell, so one observation of one cluster."""
+    panel, q = prep.panel, prep.panel.question
+    mine = panel.forecaster == (
+        panel.forecasters.index(family) if family in panel.forecasters else -1
+    )
+    cells = np.flatnonzero(mine & prep.scorable[q] & ~np.isnan(panel.brier))
+    if cells.size == 0:
+        return {"brier": None, "ci_low": None, "ci_high": None, "n_clusters": 0}
+    t = weighted_t_interval(
+        panel.brier[cells], prep.weights[q[cells]], confidence, clusters=prep.clusters[q[cells]]
+    )
+    bounds = (t.low, t.high) if t.status == OK else (None, None)
+    return {
+        "brier": t.mean,
+        "ci_low": bounds[0],
+        "ci_high": bounds[1],
+        "n_clusters": t.n_clusters,
     }
 
 

@@ -537,7 +537,7 @@ def full_analysis(
         "power": power(forecasts, options, prep, ranked=ranked),
         "proxy": proxy_ranking(forecasts, options, prep),
         "calibration": calibration_report(forecasts, options, prep),
-        "replicates": replicate_split(prep),
+        "replicates": replicate_split(prep, options),
     }
     if pair is not None:
         report["head_to_head"] = head_to_head(forecasts, pair[0], pair[1], options, prep)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
+from scipy import stats
 
 from arena.analytics.options import prepare, with_at
 from arena.analytics.replicates import replicate_split, variance_split
@@ -66,6 +67,15 @@ def test_a_family_ranks_on_its_replicates_mean_one_cluster_a_question() -> None:
     ]
     assert mine["brier"] == pytest.approx(float(np.mean(per_question)))
     assert mine["n_questions"] == QUESTIONS and mine["n_clusters"] == QUESTIONS
+    # the split's family mean and its interval: every question its own cluster, weight 1
+    family = next(f for f in replicate_split(prep)["families"] if f["family_id"] == "a")
+    mean = float(np.mean(per_question))
+    deviations = np.asarray(per_question) - mean
+    se = np.sqrt(QUESTIONS / (QUESTIONS - 1) * np.sum(deviations**2)) / QUESTIONS
+    half = stats.t.ppf(0.975, QUESTIONS - 1) * se
+    assert family["brier"] == pytest.approx(mean)
+    assert (family["ci_low"], family["ci_high"]) == pytest.approx((mean - half, mean + half))
+    assert family["n_clusters"] == QUESTIONS  # not 3 x 40: a question's replicates are one
 
 
 def test_variance_split_equals_the_random_effects_model() -> None:
