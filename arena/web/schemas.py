@@ -316,6 +316,7 @@ class Lineage(Open):
 
     id: int
     cohort_id: int
+    replicate: int
     display_name: str
     openrouter_id: str | None
     strategy: str | None

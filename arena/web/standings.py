@@ -265,6 +265,7 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
         for name in (
             "id",
             "cohort_id",
+            "replicate",
             "display_name",
             "openrouter_id",
             "strategy",
@@ -289,7 +290,7 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
             (PortfolioSnapshot.agent_id == Agent.id) & (PortfolioSnapshot.taken_at == latest),
         )
         .where(Agent.family_id == family_id)
-        .order_by(Cohort.week_start.desc()),
+        .order_by(Cohort.week_start.desc(), Agent.replicate),
     ):
         snap = {k.removeprefix("snapshot_"): row.pop(k) for k in list(row) if k[:9] == "snapshot_"}
         row["snapshot"] = snap if snap["taken_at"] is not None else None

@@ -119,11 +119,15 @@ def test_each_replicate_has_its_agent_page(db: Database, tmp_path: Path) -> None
         assert client.get(f"{base}?replicate=4").status_code == 404
         assert client.get(f"{base}?replicate=21").status_code == 422
         page = client.get(f"/cohorts/{cohort}/families/{GPT}?replicate=3").text
+        family = client.get(f"/families/{GPT}").text
+        lineage = client.get(f"/api/v1/families/{GPT}").json()["cohorts"]
         assert client.get(f"/cohorts/{cohort}/families/{GPT}?replicate=0").status_code == 400
     assert (first["agent"]["id"], first["agent"]["replicate"]) == (agents[GPT, 1].id, 1)
     assert (second["agent"]["id"], second["agent"]["replicate"]) == (agents[GPT, 2].id, 2)
     assert [d["replicate"] for d in second["decisions"]["items"]] == [2]
     assert "GPT-5.2 r3" in page
+    assert [a["replicate"] for a in lineage] == [1, 2, 3]
+    assert f'href="/cohorts/{cohort}/families/{GPT}?replicate=2"' in family
     single = f"/api/v1/cohorts/{cohort}/families/grok-4"
     with TestClient(create_app(world.settings)) as client:
         assert client.get(single).json()["agent"]["replicate"] == 1
