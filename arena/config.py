@@ -350,6 +350,12 @@ class Logging(_Strict):
     json_logs: bool = False
 
 
+MAX_REPLICATES = 20
+Replicates = Annotated[int, Field(ge=1, le=MAX_REPLICATES, strict=True)]
+"""A family's agents per cohort (``r1``..``rN``): same universe and prompt, claimed, budgeted
+and traded independently; the analyses rank the family on their mean."""
+
+
 class WebSearch(_Strict):
     """OpenRouter's ``openrouter:web_search`` server tool for a family (absent: no search).
 
@@ -388,6 +394,7 @@ class OpenRouterFamily(_Strict):
     provider_routing: dict[str, Any] | None = None  # OpenRouter `provider` object
     reasoning: dict[str, Any] | None = None  # OpenRouter `reasoning` object
     web_search: WebSearch | None = None  # OpenRouter's web search server tool; None: off
+    replicates: Replicates = 1
 
 
 class BaselineFamily(_Strict):
@@ -400,6 +407,7 @@ class BaselineFamily(_Strict):
     provider: Text100 = "arena baseline"
     active: bool = True
     seed: Annotated[int, Field(ge=-(2**63), lt=2**63)] = 0
+    replicates: Replicates = 1
 
     @property
     def openrouter_id(self) -> None:
@@ -435,6 +443,7 @@ class AgentFamily(_Strict):
     display_name: Text200 = ""
     provider: Text100 = "outside agent"
     active: bool = True
+    replicates: Replicates = 1
 
     @field_validator("secret_env")
     @classmethod

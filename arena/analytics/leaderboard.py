@@ -9,8 +9,12 @@ agrees with an export of the same database:
   to ten minutes earlier; the live figure is used because an export carries exactly these
   rows (agents, positions, markets), so anyone can reproduce it;
 * ``pnl = total_value - sum of the agents' starting balances``, ``return_pct = pnl / that sum *
-  100``; ``realized_pnl`` is the agents' realized P/L (sells and settlements),
-  ``unrealized_pnl`` the open positions' marked value minus their cost basis;
+  100``; with replicates (a family's ``replicates: N``), ``pnl_mean`` is the mean over the
+  family's replicates of each replicate's P/L (replicate r's agents over the cohorts in scope)
+  and ``pnl_spread`` their sample standard deviation (null for one replicate), and families
+  rank on ``pnl_mean`` (which is ``pnl`` for a family without replicates); ``realized_pnl`` is
+  the agents' realized P/L (sells and settlements), ``unrealized_pnl`` the open positions'
+  marked value minus their cost basis;
 * mode book (executable prices): ``exit_pnl`` is the latest ``exit_value`` of each mode-book
   agent's snapshots (cash plus selling every open position into the bids, fees included)
   minus its starting balance, summed over those agents (null when none has one);
@@ -123,6 +127,30 @@ class FamilyStanding:
     reliability: Reliability = field(default_factory=Reliability)
     execution: ExecutionQuality = field(default_factory=ExecutionQuality)
     min_scored_bets: int = 0
+    replicate_pnl: dict[int, Decimal] = field(default_factory=dict)  # replicate -> its P/L
+
+    def add_replicate_pnl(self, replicate: int, amount: Decimal) -> None:
+        self.replicate_pnl[replicate] = self.replicate_pnl.get(replicate, ZERO) + amount
+
+    @property
+    def replicates(self) -> int:
+        return max(len(self.replicate_pnl), 1)
+
+    @property
+    def pnl_mean(self) -> Decimal:
+        """The mean P/L of the family's replicates (``pnl`` without a split by replicate)."""
+        if not self.replicate_pnl:
+            return self.pnl
+        return sum(self.replicate_pnl.values(), ZERO) / len(self.replicate_pnl)
+
+    @property
+    def pnl_spread(self) -> Decimal | None:
+        """The sample standard deviation of the replicates' P/L (None for fewer than two)."""
+        values = list(self.replicate_pnl.values())
+        if len(values) < 2:
+            return None
+        mean = sum(values, ZERO) / len(values)
+        return (sum(((v - mean) ** 2 for v in values), ZERO) / (len(values) - 1)).sqrt()
 
     @property
     def total_value(self) -> Decimal:
@@ -167,6 +195,9 @@ class FamilyStanding:
             "starting_balance": money_text(self.starting_balance),
             "total_value": money_text(self.total_value),
             "pnl": money_text(self.pnl),
+            "replicates": self.replicates,
+            "pnl_mean": money_text(self.pnl_mean),
+            "pnl_spread": None if self.pnl_spread is None else money_text(self.pnl_spread),
             "return_pct": _number(ret, RETURN_PLACES),
             "realized_pnl": money_text(self.realized_pnl),
             "unrealized_pnl": money_text(self.unrealized_pnl),
@@ -213,6 +244,9 @@ FIELDS = (
     "starting_balance",
     "total_value",
     "pnl",
+    "replicates",
+    "pnl_mean",
+    "pnl_spread",
     "return_pct",
     "realized_pnl",
     "unrealized_pnl",
@@ -265,8 +299,8 @@ def compute_leaderboard(
 
     Only families with at least one agent in scope appear. A family's track is its newest
     agent's in scope (:func:`arena.domain.tracks.track_of` of its frozen kind and web search
-    settings). Sorted by P/L (best first), then Brier (lower first, unscored last), then
-    family id.
+    settings). Sorted by P/L per replicate (best first), then Brier (lower first, unscored
+    last), then family id.
     """
     with consistent_read(factory) as session:
         return standings(
@@ -312,7 +346,7 @@ def stored_agent_tracks(session: Session) -> dict[str, str]:
 
 def _rank_key(row: FamilyStanding) -> tuple[Decimal, bool, Decimal, str]:
     brier = row.tally.sum_brier / row.tally.n if row.tally.n else None
-    return (-row.pnl, brier is None, brier if brier is not None else ZERO, row.family_id)
+    return (-row.pnl_mean, brier is None, brier if brier is not None else ZERO, row.family_id)
 
 
 def _standings(
@@ -345,8 +379,10 @@ def _standings(
     for family_id, track in family_tracks(session, cohort_id).items():
         row(family_id).track = track
 
-    money = select(Agent.family_id, Agent.starting_balance, Agent.cash, Agent.realized_pnl)
-    for family_id, start, cash, realized in _stream(
+    money = select(
+        Agent.family_id, Agent.replicate, Agent.starting_balance, Agent.cash, Agent.realized_pnl
+    )
+    for family_id, replicate, start, cash, realized in _stream(
         session, _in_cohort(money, Agent.cohort_id, cohort_id)
     ):
         if scope:  # the money of the matching positions alone: see _scoped
@@ -355,17 +391,20 @@ def _standings(
         standing.starting_balance += start
         standing.cash += cash
         standing.realized_pnl += realized
+        standing.add_replicate_pnl(replicate, cash - start)
 
     if scope:
         _scoped(session, cohort_id, scope, row)
     else:
         marks = held_book_marks(session)
-        for family_id, side, shares, basis, outcomes, prices, tokens, pricing in _stream(
+        for family_id, replicate, side, shares, basis, outcomes, prices, tokens, pricing in _stream(
             session, _in_cohort(_open_positions(), Position.cohort_id, cohort_id)
         ):
             standing = row(family_id)
             mark = open_mark(marks, outcomes, stored_prices(prices), tokens, side, pricing)
-            standing.positions_value += position_value(shares, basis, mark)
+            value = position_value(shares, basis, mark)
+            standing.positions_value += value
+            standing.add_replicate_pnl(replicate, value)
             standing.open_cost_basis += basis
 
         scored = select(
@@ -405,6 +444,7 @@ def _open_positions() -> Select:
     return (
         select(
             Agent.family_id,
+            Agent.replicate,
             Position.side,
             Position.shares,
             Position.cost_basis,

@@ -97,6 +97,24 @@ LEADERBOARD_COLUMNS = (
         "Total value minus the starting balances of the family's agents.",
         _F.SIGNED_MONEY,
     ),
+    _C(
+        "pnl_mean",
+        "P/L per replicate",
+        "Mean P/L of the family's replicates (its agents r1..rN in each cohort); the families "
+        "rank on it. Without replicates it is the P/L.",
+        _F.SIGNED_MONEY,
+        "P/L mean",
+        essential=False,
+    ),
+    _C(
+        "pnl_spread",
+        "Replicate spread",
+        "Sample standard deviation of the replicates' P/L: how far luck moves one replicate "
+        "(none with a single replicate).",
+        _F.MONEY,
+        "spread",
+        essential=False,
+    ),
     _C("return_pct", "Return", "P/L as a percentage of the starting balances.", _F.PERCENT),
     _C(
         "brier",

@@ -58,6 +58,7 @@ from arena.analytics.ordering import (
 from arena.analytics.proxy_report import proxy_ranking
 from arena.analytics.questions import Panel, factorize
 from arena.analytics.records import to_datetime
+from arena.analytics.replicates import replicate_split
 from arena.analytics.significance import (
     INSUFFICIENT,
     OK,
@@ -523,8 +524,9 @@ def full_analysis(
     *,
     at: datetime | None = None,
 ) -> dict:
-    """Ranking, skill against the market, weeks to separate, proxy ranking, calibration and
-    (for ``pair``) head-to-head in one dict."""
+    """Ranking, skill against the market, weeks to separate, proxy ranking, calibration, the
+    split of the agents' variance between and within families (:mod:`.replicates`) and (for
+    ``pair``) head-to-head in one dict."""
     options = with_at(options, at)
     prep = prepare(forecasts, options)
     ranked = ranking(forecasts, options, prep)
@@ -535,6 +537,7 @@ def full_analysis(
         "power": power(forecasts, options, prep, ranked=ranked),
         "proxy": proxy_ranking(forecasts, options, prep),
         "calibration": calibration_report(forecasts, options, prep),
+        "replicates": replicate_split(prep, options),
     }
     if pair is not None:
         report["head_to_head"] = head_to_head(forecasts, pair[0], pair[1], options, prep)

@@ -97,6 +97,7 @@ AGENTS = TableSpec(
         col("agent_id", Agent.id),
         col("cohort_id", Agent.cohort_id),
         col("family_id", Agent.family_id),
+        col("replicate", Agent.replicate),
         col("kind", Agent.kind),
         col("display_name", Agent.display_name),
         col("provider", Agent.provider),

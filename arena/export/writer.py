@@ -60,8 +60,9 @@ log = logging.getLogger(__name__)
 
 # 2: executable prices (mode book columns); 3: job_runs, system_log; 4: forecasts carry pricing,
 # fee_rate, fee_exponent, category and question_type (the optional analysis columns);
-# 5: citations (web search), attempts gain search_cost_usd and search_note
-EXPORT_SCHEMA_VERSION = "5"
+# 5: citations (web search), attempts gain search_cost_usd and search_note; 6: agents gain
+# replicate
+EXPORT_SCHEMA_VERSION = "6"
 
 
 @dataclass(frozen=True)

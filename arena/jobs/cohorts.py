@@ -1,4 +1,5 @@
-"""Cohort job: open this week's cohort with one agent per active family; cohort lifecycle.
+"""Cohort job: open this week's cohort with ``replicates`` agents (``r1``..``rN``) per active
+family; cohort lifecycle.
 
 Exactly one cohort per week start is guaranteed by the unique constraint on
 ``cohorts.week_start`` (insert-or-nothing), never by check-then-insert, so any number of
@@ -116,7 +117,8 @@ def start_cohort(factory: sessionmaker[Session], settings: Settings, clock: Cloc
         cohort = session.execute(select(Cohort).where(Cohort.week_start == start)).scalar_one()
         if created:
             for family in settings.active_families:
-                session.add(new_agent(cohort, family, settings, now))
+                for replicate in range(1, family.replicates + 1):
+                    session.add(new_agent(cohort, family, now, replicate))
             session.flush()
             record_cohort(session, cohort.id, now)
         agents = session.scalar(
@@ -127,9 +129,9 @@ def start_cohort(factory: sessionmaker[Session], settings: Settings, clock: Cloc
     return CohortReport(cohort.id, start, bool(created), int(agents or 0))
 
 
-def new_agent(cohort: Cohort, family: FamilyConfig, settings: Settings, now: datetime) -> Agent:
-    """An agent with the family's identity, its web search settings and the versions frozen
-    on it."""
+def new_agent(cohort: Cohort, family: FamilyConfig, now: datetime, replicate: int = 1) -> Agent:
+    """Replicate ``replicate`` of the family in the cohort, with the family's identity, its web
+    search settings and the versions frozen on it."""
     web_search = getattr(family, "web_search", None)
     return Agent(
         cohort_id=cohort.id,
@@ -146,6 +148,7 @@ def new_agent(cohort: Cohort, family: FamilyConfig, settings: Settings, now: dat
         cash=cohort.starting_balance,
         realized_pnl=0,
         created_at=now,
+        replicate=replicate,
     )
 
 

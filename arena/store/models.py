@@ -68,6 +68,7 @@ class Agent(Base):
     cash: Mapped[Decimal]
     realized_pnl: Mapped[Decimal]
     created_at: Mapped[datetime]
+    replicate: Mapped[int]
 
 
 class Market(Base):

@@ -107,7 +107,9 @@ agents = Table(
     Column("cash", Money(), nullable=False),
     Column("realized_pnl", Money(), default=Decimal(0), nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
-    UniqueConstraint("cohort_id", "family_id"),
+    # replicate n of the family in the cohort (1..replicates), each with its own claims and book
+    Column("replicate", Integer, default=1, server_default="1", nullable=False),
+    UniqueConstraint("cohort_id", "family_id", "replicate"),
 )
 
 

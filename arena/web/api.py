@@ -33,6 +33,7 @@ from arena.web.params import (
     MarketFilterDep,
     MarketId,
     PageDep,
+    ReplicateParam,
     now,
 )
 from arena.web.risk import RiskBy, RiskValue, risk_report
@@ -208,10 +209,15 @@ def cohort(
     "/cohorts/{cohort_id}/families/{family_id}", response_model=schemas.Agent, responses=BY_ID
 )
 def agent(
-    session: SessionDep, cohort_id: CohortId, family_id: FamilyId, page: PageDep
+    session: SessionDep,
+    cohort_id: CohortId,
+    family_id: FamilyId,
+    page: PageDep,
+    replicate: ReplicateParam = 1,
 ) -> dict[str, Any]:
-    """One agent: open and closed positions, trades (paginated) and decisions."""
-    return standings.agent(session, cohort_id, family_id, page)
+    """One agent (replicate 1 of the family unless `replicate` names another): open and closed
+    positions, trades (paginated) and decisions."""
+    return standings.agent(session, cohort_id, family_id, page, replicate)
 
 
 @router.get("/markets", response_model=schemas.Markets, responses=INVALID)

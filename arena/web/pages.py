@@ -27,6 +27,7 @@ from arena.web.params import (
     CohortParam,
     MarketFilterDep,
     PageDep,
+    ReplicateParam,
     now,
 )
 from arena.web.render import html
@@ -138,9 +139,14 @@ def cohort(
 
 @router.get("/cohorts/{cohort_id}/families/{family_id}", response_class=HTMLResponse)
 def agent(
-    request: Request, session: SessionDep, cohort_id: int, family_id: str, page: PageDep
+    request: Request,
+    session: SessionDep,
+    cohort_id: int,
+    family_id: str,
+    page: PageDep,
+    replicate: ReplicateParam = 1,
 ) -> HTMLResponse:
-    data = standings.agent(session, cohort_id, family_id, page)
+    data = standings.agent(session, cohort_id, family_id, page, replicate)
     return html(request, "agent.html", {"data": data})
 
 

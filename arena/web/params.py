@@ -26,6 +26,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
+from arena.config import MAX_REPLICATES
 from arena.domain.states import MarketStatus
 from arena.domain.storable import has_unstorable
 from arena.errors import NotFound
@@ -47,6 +48,15 @@ CategoryParam = Annotated[str | None, Query(max_length=100, description="Only th
 HeldParam = Annotated[bool, Query(description="Only markets some agent holds a position in.")]
 FamilyParam = Annotated[
     str | None, Query(max_length=64, description="Only this family (default: every family).")
+]
+ReplicateParam = Annotated[
+    int,
+    Query(
+        ge=1,
+        le=MAX_REPLICATES,
+        description="Which of the family's replicates in the cohort (1, the default, to "
+        f"{MAX_REPLICATES}; config.yaml's `replicates`).",
+    ),
 ]
 
 # the ids of the paths (an id that names nothing is a 404)

@@ -196,7 +196,9 @@ def decision(session: Session, decision_id: int) -> dict[str, Any]:
     return {
         "record": chain_record(session, decision_id),
         "decision": record,
-        "agent": row_dict(agent, "id", "family_id", "display_name", "kind", "openrouter_id"),
+        "agent": row_dict(
+            agent, "id", "family_id", "replicate", "display_name", "kind", "openrouter_id"
+        ),
         "cohort": row_dict(cohort, "id", "week_start", "methodology_version"),
         "attempts": attempts,
         "trades": trades,

@@ -40,7 +40,15 @@ def templates() -> Jinja2Templates:
     )
     filters.register(env)
     env.globals.update(FamilyKind=FamilyKind, Methodology=Methodology)  # kinds by name, not text
+    env.globals.update(agent_path=agent_path)
     return Jinja2Templates(env=env)
+
+
+def agent_path(cohort_id: int, family_id: str, replicate: int | None = 1) -> str:
+    """The agent page of replicate ``replicate`` of a family in a cohort; replicate 1 keeps
+    the page's address from before replicates (no query)."""
+    path = f"/cohorts/{cohort_id}/families/{family_id}"
+    return path if replicate in (None, 1) else f"{path}?replicate={replicate}"
 
 
 def html(request: Request, template: str, context: dict[str, Any]) -> HTMLResponse:

@@ -208,8 +208,9 @@ DecisionLine = picked(
     "DecisionLine",
     schema.decisions,
     DECISION_COLUMNS,
-    doc="A decision in a list, with its agent's family.",
+    doc="A decision in a list, with its agent's family and replicate.",
     **WITH_AGENT,
+    replicate=(int, ...),
 )
 DecisionPage = page_of("DecisionPage", DecisionLine, doc="A page of decisions, newest first.")
 MarketLine = picked(
@@ -246,6 +247,9 @@ class Standing(Open):
     starting_balance: DecimalText
     total_value: DecimalText
     pnl: DecimalText
+    replicates: int
+    pnl_mean: DecimalText
+    pnl_spread: DecimalText | None
     return_pct: float | None
     realized_pnl: DecimalText
     unrealized_pnl: DecimalText
@@ -316,6 +320,7 @@ class Lineage(Open):
 
     id: int
     cohort_id: int
+    replicate: int
     display_name: str
     openrouter_id: str | None
     strategy: str | None
@@ -551,6 +556,7 @@ class DecisionAgent(Open):
 
     id: int
     family_id: str
+    replicate: int
     display_name: str
     kind: str
     openrouter_id: str | None

@@ -227,16 +227,19 @@ def decisions(
     *,
     cohort_id: int | None = None,
     family_id: str | None = None,
+    agent_id: int | None = None,
 ) -> dict[str, Any]:
-    """Decisions, newest first, with their agent's family."""
+    """Decisions, newest first, with their agent's family and replicate."""
     wanted = [schema.decisions.c[name] for name in DECISION_COLUMNS]
-    statement = select(*wanted, Agent.family_id, Agent.display_name).join(
+    statement = select(*wanted, Agent.family_id, Agent.replicate, Agent.display_name).join(
         Agent, Agent.id == Decision.agent_id
     )
     if cohort_id is not None:
         statement = statement.where(Decision.cohort_id == cohort_id)
     if family_id is not None:
         statement = statement.where(Agent.family_id == family_id)
+    if agent_id is not None:
+        statement = statement.where(Decision.agent_id == agent_id)
     total = count(session, statement.with_only_columns(Decision.id))
     ordered = statement.order_by(Decision.created_at.desc(), Decision.id.desc())
     return page.wrap(rows_of(session, page.apply(ordered)), total)
@@ -262,6 +265,7 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
         for name in (
             "id",
             "cohort_id",
+            "replicate",
             "display_name",
             "openrouter_id",
             "strategy",
@@ -286,7 +290,7 @@ def family(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
             (PortfolioSnapshot.agent_id == Agent.id) & (PortfolioSnapshot.taken_at == latest),
         )
         .where(Agent.family_id == family_id)
-        .order_by(Cohort.week_start.desc()),
+        .order_by(Cohort.week_start.desc(), Agent.replicate),
     ):
         snap = {k.removeprefix("snapshot_"): row.pop(k) for k in list(row) if k[:9] == "snapshot_"}
         row["snapshot"] = snap if snap["taken_at"] is not None else None
@@ -347,15 +351,22 @@ def calibration(session: Session, family_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[str, Any]:
-    """One agent: its valuation (cash, open positions at their marks, total value, P/L, return;
-    the latest snapshot beside it), open positions with entry price, mark, value and unrealised
+def agent(
+    session: Session, cohort_id: int, family_id: str, page: Page, replicate: int = 1
+) -> dict[str, Any]:
+    """One agent (replicate ``replicate`` of the family in the cohort): its valuation (cash,
+    open positions at their marks, total value, P/L, return; the latest snapshot beside it),
+    open positions with entry price, mark, value and unrealised
     P/L, closed positions with their markets, trades, decisions."""
     found = session.scalar(
-        select(Agent).where(Agent.cohort_id == cohort_id, Agent.family_id == family_id)
+        select(Agent).where(
+            Agent.cohort_id == cohort_id,
+            Agent.family_id == family_id,
+            Agent.replicate == replicate,
+        )
     )
     if found is None:
-        raise NotFound(f"no agent of family {family_id} in cohort {cohort_id}")
+        raise NotFound(f"no agent r{replicate} of family {family_id} in cohort {cohort_id}")
     mine = (
         select(*fields(Position), Market.question)
         .join(Market, Market.id == Position.market_id)
@@ -394,7 +405,7 @@ def agent(session: Session, cohort_id: int, family_id: str, page: Page) -> dict[
         "open_positions": open_positions,
         "closed_positions": page.wrap(closed_page, closed_count),
         "trades": page.wrap(trades, trade_total),
-        "decisions": decisions(session, Page(1, 100), cohort_id=cohort_id, family_id=family_id),
+        "decisions": decisions(session, Page(1, 100), agent_id=found.id),
     }
 
 

@@ -144,6 +144,7 @@ def test_report_everything(tmp_path: Path) -> None:
         "power",
         "proxy",
         "calibration",
+        "replicates",
         "head_to_head",
         "risk",
     }

@@ -191,6 +191,7 @@ def test_full_analysis_is_json_and_renders() -> None:
         "power",
         "proxy",
         "calibration",
+        "replicates",
         "head_to_head",
     }
     console = Console(record=True, width=120)

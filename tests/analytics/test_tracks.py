@@ -77,10 +77,10 @@ def test_a_new_agent_freezes_its_familys_web_search() -> None:
         id="searcher", display_name="S", openrouter_id="v/m", web_search=WebSearch(engine="exa")
     )
     cohort = Cohort(id=1, prompt_version="v2", methodology_version="v2", starting_balance=100)
-    agent = new_agent(cohort, family, None, datetime(2026, 11, 1, tzinfo=UTC))  # type: ignore[arg-type]
+    agent = new_agent(cohort, family, datetime(2026, 11, 1, tzinfo=UTC))
     assert agent.web_search == {"engine": "exa", "max_results": 5, "search_context_size": "medium"}
     plain = OpenRouterFamily(id="plain", display_name="P", openrouter_id="v/m")
-    assert new_agent(cohort, plain, None, datetime(2026, 11, 1, tzinfo=UTC)).web_search is None  # type: ignore[arg-type]
+    assert new_agent(cohort, plain, datetime(2026, 11, 1, tzinfo=UTC)).web_search is None
 
 
 def test_the_leaderboard_marks_and_filters_the_track(world: tuple[Database, Path]) -> None:

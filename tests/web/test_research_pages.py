@@ -116,6 +116,7 @@ def test_one_analysis_serves_every_route(site: Site) -> None:
                 "power",
                 "proxy",
                 "calibration",
+                "replicates",
             }
             assert standings.v2_ranking(ctx, session) is analysis["ranking"]
             assert standings.v2_analysis(ctx, session) is analysis  # cached
