@@ -41,9 +41,9 @@ TrackOption = Annotated[
     str | None,
     typer.Option(
         "--track",
-        metavar="model|web|agent|baseline",
-        help="Only forecasters of this track: language models without tools, with web "
-        "search, outside agents, or the baselines (compared separately).",
+        metavar="TRACK",
+        help="Only forecasters of this track (compared separately): model (language models "
+        "without tools), web (with web search), agent (outside agents) or baseline.",
         show_default=False,
     ),
 ]
