@@ -525,8 +525,8 @@ def full_analysis(
     at: datetime | None = None,
 ) -> dict:
     """Ranking, skill against the market, weeks to separate, proxy ranking, calibration, the
-    split of the agents' variance between and within families (:mod:`.replicates`) and (for
-    ``pair``) head-to-head in one dict."""
+    split of the agents' variance between and within families
+    (:mod:`arena.analytics.replicates`) and (for ``pair``) head-to-head in one dict."""
     options = with_at(options, at)
     prep = prepare(forecasts, options)
     ranked = ranking(forecasts, options, prep)
