@@ -97,6 +97,7 @@ LEADERBOARD_COLUMNS = (
         "Total value minus the starting balances of the family's agents.",
         _F.SIGNED_MONEY,
     ),
+    _C("return_pct", "Return", "P/L as a percentage of the starting balances.", _F.PERCENT),
     _C(
         "pnl_mean",
         "P/L per replicate",
@@ -115,7 +116,6 @@ LEADERBOARD_COLUMNS = (
         "spread",
         essential=False,
     ),
-    _C("return_pct", "Return", "P/L as a percentage of the starting balances.", _F.PERCENT),
     _C(
         "brier",
         "Brier",
