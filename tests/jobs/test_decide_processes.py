@@ -17,7 +17,15 @@ from arena.fakes.openrouter import FakeOpenRouter, answer, slow
 from arena.store.models import Agent, Decision, Trade
 from tests.conftest import Database
 from tests.helpers import cli_env, run_arena, start_arena
-from tests.jobs.decide_world import COHORT_AT, HOLD, MODELS, bet, fake_answer, make_world
+from tests.jobs.decide_world import (
+    COHORT_AT,
+    HOLD,
+    MODELS,
+    World,
+    bet,
+    fake_answer,
+    make_world,
+)
 from tests.record.chain_checks import assert_linear
 
 AT = "2026-11-22T00:05:00Z"
@@ -48,8 +56,8 @@ def _trades_per_decision(db: Database) -> Counter[int]:
         return Counter({decision: count for decision, count in rows})  # noqa: C416
 
 
-def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Path) -> None:
-    world = make_world(db, tmp_path)
+def concurrent_decides(world: World, tmp_path: Path, runs: int) -> None:
+    """``runs`` ``arena decide`` processes at once, every model betting after 0.2 s; all exit 0."""
     for model in MODELS.values():
         world.fake.set_default(model, answer(json.dumps(bet(BINARY[0], "YES", 100)), delay=0.2))
     with world.fake.serve() as url, serve_fake_gamma(GAMMA) as gamma_url:
@@ -63,10 +71,15 @@ def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Pa
                 env=_env(world.fake, url, gamma_url),
                 cwd=tmp_path,
             )
-            for _ in range(3)
+            for _ in range(runs)
         ]
         outcomes = [(p.wait(timeout=180), p.communicate()) for p in procs]
     assert all(code == 0 for code, _ in outcomes), outcomes
+
+
+def test_three_concurrent_runs_decide_each_agent_once(db: Database, tmp_path: Path) -> None:
+    world = make_world(db, tmp_path)
+    concurrent_decides(world, tmp_path, 3)
     decisions = world.decisions()
     assert len(decisions) == 7 and {d.status for d in decisions.values()} == {"completed"}
     for model in MODELS.values():  # each model called exactly once over all three processes

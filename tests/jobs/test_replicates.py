@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +14,12 @@ from sqlalchemy import select
 
 from arena.config import load_settings
 from arena.errors import ConfigError
-from arena.fakes.gamma import serve_fake_gamma
-from arena.fakes.openrouter import answer
 from arena.store.models import Agent, Decision
 from arena.web.app import create_app
 from tests.conftest import Database
-from tests.helpers import SEVEN_FAMILIES, start_arena, write_config
-from tests.jobs.decide_world import MODELS, bet, make_world
-from tests.jobs.test_decide_processes import AT, BINARY, GAMMA, _env, _trades_per_decision
+from tests.helpers import SEVEN_FAMILIES, write_config
+from tests.jobs.decide_world import MODELS, make_world
+from tests.jobs.test_decide_processes import _trades_per_decision, concurrent_decides
 
 GPT = "gpt-5.1"
 REPLICATED = {GPT: 3, "random-bettor": 2}
@@ -73,23 +70,7 @@ def test_a_cohort_opens_n_agents_per_family(db: Database, tmp_path: Path) -> Non
 
 def test_two_concurrent_runs_decide_each_replicate_once(db: Database, tmp_path: Path) -> None:
     world = make_world(db, tmp_path, families=_replicated())
-    for model in MODELS.values():
-        world.fake.set_default(model, answer(json.dumps(bet(BINARY[0], "YES", 100)), delay=0.2))
-    with world.fake.serve() as url, serve_fake_gamma(GAMMA) as gamma_url:
-        procs = [
-            start_arena(
-                "--config",
-                str(world.config_path),
-                "decide",
-                "--at",
-                AT,
-                env=_env(world.fake, url, gamma_url),
-                cwd=tmp_path,
-            )
-            for _ in range(2)
-        ]
-        outcomes = [(p.wait(timeout=180), p.communicate()) for p in procs]
-    assert all(code == 0 for code, _ in outcomes), outcomes
+    concurrent_decides(world, tmp_path, 2)
     agents = _agents(db)
     with db.factory() as session:
         decisions = list(session.scalars(select(Decision)))
