@@ -79,12 +79,13 @@ class Budget:
         messages: list[dict[str, Any]],
         max_tokens: int,
         *,
-        baseline: bool = False,
+        unpaid: bool = False,
         searched: bool = False,
     ) -> Decimal:
         """Reserve the worst case of one decision, or raise :class:`BudgetExceeded`;
+        ``unpaid``: arena pays nothing for the calls (a baseline, an outside agent);
         ``searched``: the family calls with web search."""
-        if baseline or not self.enabled:
+        if unpaid or not self.enabled:
             return Decimal(0)
         cost = self.worst_case(model, messages, max_tokens, searched=searched)
         run_total = self.run_spent + sum(self.reserved.values(), Decimal(0)) + cost

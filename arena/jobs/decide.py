@@ -287,13 +287,12 @@ class DecisionRun:
         max_tokens = self.settings.max_tokens(agent.family_id)
         self.budget.carry(agent.family_id, turn.claim.cost_before)
         try:
-            unpaid = agent.kind != FamilyKind.OPENROUTER  # arena pays no baseline or outside agent
             self.budget.reserve(
                 agent.family_id,
                 model,
                 messages,
                 max_tokens,
-                baseline=unpaid,
+                unpaid=agent.kind != FamilyKind.OPENROUTER,
                 searched=self.settings.web_search(agent.family_id) is not None,
             )
         except BudgetExceeded as exc:
