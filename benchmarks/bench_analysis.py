@@ -8,12 +8,18 @@ arena of issue 24. Decisions carry no prompt (``bench_results.py`` measures thos
 
 Each measurement runs in a fresh process, so its peak RSS (``ru_maxrss``) is its own:
 
+* ``rows``: the forecasts read row by row (:func:`arena.export.writer.table_columns`), as
+  every read did before the stored columns, and as the first analysis job still does;
+* ``job``: :func:`arena.analytics.stored.refresh_analysis`, twice: the first reads row by row,
+  stores the forecast columns (:mod:`arena.export.forecast_columns`), computes and stores the
+  result; the second finds the data unchanged and stores nothing;
 * ``read``: the forecasts as the analyses take them
-  (:func:`arena.analytics.loading.stored_forecasts`);
-* ``analysis``: reading them and :func:`arena.analytics.report.full_analysis` with the
-  configured resamples (``--resamples``, default 10,000 as in ``analysis.resamples``);
-* ``job``: :func:`arena.analytics.stored.refresh_analysis`, twice: the first computes and stores
-  the result, the second finds the data unchanged and stores nothing.
+  (:func:`arena.analytics.stored.stored_forecasts`), in a new process: the stored columns and
+  what changed since;
+* ``write``: one decision run's forecasts written (140), then ``read`` in the same process:
+  what a page or the job meets after a write;
+* ``analysis``: ``read`` and :func:`arena.analytics.report.full_analysis` with the configured
+  resamples (``--resamples``, default 10,000 as in ``analysis.resamples``).
 
 Targets (issue 24): reading under 1 s, the full analysis under 5 s and 400 MiB, at scale 1.
 
@@ -38,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_results import FAMILIES, START, WEEK, WEEKS, rss_mib, scratch_postgres
-from sqlalchemy import Engine, insert, text
+from sqlalchemy import Engine, insert, select, text
 from sqlalchemy.engine import make_url
 
 from arena.store.db import make_engine, session_factory, upgrade
@@ -52,6 +58,7 @@ D = Decimal
 TARGET_READ_S = 1.0
 TARGET_ANALYSIS_S = 5.0
 TARGET_ANALYSIS_MIB = 400
+KINDS = ("rows", "job", "read", "write", "analysis")
 
 
 def generate(engine: Engine, scale: float, seed: int = 1) -> dict[str, int]:
@@ -212,6 +219,7 @@ def measure(kind: str, url: str, resamples: int) -> dict[str, Any]:
     from arena.analytics.report import configured_options, full_analysis
     from arena.analytics.stored import refresh_analysis, stored_forecasts
     from arena.config import Settings
+    from arena.export.writer import table_columns
 
     engine = make_engine(url)
     factory = session_factory(engine)
@@ -222,9 +230,19 @@ def measure(kind: str, url: str, resamples: int) -> dict[str, Any]:
     baseline = rss_mib()
     start = time.perf_counter()
     detail = ""
-    if kind == "read":
+    if kind == "rows":
+        with factory() as session:
+            detail = f"{len(table_columns(session, 'forecasts')['forecast_id']):,} forecasts"
+    elif kind == "read":
         with factory() as session:
             detail = f"{len(stored_forecasts(session)):,} forecasts"
+    elif kind == "write":
+        with factory() as session:
+            stored_forecasts(session)
+        written = _write_forecasts(engine, 140)
+        start = time.perf_counter()
+        with factory() as session:
+            detail = f"{len(stored_forecasts(session)):,} forecasts after {written} written"
     elif kind == "analysis":
         with factory() as session:
             forecasts = stored_forecasts(session)
@@ -242,6 +260,27 @@ def measure(kind: str, url: str, resamples: int) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     engine.dispose()
     return {"seconds": seconds, "baseline_mib": baseline, "peak_mib": rss_mib(), "detail": detail}
+
+
+def _write_forecasts(engine: Engine, count: int) -> int:
+    """Up to ``count`` new forecasts: copies of the latest, each on the decision before its own
+    (skipping a market that decision already forecast)."""
+    table = Forecast.__table__
+    with engine.begin() as conn:
+        latest = conn.execute(select(table).order_by(table.c.id.desc()).limit(count)).mappings()
+        rows = [{**row, "decision_id": row["decision_id"] - 1} for row in latest]
+        taken = set(
+            conn.execute(
+                select(table.c.decision_id, table.c.market_id).where(
+                    table.c.decision_id.in_({row["decision_id"] for row in rows})
+                )
+            ).all()
+        )
+        rows = [row for row in rows if (row["decision_id"], row["market_id"]) not in taken]
+        for row in rows:
+            del row["id"]
+        conn.execute(insert(table), rows)
+    return len(rows)
 
 
 def run_measure(kind: str, url: str, resamples: int) -> dict[str, Any]:
@@ -268,7 +307,7 @@ def bench_scale(scale: float, args: argparse.Namespace, workdir: Path) -> None:
         print(
             f"\nscale {scale} ({backend}): loaded in {time.perf_counter() - start:.0f} s: {facts}"
         )
-        for kind in ("read", "analysis", "job"):
+        for kind in KINDS:
             result = run_measure(kind, url, args.resamples)
             print(
                 f"  {kind:<9} {result['seconds']:7.2f} s   peak RSS {result['peak_mib']:7.1f} MiB"
@@ -293,7 +332,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
     parser.add_argument("--workdir", type=Path, help="where to keep the SQLite files")
     parser.add_argument("--smoke", action="store_true", help="the smallest size, in seconds")
-    parser.add_argument("--measure", choices=("read", "analysis", "job"), help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:

@@ -36,8 +36,6 @@ from arena.store.db import transaction
 from arena.store.models import AnalysisResult
 
 if TYPE_CHECKING:  # numpy, pyarrow and scipy load when an analysis is read or computed
-    import pyarrow as pa
-
     from arena.analytics.options import AnalysisOptions
     from arena.analytics.records import Forecasts
 
@@ -83,24 +81,27 @@ class AnalysisReport:
 def refresh_analysis(
     factory: sessionmaker[Session], settings: Settings, now: datetime
 ) -> AnalysisReport:
-    """Compute and store the v2 analysis as of ``now`` unless the stored one is current."""
+    """Compute and store the v2 analysis as of ``now`` unless the stored one is current; keep
+    the stored forecast columns (:mod:`arena.export.forecast_columns`) up to date."""
     from arena.analytics.records import Forecasts
     from arena.analytics.report import configured_options
-    from arena.export.writer import table_columns
+    from arena.export.forecast_columns import read_forecast_columns
 
     options = configured_options(settings, as_of=now)
-    with factory() as session:
-        columns = table_columns(session, "forecasts")
+    with transaction(factory) as session:
+        read = read_forecast_columns(session, store_at=now)
         stored = session.execute(
             select(AnalysisResult.data_version, AnalysisResult.as_of).where(
                 AnalysisResult.name == V2
             )
         ).one_or_none()
     settings_used = [options.bootstrap_resamples, options.seed, options.market_weight]
-    version = _digest(columns, [__version__, *settings_used])  # a new release analyses anew
-    forecasts = Forecasts.from_columns(columns)
-    del columns
-    if stored is not None and stored[0] == version and now - stored[1] < MAX_AGE:
+    # a new release analyses anew; an unknown data version (read row by row) always
+    known = read.version is not None
+    version = _digest([__version__, *settings_used, read.version])
+    forecasts = Forecasts.from_columns(read.columns)
+    del read
+    if known and stored is not None and stored[0] == version and now - stored[1] < MAX_AGE:
         return AnalysisReport(False, version, len(forecasts))
     result = analyse(forecasts, options, now)
     with transaction(factory) as session:
@@ -124,11 +125,12 @@ def refresh_analysis(
 
 def stored_forecasts(session: Session) -> Forecasts:
     """The stored forecasts as the analyses take them: the export's ``forecasts`` table
-    (:func:`arena.export.writer.table_columns`), so equal to ``arena analyze`` on an export."""
+    (:func:`arena.export.forecast_columns.forecast_columns`, which reads only what changed since
+    the analysis job stored them), so equal to ``arena analyze`` on an export."""
     from arena.analytics.records import Forecasts
-    from arena.export.writer import table_columns
+    from arena.export.forecast_columns import forecast_columns
 
-    return Forecasts.from_columns(table_columns(session, "forecasts"))
+    return Forecasts.from_columns(forecast_columns(session))
 
 
 @dataclass(frozen=True)
@@ -163,16 +165,8 @@ def latest_analysis(session: Session, name: str = V2) -> StoredAnalysis | None:
     )
 
 
-def _digest(columns: dict[str, pa.Array], extra: list[Any]) -> str:
-    """sha256 of the analysis input: every column's name, type and value buffers (read in
-    place, no copy), and ``extra``."""
-    digest = hashlib.sha256(json.dumps(extra).encode())
-    for name, array in columns.items():
-        digest.update(f"{name}:{array.type}:{len(array)}:{array.null_count};".encode())
-        for buffer in array.buffers():
-            if buffer is not None:
-                digest.update(memoryview(buffer))
-    return digest.hexdigest()
+def _digest(values: list[Any]) -> str:
+    return hashlib.sha256(json.dumps(values).encode()).hexdigest()
 
 
 def analyse(forecasts: Forecasts, options: AnalysisOptions, as_of: datetime) -> StoredAnalysis:

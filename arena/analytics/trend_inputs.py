@@ -190,9 +190,9 @@ def _end_texts(moments: NDArray[np.datetime64], sqlite: bool) -> list[str]:
 
 
 def _stored_forecasts(session: Session) -> Forecasts | None:
-    from arena.export.writer import table_columns
+    from arena.export.forecast_columns import forecast_columns
 
-    columns = table_columns(session, "forecasts")
+    columns = forecast_columns(session)
     return Forecasts.from_columns(columns) if columns["probability"] else None
 
 

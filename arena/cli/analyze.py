@@ -210,15 +210,15 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
     """The forecasts to analyse: an export directory's, or the configured database's."""
     if from_export is not None:
         return _read_verified_export(from_export)
-    import tempfile
+    from arena.analytics.records import Forecasts
+    from arena.export.forecast_columns import forecast_columns
+    from arena.store.consistent_read import consistent_read
 
-    from arena.export.writer import export_table
-
-    with tempfile.TemporaryDirectory(prefix="arena-analyze-") as tmp:
-        rows = export_table(state(ctx).reader(), "forecasts", Path(tmp) / "forecasts.parquet")
-        if rows == 0:
-            raise UserError("no forecasts stored yet (methodology v2 records them)")
-        return _read_export(Path(tmp))
+    with consistent_read(state(ctx).reader()) as session:
+        columns = forecast_columns(session)  # the export's table, read where it is stored
+    if not len(columns["forecast_id"]):
+        raise UserError("no forecasts stored yet (methodology v2 records them)")
+    return Forecasts.from_columns(columns)
 
 
 def _scoped(

@@ -104,12 +104,18 @@ class TableSpec:
         selected = [
             null().label(c.name)
             if c.prompt and not include_prompts
-            else (type_coerce(c.sql, NullType()) if raw else c.sql).label(c.name)
+            else (raw_value(c) if raw else c.sql.label(c.name))
             for c in self.columns
         ]
         statement = self.source(select(*selected))
         order = self.order_by if isinstance(self.order_by, tuple) else (self.order_by,)
         return self.restrict(statement, filters).order_by(*order)
+
+
+def raw_value(column: ExportColumn) -> Any:
+    """``column``'s SQL, labelled with its name, read as the database driver gives it (no
+    result processing: text for decimals and times on SQLite)."""
+    return type_coerce(column.sql, NullType()).label(column.name)
 
 
 def from_table(table: Any) -> Callable[[Select], Select]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from sqlalchemy import String, cast, func, null
+from sqlalchemy import Select, String, cast, func, null
 
 from arena.clock import week_start
 from arena.domain.states import CLOB_UNAVAILABLE
@@ -411,16 +411,38 @@ FORECASTS = TableSpec(
         # a researcher's own grouping of questions: arena's data has none
         col("question_type", cast(null(), String)),
     ),
-    lambda statement: (
-        statement.select_from(Forecast)
-        .join(Agent, Agent.id == Forecast.agent_id)
-        .join(Cohort, Cohort.id == Forecast.cohort_id)
-        .join(Market, Market.id == Forecast.market_id)
-        .outerjoin(MarketFee, MarketFee.condition_id == Market.condition_id)
+    lambda statement: with_market_fee(
+        forecast_owners(statement).join(Market, Market.id == Forecast.market_id)
     ),
     Forecast.id,
     FORECASTS_SLICE,
 )
+
+FORECAST_MARKET_COLUMNS = (
+    "event_group",
+    "scheduled_close_at",
+    "resolved_at",
+    "fee_rate",
+    "fee_exponent",
+    "category",
+)
+"""The columns of :data:`FORECASTS` read from the forecast's market and its fee (they can
+change after the forecast is written); every other column is the forecast's own, its agent's or
+its cohort's, fixed once written (``resolved_value`` apart: null until the market settles)."""
+
+
+def forecast_owners(statement: Select) -> Select:
+    """FROM ``forecasts`` with each forecast's agent and cohort."""
+    return (
+        statement.select_from(Forecast)
+        .join(Agent, Agent.id == Forecast.agent_id)
+        .join(Cohort, Cohort.id == Forecast.cohort_id)
+    )
+
+
+def with_market_fee(statement: Select) -> Select:
+    """``statement`` (which has ``markets``) with each market's fee, if it has one."""
+    return statement.outerjoin(MarketFee, MarketFee.condition_id == Market.condition_id)
 
 
 def touch_field(name: str) -> Callable[[str], str]:

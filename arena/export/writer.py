@@ -31,7 +31,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -40,7 +40,7 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena import __version__
@@ -280,17 +280,25 @@ COLUMN_BATCH_ROWS = 50_000
 
 
 def _arrow_columns(session: Session, spec: TableSpec) -> dict[str, pa.Array]:
-    types = [arrow_type(column) for column in spec.columns]
-    chunks: list[list[pa.Array]] = [[] for _ in spec.columns]
-    statement = spec.query(ExportFilters(), True, raw=True)
+    return arrow_columns(session, spec.columns, spec.query(ExportFilters(), True, raw=True))
+
+
+def arrow_columns(
+    session: Session, columns: Sequence[ExportColumn], statement: Select
+) -> dict[str, pa.Array]:
+    """The rows of ``statement``, which selects ``columns`` raw
+    (:func:`arena.export.spec.raw_value`) in their order, as one arrow array per column holding
+    its export values. Raises arrow's error when a value needs the export's per-value
+    conversion (see :func:`table_columns`)."""
+    types = [arrow_type(column) for column in columns]
+    chunks: list[list[pa.Array]] = [[] for _ in columns]
     result = session.connection().execute(statement.execution_options(yield_per=COLUMN_BATCH_ROWS))
     for partition in result.partitions():
         for index, values in enumerate(zip(*partition, strict=True)):
-            column = spec.columns[index]
-            chunks[index].append(_arrow_column(column, list(values), types[index]))
+            chunks[index].append(_arrow_column(columns[index], list(values), types[index]))
     return {
         column.name: pa.concat_arrays(parts) if parts else pa.array([], type=kind)
-        for column, parts, kind in zip(spec.columns, chunks, types, strict=True)
+        for column, parts, kind in zip(columns, chunks, types, strict=True)
     }
 
 

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from arena.config import Settings
 from arena.errors import ForecastsError
-from arena.export.writer import table_columns
+from arena.export.forecast_columns import forecast_columns
 from arena.publish.dataset import Part
 from arena.publish.layout import LEADERBOARD, REPORT
 from arena.store.models import Forecast
@@ -53,7 +53,7 @@ def analysis_report(session: Session, settings: Settings) -> dict[str, Any]:
     from arena.analytics.records import Forecasts
     from arena.analytics.report import configured_options, full_analysis
 
-    forecasts = Forecasts.from_columns(table_columns(session, "forecasts"))
+    forecasts = Forecasts.from_columns(forecast_columns(session))
     try:
         return full_analysis(forecasts, configured_options(settings))
     except ForecastsError as exc:  # e.g. no panel forecast: nothing to rank

@@ -395,6 +395,21 @@ class JobRun(Base):
     error: Mapped[str | None]
 
 
+class ForecastColumnsRow(Base):
+    """The forecasts' columns that never change once written, as the analyses read them
+    (:mod:`arena.export.forecast_columns`), stored so that a new process starts from them."""
+
+    __table__ = schema.forecast_columns
+
+    name: Mapped[str]
+    token: Mapped[str]
+    through_id: Mapped[int]
+    rows: Mapped[int]
+    resolved: Mapped[int]
+    written_at: Mapped[datetime]
+    body: Mapped[bytes]
+
+
 class AnalysisResult(Base):
     """The latest stored analysis of one name (``v2``:
     :func:`arena.analytics.stored.refresh_analysis`)."""

@@ -31,6 +31,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -500,6 +501,18 @@ analysis_results = Table(
     Column("body", Text, nullable=False),  # the analysis as JSON text; "null": nothing to rank
 )
 
+
+forecast_columns = Table(
+    "forecast_columns",
+    metadata,
+    Column("name", String(32), primary_key=True),  # "forecasts"
+    Column("token", String(32), nullable=False),  # new at every full read: its lineage
+    Column("through_id", Integer, nullable=False),  # the largest forecast id it holds
+    Column("rows", Integer, nullable=False),
+    Column("resolved", Integer, nullable=False),  # how many hold a resolved_value
+    Column("written_at", UTCDateTime(), nullable=False),
+    Column("body", LargeBinary, nullable=False),  # Arrow IPC stream, zstd
+)
 
 system_log = Table(
     "system_log",

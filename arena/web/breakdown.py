@@ -150,10 +150,9 @@ def _forecasts_on(session: Session, track: Track | None) -> Any:
     """The stored forecasts of the agents on ``track`` (every one without it)."""
     from arena.analytics.groups import restrict_track
     from arena.analytics.leaderboard import stored_agent_tracks
-    from arena.analytics.records import Forecasts
-    from arena.export.writer import table_columns
+    from arena.analytics.stored import stored_forecasts
 
-    forecasts = Forecasts.from_columns(table_columns(session, "forecasts"))
+    forecasts = stored_forecasts(session)
     if track is None:
         return forecasts
     return restrict_track(forecasts, track.value, stored_agent_tracks(session))

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from sqlalchemy import inspect, update
+from sqlalchemy import inspect
 
 from arena.analytics.loading import read_export
 from arena.analytics.report import configured_options, full_analysis
@@ -20,8 +20,9 @@ from arena.config import Settings
 from arena.export.writer import export_table, table_columns
 from arena.jsonable import jsonable
 from arena.store.db import upgrade
-from arena.store.models import AnalysisResult, Forecast
+from arena.store.models import AnalysisResult
 from tests.analytics.results_arena import build_arena
+from tests.analytics.test_forecast_columns import add_forecast
 from tests.conftest import Database
 from tests.store.test_migration_pricing import _downgrade
 
@@ -72,12 +73,8 @@ def test_a_write_then_the_job_updates_the_stored_result(db: Database, tmp_path: 
     assert again.data_version == first.data_version
     with db.factory() as session:
         before = latest_analysis(session, V2)
-    with db.factory.begin() as session:  # a write the analysis reads: one forecast revised
-        session.execute(
-            update(Forecast)
-            .where(Forecast.id == session.query(Forecast.id).order_by(Forecast.id).limit(1))
-            .values(probability=Forecast.probability * 0 + 1)
-        )
+    with db.factory.begin() as session:  # a write the analysis reads: a new forecast
+        add_forecast(session)
     later = AT + timedelta(minutes=20)
     updated = refresh_analysis(db.factory, SETTINGS, later)
     assert updated.computed and updated.data_version != first.data_version
