@@ -76,6 +76,7 @@ def _store(db: Database) -> str:
         row = session.get(ForecastColumnsRow, NAME)
         assert row is not None
         assert row.rows == session.scalar(select(func.count(Forecast.id)))
+        assert row.through_id == session.scalar(select(func.max(Forecast.id)))
         return row.token
 
 
