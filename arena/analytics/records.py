@@ -258,6 +258,12 @@ def _arrow_strings(raw: pa.ChunkedArray | pa.Array) -> NDArray[np.object_]:
     empty text missing. Equal values share one Python string (ids repeat a lot)."""
     if isinstance(raw, pa.ChunkedArray):
         raw = raw.combine_chunks()
+    if pa.types.is_integer(raw.type):  # ids: no blank to trim, often all distinct
+        missing = raw.is_null().to_numpy(zero_copy_only=False)
+        distinct, index = np.unique(pc.fill_null(raw, 0).to_numpy(), return_inverse=True)
+        out = np.array([str(value) for value in distinct.tolist()], dtype=object)[index]
+        out[missing] = None
+        return out
     text = pc.utf8_trim_whitespace(pc.cast(raw, pa.string()))
     text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
     encoded = pc.dictionary_encode(text)

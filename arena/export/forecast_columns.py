@@ -1,12 +1,13 @@
 """The ``forecasts`` table as the analyses read it, without reading 364,000 rows each time.
 
 :func:`arena.export.writer.table_columns` reads :data:`arena.export.tables.FORECASTS` row by
-row: at scale 1 (364,000 forecasts) the driver makes some eight million Python values, about
-8 s. Yet almost all of it is fixed once written: a forecast's own columns, its agent's kind and
-its cohort's pricing. So :func:`forecast_columns` keeps those as arrow arrays and reads only
-what can have changed:
+row: at scale 1 (364,000 forecasts) the driver makes some eight million Python values, 6 to 8 s.
+Yet almost all of it is fixed once written: a forecast's own columns, its agent's kind and its
+cohort's pricing. The analysis job stores those as arrow arrays in the ``forecast_columns`` row
+(:func:`read_forecast_columns` with ``store_at``; an Arrow IPC stream, zstd), and
+:func:`forecast_columns` starts from them and reads only what can have changed since:
 
-* the forecasts written since (ids above the largest it holds);
+* the forecasts written since (ids above the largest stored);
 * ``resolved_value``, which changes once, from null to 1 or 0 when the market settles
   (:mod:`arena.jobs.settle`): when fewer are resolved than in the database, the forecasts of
   the markets that were open are read again;
@@ -14,24 +15,21 @@ what can have changed:
   close, resolution time, category, fee), read per market at every call (a few thousand rows)
   and spread over the forecasts.
 
-The arrays live in this process (per database) and, written by the analysis job
-(:func:`store_forecast_columns`, :mod:`arena.analytics.stored`), in the ``forecast_columns``
-row, so a new process (a CLI command, a restarted server) starts from them. A *stamp* (how many
-forecasts, the largest id, how many resolved) checks every call that the result holds exactly
-the database's forecasts; any other change (a row removed, or committed under an id already
-held) reads them all again and starts a new lineage (``token``). Forecasts are never deleted or
-edited by arena; a hand edit that keeps the stamp is what this cannot see (``arena analyze`` on
-an export never uses it). Without a stored row, every call reads everything, as before.
+A *stamp* (how many forecasts, the largest id, how many resolved) checks every call that the
+result holds exactly the database's forecasts; anything else (a row removed, or committed under
+an id already held) reads them all again, and the job stores them anew. The job writes the row
+again when it is :data:`STORE_LAG` forecasts or resolutions behind. arena never deletes or
+edits a forecast's own columns; a hand edit that keeps the stamp is what this cannot see
+(``arena analyze`` on an export never uses it). With no stored row, every call reads
+everything, as before. Nothing is kept between calls: the stored row costs ~0.1 s to read.
 
-The result equals ``table_columns(session, "forecasts")`` column for column; tests compare them.
+The result equals ``table_columns(session, "forecasts")`` value for value; tests compare them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -74,11 +72,11 @@ class Stamp:
 
 @dataclass(frozen=True)
 class Held:
-    """The own columns (:data:`OWN`) of the forecasts up to ``through``, in id order, of one
-    lineage (``token``)."""
+    """The own columns (:data:`OWN`) of the forecasts up to ``through``, in id order;
+    ``anew``: read row by row, not from the stored row."""
 
-    token: str
-    columns: dict[str, pa.Array]
+    columns: dict[str, pa.Array | pa.ChunkedArray]
+    anew: bool = False
 
     @property
     def rows(self) -> int:
@@ -95,51 +93,46 @@ class Held:
         return len(values) - values.null_count
 
 
-_held: dict[tuple[str, str], Held] = {}
-_lock = threading.Lock()
-
-
 @dataclass(frozen=True)
 class ForecastColumns:
     """The ``forecasts`` table's columns and a version of them: equal versions, equal columns
     (None: not known, e.g. read row by row)."""
 
-    columns: dict[str, pa.Array]
+    columns: dict[str, pa.Array | pa.ChunkedArray]
     version: str | None
 
 
-def forecast_columns(session: Session) -> dict[str, pa.Array]:
+def forecast_columns(session: Session) -> dict[str, pa.Array | pa.ChunkedArray]:
     """The ``forecasts`` export table as arrow arrays, equal to ``table_columns(session,
-    "forecasts")``, reading only what changed since the held or stored columns (everything,
-    row by row, when no row is stored)."""
+    "forecasts")``, reading only what changed since the stored columns (everything, row by
+    row, when none are stored)."""
     return read_forecast_columns(session).columns
 
 
 def read_forecast_columns(session: Session, *, store_at: datetime | None = None) -> ForecastColumns:
     """:func:`forecast_columns` with their version. With ``store_at`` (the analysis job), the
-    stored row is written too, in ``session``'s transaction, when it is missing, of another
-    lineage, or :data:`STORE_LAG` behind."""
+    stored row is written too, in ``session``'s transaction, when it is missing, was read
+    anew, or is :data:`STORE_LAG` behind."""
     stored = session.execute(
-        select(
-            ForecastColumnsRow.token, ForecastColumnsRow.rows, ForecastColumnsRow.resolved
-        ).where(ForecastColumnsRow.name == NAME)
+        select(ForecastColumnsRow.rows, ForecastColumnsRow.resolved).where(
+            ForecastColumnsRow.name == NAME
+        )
     ).one_or_none()
     if stored is None and store_at is None:
-        return ForecastColumns(table_columns(session, NAME), None)
+        return ForecastColumns(dict(table_columns(session, NAME)), None)
     try:
-        held = current(session, None if stored is None else _start(session, stored.token))
+        held = current(session, None if stored is None else _stored(session))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return ForecastColumns(table_columns(session, NAME), None)  # needs the export's rounding
-    if store_at is not None and not (
-        stored is not None
-        and stored.token == held.token
-        and abs(held.rows - stored.rows) < STORE_LAG
-        and abs(held.resolved - stored.resolved) < STORE_LAG
+        return ForecastColumns(dict(table_columns(session, NAME)), None)  # export's rounding
+    if store_at is not None and (
+        stored is None
+        or held.anew
+        or abs(held.rows - stored.rows) >= STORE_LAG
+        or abs(held.resolved - stored.resolved) >= STORE_LAG
     ):
         session.merge(
             ForecastColumnsRow(
                 name=NAME,
-                token=held.token,
                 through_id=held.through,
                 rows=held.rows,
                 resolved=held.resolved,
@@ -151,23 +144,31 @@ def read_forecast_columns(session: Session, *, store_at: datetime | None = None)
 
 
 def current(session: Session, held: Held | None) -> Held:
-    """``held`` brought up to the database's forecasts, or all of them read anew (a new
-    lineage) when ``held`` is None or does not match the database's :class:`Stamp`."""
+    """``held`` brought up to the database's forecasts, or all of them read anew when
+    ``held`` is None or does not match the database's :class:`Stamp`."""
     stamp = _stamp(session)
     if held is not None and held.through <= stamp.through:
         new = _own(session, Forecast.id > held.through, Forecast.id <= stamp.through)
         if held.rows + len(new["forecast_id"]) == stamp.rows:
-            columns = {name: pa.concat_arrays([held.columns[name], new[name]]) for name in new}
-            result = _resolve(session, Held(held.token, columns), stamp)
+            columns = held.columns
+            if len(new["forecast_id"]):  # chunks, not a copy of everything held
+                columns = {
+                    name: pa.chunked_array([*_chunks(held.columns[name]), new[name]])
+                    for name in new
+                }
+            result = _resolve(session, Held(columns), stamp)
             if result is not None:
-                return _keep(session, result)
-    everything = _own(session)
-    return _keep(session, Held(uuid.uuid4().hex, everything))
+                return result
+    return Held(dict(_own(session)), anew=True)
+
+
+def _chunks(values: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return values.chunks if isinstance(values, pa.ChunkedArray) else [values]
 
 
 def joined(session: Session, held: Held) -> ForecastColumns:
     """The held own columns with each forecast's market columns, in the table's order; the
-    version is the lineage, the stamp and the market columns' values."""
+    version is the held columns' stamp and the market columns' values."""
     markets = arrow_columns(
         session,
         MARKET,
@@ -186,36 +187,18 @@ def joined(session: Session, held: Held) -> ForecastColumns:
     }
     version = hashlib.sha256(
         json.dumps(
-            [held.token, held.rows, held.through, held.resolved, pa.table(markets).to_pylist()],
+            [held.rows, held.through, held.resolved, pa.table(markets).to_pylist()],
             default=str,
         ).encode()
     )
     return ForecastColumns(columns, version.hexdigest())
 
 
-def _start(session: Session, token: str) -> Held:
-    """This process's columns of lineage ``token``, or the stored ones."""
-    with _lock:
-        held = _held.get((_database(session), token))
-    if held is not None:
-        return held
+def _stored(session: Session) -> Held:
     body = session.execute(
         select(ForecastColumnsRow.body).where(ForecastColumnsRow.name == NAME)
     ).scalar_one()
-    return Held(token, _deserialise(body))
-
-
-def _keep(session: Session, held: Held) -> Held:
-    with _lock:
-        key = (_database(session), held.token)
-        for other in [k for k in _held if k[0] == key[0] and k != key]:
-            del _held[other]  # one lineage per database
-        _held[key] = held
-    return held
-
-
-def _database(session: Session) -> str:
-    return session.get_bind().engine.url.render_as_string(hide_password=True)
+    return Held(_deserialise(body))
 
 
 def _stamp(session: Session) -> Stamp:
@@ -261,7 +244,7 @@ def _resolve(session: Session, held: Held, stamp: Stamp) -> Held | None:
     filled[at], missing[at] = got[:, 1], False
     columns = dict(held.columns)
     columns["resolved_value"] = pa.array(filled, mask=missing, type=values.type)
-    result = Held(held.token, columns)
+    result = Held(columns, held.anew)
     return result if result.resolved >= stamp.resolved else None
 
 
@@ -276,4 +259,9 @@ def _serialise(columns: dict[str, pa.Array]) -> bytes:
 
 def _deserialise(body: bytes) -> dict[str, pa.Array]:
     table = pa.ipc.open_stream(pa.py_buffer(body)).read_all()
-    return {name: table.column(name).combine_chunks() for name in table.column_names}
+    return {name: _one_array(table.column(name)) for name in table.column_names}
+
+
+def _one_array(column: pa.ChunkedArray) -> pa.Array:
+    """The column's one chunk as it is (``combine_chunks`` would copy it)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()

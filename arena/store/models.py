@@ -402,7 +402,6 @@ class ForecastColumnsRow(Base):
     __table__ = schema.forecast_columns
 
     name: Mapped[str]
-    token: Mapped[str]
     through_id: Mapped[int]
     rows: Mapped[int]
     resolved: Mapped[int]

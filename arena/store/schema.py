@@ -506,7 +506,6 @@ forecast_columns = Table(
     "forecast_columns",
     metadata,
     Column("name", String(32), primary_key=True),  # "forecasts"
-    Column("token", String(32), nullable=False),  # new at every full read: its lineage
     Column("through_id", Integer, nullable=False),  # the largest forecast id it holds
     Column("rows", Integer, nullable=False),
     Column("resolved", Integer, nullable=False),  # how many hold a resolved_value

@@ -1,14 +1,13 @@
 """The forecasts read from stored columns (:mod:`arena.export.forecast_columns`), on SQLite and
 PostgreSQL: through every write arena makes (new forecasts, settlement, a market's category or
-resolution time changing), from this process's columns or from the stored row (a new
-process), they equal the row-by-row read of the export's ``forecasts`` table; what they cannot
-account for (a forecast removed, or committed under an id already held) reads them all again.
+resolution time changing), the stored row and what changed since equal the row-by-row read of
+the export's ``forecasts`` table; what the stored row cannot account for (a forecast removed,
+or committed under an id already held) reads them all again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import delete, func, inspect, select, update
@@ -27,13 +26,6 @@ from tests.store.test_migration_pricing import _downgrade
 
 AT = datetime(2027, 1, 15, tzinfo=UTC)
 SETTINGS = Settings.model_validate({"analysis": {"resamples": 40, "seed": 3}})
-
-
-@pytest.fixture(autouse=True)
-def _new_process() -> Iterator[None]:
-    stored_columns._held.clear()
-    yield
-    stored_columns._held.clear()
 
 
 def add_forecast(session: Session) -> Forecast:
@@ -69,20 +61,22 @@ def _assert_as_exported(db: Database) -> None:
         assert got[name].to_pylist() == values.to_pylist(), name
 
 
-def _store(db: Database) -> str:
+def _store(db: Database, at: datetime = AT) -> datetime | None:
+    """The analysis job's read; when the stored row was written."""
     with transaction(db.factory) as session:
-        read_forecast_columns(session, store_at=AT)
+        read_forecast_columns(session, store_at=at)
     with db.factory() as session:
         row = session.get(ForecastColumnsRow, NAME)
         assert row is not None
-        assert row.rows == session.scalar(select(func.count(Forecast.id)))
-        assert row.through_id == session.scalar(select(func.max(Forecast.id)))
-        return row.token
+        if row.written_at == at:  # written now: it holds every forecast
+            assert row.rows == session.scalar(select(func.count(Forecast.id)))
+            assert row.through_id == session.scalar(select(func.max(Forecast.id)))
+        return row.written_at
 
 
-def _token(db: Database) -> str | None:
+def _written(db: Database) -> datetime | None:
     with db.factory() as session:
-        return session.scalar(select(ForecastColumnsRow.token))
+        return session.scalar(select(ForecastColumnsRow.written_at))
 
 
 def test_every_write_arena_makes_reads_as_exported(db: Database) -> None:
@@ -97,10 +91,8 @@ def test_every_write_arena_makes_reads_as_exported(db: Database) -> None:
         session.execute(
             update(Forecast).where(Forecast.id.in_(resolved)).values(resolved_value=None)
         )
-    token = _store(db)
-    _assert_as_exported(db)  # from this process's columns
-    stored_columns._held.clear()
-    _assert_as_exported(db)  # from the stored row: a new process
+    _store(db)
+    _assert_as_exported(db)
 
     with db.factory.begin() as session:  # a decision run writes forecasts
         add_forecast(session)
@@ -117,20 +109,18 @@ def test_every_write_arena_makes_reads_as_exported(db: Database) -> None:
             update(Market).where(Market.id == markets[0]).values(category="Sports", resolved_at=AT)
         )
     _assert_as_exported(db)
-    stored_columns._held.clear()
-    _assert_as_exported(db)  # a new process: the stored row plus what changed since
-    assert _token(db) == token  # one lineage throughout
+    assert _store(db, AT + timedelta(hours=1)) == AT  # a few changes: not stored again
 
 
 def test_a_removed_forecast_reads_everything_again(db: Database) -> None:
     build_arena(db.factory)
-    token = _store(db)
+    _store(db)
     with db.factory.begin() as session:
-        session.execute(
-            delete(Forecast).where(Forecast.id == select(func.max(Forecast.id)).scalar_subquery())
-        )
+        last = select(func.max(Forecast.id)).scalar_subquery()
+        session.execute(delete(Forecast).where(Forecast.id == last))
     _assert_as_exported(db)
-    assert _store(db) != token  # a new lineage
+    later = AT + timedelta(hours=1)
+    assert _store(db, later) == later  # read anew: stored again
 
 
 def test_a_forecast_committed_under_a_held_id_reads_everything_again(db: Database) -> None:
@@ -150,7 +140,7 @@ def test_a_forecast_committed_under_a_held_id_reads_everything_again(db: Databas
 def test_without_a_stored_row_everything_is_read(db: Database) -> None:
     build_arena(db.factory)
     _assert_as_exported(db)
-    assert _token(db) is None  # only the analysis job stores them
+    assert _written(db) is None  # only the analysis job stores them
 
 
 def test_the_analysis_job_stores_them_and_writes_again_only_when_far_behind(
@@ -173,7 +163,6 @@ def test_the_analysis_job_stores_them_and_writes_again_only_when_far_behind(
     with db.factory() as session:
         row = session.get(ForecastColumnsRow, NAME)
         assert row is not None and row.rows == rows + 1
-    stored_columns._held.clear()
     _assert_as_exported(db)
 
 
@@ -184,7 +173,6 @@ def test_migration_0012_adds_and_drops_the_table(db: Database) -> None:
     with db.engine.connect() as connection:
         assert "forecast_columns" not in inspect(connection).get_table_names()
     upgrade(db.engine)
-    stored_columns._held.clear()
     _assert_as_exported(db)  # no stored row: read row by row
     refresh_analysis(db.factory, SETTINGS, AT)
-    assert _token(db) is not None
+    assert _written(db) == AT

@@ -24,7 +24,6 @@ def upgrade() -> None:
     op.create_table(
         "forecast_columns",
         sa.Column("name", sa.String(32), nullable=False),
-        sa.Column("token", sa.String(32), nullable=False),
         sa.Column("through_id", sa.Integer(), nullable=False),
         sa.Column("rows", sa.Integer(), nullable=False),
         sa.Column("resolved", sa.Integer(), nullable=False),
