@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from arena import numbers
+from arena.analytics.leaderboard_columns import LEADERBOARD_COLUMNS
 from arena.cli import app as cli
 from arena.clock import FixedClock
 from arena.config import load_settings
@@ -82,8 +83,13 @@ class Surfaces:
     at: datetime
 
     def cli(self, *args: str) -> Any:
-        command = ["--config", str(self.site.config), "analyze", *args, "--at"]
-        result = CliRunner().invoke(cli, [*command, self.at.isoformat(), "--format", "json"])
+        """``arena analyze ARGS --at AT --format json``."""
+        return self.command("analyze", *args, "--at", self.at.isoformat())
+
+    def command(self, *args: str) -> Any:
+        """``arena ARGS --format json`` on the site's config."""
+        command = ["--config", str(self.site.config), *args, "--format", "json"]
+        result = CliRunner().invoke(cli, command)
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
 
@@ -222,6 +228,22 @@ def test_a_category_filters_the_same_on_every_surface(surfaces: Surfaces) -> Non
     assert [(a["data-group"], a["data-family"]) for a, _ in shown] == [
         (r["group"], r["family_id"]) for r in served["ledger"]
     ]
+
+
+def test_the_leaderboard_of_a_category_agrees(surfaces: Surfaces) -> None:
+    """`arena leaderboard --category`, `/api/v1/leaderboard?category=` and `/?category=` (the
+    selector's GET form, no JavaScript): the same families in the same order, the same cells."""
+    groups = [r["group"] for r in surfaces.api("/api/v1/breakdown?by=category")["ledger"]]
+    category = max(set(groups), key=groups.count)
+    printed = surfaces.command("leaderboard", "--category", category)
+    served = surfaces.api(f"/api/v1/leaderboard?category={category}")
+    assert printed == served and served
+    assert served != surfaces.api("/api/v1/leaderboard"), "the category filters the money"
+    shown = surfaces.page(f"/?category={category}")["leaderboard"]
+    assert [attrs["data-family"] for attrs, _ in shown] == [r["family_id"] for r in served]
+    for (_, cells), row in zip(shown, served, strict=True):
+        assert cells[2:-1] == [c.text(row[c.field]) for c in LEADERBOARD_COLUMNS], row["family_id"]
+        assert cells[-1] == str(row["cohorts"])
 
 
 def test_the_trend_agrees(surfaces: Surfaces) -> None:
