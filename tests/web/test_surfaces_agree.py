@@ -89,7 +89,8 @@ class Surfaces:
     def command(self, *args: str) -> Any:
         """``arena ARGS --format json`` on the site's config."""
         command = ["--config", str(self.site.config), *args, "--format", "json"]
-        result = CliRunner().invoke(cli, command)
+        # the site's database even where the environment names another
+        result = CliRunner().invoke(cli, command, env={"ARENA_DATABASE_URL": self.site.url})
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
 
