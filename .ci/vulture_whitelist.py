@@ -69,6 +69,7 @@ _.binary_location  # selenium ChromeOptions: the browser binary
 _.restore_logging  # pytest: a fixture requested by name for its side effect
 _.handle_starttag  # html.parser.HTMLParser calls it: tests/web/test_crawl.py
 _.handle_endtag  # html.parser.HTMLParser calls it: tests/web/test_crawl.py
+_.handle_data  # html.parser.HTMLParser calls it: tests/web/test_surfaces_agree.py
 
 # dataclasses.asdict: fields that reach the reports' JSON only through it
 _.base_rate  # CalibrationReport.to_json (arena/analytics/calibration.py)

@@ -42,6 +42,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from bench_results import START, generate, scratch_postgres
@@ -182,16 +183,25 @@ def _write_once(engine: Any, factory: Any, settings: Any, writes: int) -> float:
 
 
 def routes(base: str) -> list[str]:
-    """Every page and API route, with real ids."""
+    """Every page and API route a reader can GET, with real ids, a category the ledger
+    holds, and the horizon and track filters."""
     board = httpx.get(f"{base}/api/v1/leaderboard", timeout=600).json()
     family = board[0]["family_id"]
     cohort = httpx.get(f"{base}/api/v1/cohorts?per_page=1", timeout=60).json()["items"][0]["id"]
     decisions = httpx.get(f"{base}/api/v1/cohorts/{cohort}", timeout=600).json()["decisions"]
     decision = decisions["items"][0]["id"]
     market = httpx.get(f"{base}/api/v1/markets?held=true", timeout=60).json()["items"][0]["id"]
+    # a category the ledger holds (markets without one count as "other")
+    groups = httpx.get(f"{base}/api/v1/breakdown?by=category", timeout=600).json()["ledger"]
+    category = quote(groups[0]["group"], safe="")
     pages = [
         "/",
         f"/?cohort={cohort}",
+        f"/?category={category}",
+        "/?horizon=le7",
+        "/breakdown?by=category",
+        "/breakdown?by=horizon",
+        f"/breakdown?by=category&category={category}",
         f"/families/{family}",
         "/cohorts",
         f"/cohorts/{cohort}",
@@ -208,8 +218,22 @@ def routes(base: str) -> list[str]:
     api = [
         "/api/v1/leaderboard",
         f"/api/v1/leaderboard?cohort={cohort}",
+        f"/api/v1/leaderboard?category={category}",
+        "/api/v1/leaderboard?horizon=le7",
+        "/api/v1/leaderboard?track=model",
         "/api/v1/ranking",
+        f"/api/v1/ranking?category={category}",
+        "/api/v1/ranking?horizon=gt30",
+        "/api/v1/market",
+        "/api/v1/power",
+        "/api/v1/risk",
+        "/api/v1/risk?by=agent",
+        "/api/v1/risk?value=exit",
+        "/api/v1/breakdown?by=category",
+        "/api/v1/breakdown?by=horizon",
+        f"/api/v1/breakdown?by=category&category={category}",
         f"/api/v1/families/{family}",
+        f"/api/v1/families/{family}/trend",
         "/api/v1/cohorts",
         f"/api/v1/cohorts/{cohort}",
         f"/api/v1/cohorts/{cohort}/families/{family}",
@@ -217,6 +241,10 @@ def routes(base: str) -> list[str]:
         f"/api/v1/markets/{market}",
         f"/api/v1/decisions/{decision}",
         "/api/v1/status",
+        "/api/v1/record",
+        "/api/v1/methodology",
+        "/api/v1/agent-schema",
+        "/api/openapi.json",
     ]
     curves = [f"/api/v1/curves?range={r}" for r in ("10M", "1H", "1D", "1W", "1M", "ALL")]
     curves += [
