@@ -490,10 +490,10 @@ def _breakdown(factory: Any, breakdown_report: Any) -> str:
     side, and the forecast side when the database holds forecasts (this one holds none)."""
     from arena.analytics.options import AnalysisOptions
     from arena.analytics.records import Forecasts
-    from arena.export.writer import table_columns
+    from arena.analytics.stored import stored_forecasts
 
     with factory() as session:
-        forecasts: Forecasts | None = Forecasts.from_columns(table_columns(session, "forecasts"))
+        forecasts: Forecasts | None = stored_forecasts(session)
         if forecasts is not None and len(forecasts) == 0:
             forecasts = None
         report = breakdown_report(session, forecasts, "category", AnalysisOptions())
