@@ -464,21 +464,7 @@ def _add_attempts(session: Session, cohort_id: int | None, row: RowFor) -> None:
     """One streamed pass over the attempts (on SQLite the cost and token columns sit behind the
     prompt's overflow pages, so every extra scan reads the prompts again), plus an index-only
     count of the decisions that made a call."""
-    attempts = (
-        select(
-            Agent.family_id,
-            DecisionAttempt.outcome,
-            DecisionAttempt.cost_usd,
-            DecisionAttempt.prompt_tokens,
-            DecisionAttempt.completion_tokens,
-        )
-        .join(Decision, Decision.id == DecisionAttempt.decision_id)
-        .join(Agent, Agent.id == Decision.agent_id)
-        .where(DecisionAttempt.outcome != NOT_A_CALL)
-    )
-    for family_id, outcome, cost, prompt, completion in _stream(
-        session, _in_cohort(attempts, Decision.cohort_id, cohort_id)
-    ):
+    for family_id, outcome, cost, prompt, completion in _stream(session, attempts_usage(cohort_id)):
         standing = row(family_id)
         reliability = standing.reliability
         reliability.attempts += 1
@@ -503,6 +489,24 @@ def _add_attempts(session: Session, cohort_id: int | None, row: RowFor) -> None:
     for family_id, count in session.execute(decided.group_by(Agent.family_id)):
         reliability = row(family_id).reliability
         reliability.retries = reliability.attempts - int(count)
+
+
+def attempts_usage(cohort_id: int | None) -> Select:
+    """Each model call's family, outcome, cost and tokens (``ix_decision_attempts_usage``
+    covers the attempt's columns)."""
+    attempts = (
+        select(
+            Agent.family_id,
+            DecisionAttempt.outcome,
+            DecisionAttempt.cost_usd,
+            DecisionAttempt.prompt_tokens,
+            DecisionAttempt.completion_tokens,
+        )
+        .join(Decision, Decision.id == DecisionAttempt.decision_id)
+        .join(Agent, Agent.id == Decision.agent_id)
+        .where(DecisionAttempt.outcome != NOT_A_CALL)
+    )
+    return _in_cohort(attempts, Decision.cohort_id, cohort_id)
 
 
 def _add_decisions(session: Session, cohort_id: int | None, row: RowFor) -> None:

@@ -205,7 +205,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         command.upgrade(cfg, revision)
 
 
-SCHEMA_REVISION = "0012"
+SCHEMA_REVISION = "0013"
 """The schema revision this code runs on: the head of the shipped migrations. Read-only
 commands compare it with the database's without loading Alembic (a test keeps the two equal)."""
 

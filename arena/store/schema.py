@@ -283,6 +283,16 @@ decision_attempts = Table(
     # why an answer has no citations (no search ran, or it found nothing)
     Column("search_cost_usd", Usd()),
     Column("search_note", String(200)),
+    # the leaderboard's one pass over every attempt reads only this index: on SQLite the
+    # columns sit behind the prompt's overflow pages (0.7 s -> 0.05 s at scale 1)
+    Index(
+        "ix_decision_attempts_usage",
+        "decision_id",
+        "outcome",
+        "cost_usd",
+        "prompt_tokens",
+        "completion_tokens",
+    ),
 )
 
 

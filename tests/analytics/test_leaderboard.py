@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from arena.analytics.leaderboard import FIELDS, compute_leaderboard, to_json, write_csv
+from arena.analytics.leaderboard import (
+    FIELDS,
+    attempts_usage,
+    compute_leaderboard,
+    to_json,
+    write_csv,
+)
 from arena.export.writer import ExportTarget, export
 from arena.store.models import Agent, Family
 from tests.analytics.export_files import FORMATS
@@ -130,3 +136,18 @@ def test_csv_has_the_json_fields(arena: tuple[Database, ArenaFacts]) -> None:
 
 def test_empty_arena_has_an_empty_leaderboard(sqlite_db: Database) -> None:
     assert compute_leaderboard(sqlite_db.factory) == []
+
+
+def test_the_pass_over_every_attempt_reads_an_index_not_the_prompts(sqlite_db: Database) -> None:
+    """On SQLite an attempt's cost and tokens sit behind its prompt's overflow pages: the
+    leaderboard's pass over every attempt must be answered by ``ix_decision_attempts_usage``
+    (a plan, not a time: bench_results.py measures the time)."""
+    build_arena(sqlite_db.factory)
+    with sqlite_db.engine.connect() as connection:
+        for cohort_id in (None, 1):
+            statement = attempts_usage(cohort_id).compile(
+                dialect=connection.dialect, compile_kwargs={"literal_binds": True}
+            )
+            plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}").all()
+            steps = [step[-1] for step in plan if "decision_attempts" in step[-1]]
+            assert steps and all("COVERING INDEX ix_decision_attempts_usage" in s for s in steps)
