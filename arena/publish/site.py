@@ -137,7 +137,9 @@ def write_site(
     with factory() as session:
         moment = ensure_utc(as_of) if as_of is not None else newest_instant(session)
         seeds = list(_seeds(session))
-    ctx = WebContext(settings, engine, factory, head_revision(), clock=FixedClock(moment))
+    ctx = WebContext(
+        settings, engine, factory, head_revision(), clock=FixedClock(moment), fresh=True
+    )
     analyse_before_serving(ctx)
     out.mkdir(parents=True, exist_ok=True)
     app = create_app(settings, context=ctx)

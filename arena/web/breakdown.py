@@ -114,10 +114,10 @@ def _leaderboard(
         return whole_leaderboard(ctx, session, cohort_id)
     whole_leaderboard(ctx, session, cohort_id)  # an unknown cohort: the 404 it always was
     minimum = ctx.settings.benchmark.min_scored_bets
-    return ctx.cache.get(
+    return ctx.latest(
         ("leaderboard", cohort_id, scope.category, scope.horizon),
-        ctx.version(session),
-        lambda: to_json(
+        session,
+        lambda _own: to_json(
             compute_leaderboard(
                 ctx.factory, cohort_id=cohort_id, min_scored_bets=minimum, scope=scope
             )
@@ -139,10 +139,10 @@ def v2_ranking(
     whole = whole_v2_ranking(ctx, session)
     if (not scope and track is None) or whole is None:
         return whole
-    return ctx.cache.get(
+    return ctx.latest(
         ("v2", scope.category, scope.horizon, track),
-        ctx.version(session),
-        lambda: _scoped_ranking(ctx, session, scope, track),
+        session,
+        lambda own: _scoped_ranking(ctx, own, scope, track),
     )
 
 
@@ -191,10 +191,10 @@ def breakdown(
 ) -> dict[str, Any]:
     """What ``arena analyze breakdown --by BY --format json`` prints at the app's instant."""
     scope = scope_of(session, category, horizon)
-    return ctx.cache.get(
+    return ctx.latest(
         ("breakdown", by.value, scope.category, scope.horizon, track),
-        ctx.version(session),
-        lambda: _compute(ctx, session, by.value, scope, track),
+        session,
+        lambda own: _compute(ctx, own, by.value, scope, track),
     )
 
 

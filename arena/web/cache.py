@@ -1,11 +1,15 @@
 """A small cache of expensive read results (leaderboard, v2 ranking, curves, metrics), keyed by
 the database's *data version*: a handful of cheap aggregates that change whenever the daemon
-writes something those results depend on. A page therefore never shows stale numbers, and the
-work is redone at most once per write (snapshots land every few minutes), not once per request.
+writes something those results depend on. The work is redone at most once per write
+(snapshots land every few minutes), not once per request. The ledger's pages show the numbers
+of the current version; the research measures that take seconds at scale (risk, breakdowns,
+trend, a scoped ranking or leaderboard) are served by :meth:`ResultCache.latest`: the last
+result while the new version is computed in the background, so no reader waits on them.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -29,6 +33,7 @@ from arena.store.models import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 MAX_ENTRIES = 256
 
 
@@ -72,6 +77,7 @@ class ResultCache:
         self._entries: OrderedDict[Hashable, tuple[Any, Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._key_locks: dict[Hashable, threading.Lock] = {}
+        self._refreshing: set[Hashable] = set()
         self._max = max_entries
 
     def get(self, key: Hashable, version: Any, compute: Callable[[], T]) -> T:
@@ -92,6 +98,41 @@ class ResultCache:
                     old, _ = self._entries.popitem(last=False)
                     self._key_locks.pop(old, None)
             return value
+
+    def latest(
+        self, key: Hashable, version: Any, compute: Callable[[], T], refresh: Callable[[], T]
+    ) -> T:
+        """:meth:`get`, except that while a value of an older version is held, that value is
+        returned at once and ``refresh`` computes this version in a thread of its own (one per
+        key at a time): a reader never waits on a recomputation after a write, and the result
+        lags the write by the computation's time. With no value held, ``compute`` runs here."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                if entry[0] != version and key not in self._refreshing:
+                    self._refreshing.add(key)
+                    threading.Thread(
+                        target=self._refresh,
+                        args=(key, version, refresh),
+                        name=f"refresh {key!r}",
+                        daemon=True,
+                    ).start()
+        if entry is None:
+            return self.get(key, version, compute)
+        return entry[1]
+
+    def _refresh(self, key: Hashable, version: Any, refresh: Callable[[], Any]) -> None:
+        try:
+            value = refresh()
+        except Exception as exc:  # logged; the next request after it tries again
+            log.error("refreshing %r failed: %s: %s", key, type(exc).__name__, exc)
+        else:
+            with self._lock:
+                self._entries[key] = (version, value)
+        finally:
+            with self._lock:
+                self._refreshing.discard(key)
 
     def _lookup(self, key: Hashable, version: Any) -> tuple[Any] | None:
         with self._lock:

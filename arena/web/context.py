@@ -5,11 +5,11 @@ strings, trailing zeros past the cents trimmed: ``0.155``, ``550.00``)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, Select, func, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -21,6 +21,7 @@ from arena.jsonable import jsonable
 from arena.web.background import Background
 from arena.web.cache import ResultCache, data_version
 
+T = TypeVar("T")
 PER_PAGE = 50
 VERSION_TTL_S = 2.0
 MAX_PER_PAGE = 200
@@ -44,7 +45,23 @@ class WebContext:
                 session.rollback()
 
     clock: Clock = field(default_factory=SystemClock)
+    fresh: bool = False  # the static copy: every result of its one instant, never an older one
     _version: tuple[float, tuple[Any, ...]] | None = field(default=None, repr=False)
+
+    def latest(self, key: Hashable, session: Session, compute: Callable[[Session], T]) -> T:
+        """A research measure (risk, a breakdown, the trend, a scoped ranking) of the current
+        data version, or while that is being computed off the request path, the last one
+        (:meth:`arena.web.cache.ResultCache.latest`); ``compute`` reads through the session it
+        is given."""
+        version = self.version(session)
+        if self.fresh:
+            return self.cache.get(key, version, lambda: compute(session))
+
+        def refresh() -> T:
+            with self.session() as own:
+                return compute(own)
+
+        return self.cache.latest(key, version, lambda: compute(session), refresh)
 
     def now(self) -> datetime:
         """The instant analyses are computed "as of" (the one source of now)."""

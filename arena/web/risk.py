@@ -32,11 +32,12 @@ def risk_report(
     by: RiskBy = RiskBy.FAMILY,
     value: RiskValue = RiskValue.MARK,
 ) -> dict[str, Any]:
-    """The risk report of every stored snapshot at ``ctx.now()`` (cached per data version)."""
-    return ctx.cache.get(
+    """The risk report of every stored snapshot at ``ctx.now()`` (computed once per data
+    version, off the request path: :meth:`arena.web.context.WebContext.latest`)."""
+    return ctx.latest(
         ("risk", by.value, value.value),
-        ctx.version(session),
-        lambda: _compute(ctx, session, by.value, value.value),
+        session,
+        lambda own: _compute(ctx, own, by.value, value.value),
     )
 
 

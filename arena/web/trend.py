@@ -21,8 +21,9 @@ log = logging.getLogger(__name__)
 
 
 def trend_report(ctx: WebContext, session: Session) -> dict[str, Any] | None:
-    """The whole trend as of now (cached per data version); None before the first snapshot."""
-    return ctx.cache.get(("trend", None), ctx.version(session), lambda: _compute(ctx, session))
+    """The whole trend as of now (computed once per data version, off the request path:
+    :meth:`arena.web.context.WebContext.latest`); None before the first snapshot."""
+    return ctx.latest(("trend", None), session, lambda own: _compute(ctx, own))
 
 
 def _compute(ctx: WebContext, session: Session) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -119,3 +120,61 @@ def test_the_demo_shows_risk_and_never_nan(client: TestClient, site: Site) -> No
     for query in ("", "?by=agent", "?value=exit"):
         body = _strict(client.get(f"/api/v1/risk{query}").text)
         assert body["rows"] or body["without_value"]
+
+
+def test_after_a_write_a_reader_gets_the_last_risk_while_the_new_one_is_computed(
+    sqlite_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24/25, "no reader waits on a recomputation": the request after a write answers
+    with the previous result at once (the new computation is held back here until the
+    request has answered), and the next request after the computation gets the new one."""
+    from sqlalchemy import select
+
+    from arena.store.models import PortfolioSnapshot
+    from arena.web import risk as web_risk
+
+    seed_risk_arena(sqlite_db.factory)
+    settings = load_settings(write_config(tmp_path / "config.yaml", sqlite_db.url))
+    context = WebContext(
+        settings, sqlite_db.engine, sqlite_db.factory, head_revision(), clock=FixedClock(AT)
+    )
+    with TestClient(create_app(settings, context=context)) as client:
+        before = _strict(client.get("/api/v1/risk?by=agent").text)
+
+        with sqlite_db.factory.begin() as session:  # a snapshot: a new data version
+            last = session.scalars(
+                select(PortfolioSnapshot)
+                .where(PortfolioSnapshot.taken_at < AT)
+                .order_by(PortfolioSnapshot.taken_at.desc())
+                .limit(1)
+            ).one()
+            row = {c.key: getattr(last, c.key) for c in PortfolioSnapshot.__table__.columns}
+            del row["id"]
+            row["taken_at"] = last.taken_at + (AT - last.taken_at) / 2  # the newest: a loss
+            for money in ("cash", "positions_value", "total_value"):
+                row[money] = row[money] / 2
+            session.add(PortfolioSnapshot(**row))
+        context._version = None  # read the data version now, not after its 2 s
+
+        release, calls = threading.Event(), []
+        compute = web_risk._compute
+
+        def held_back(*args: Any) -> dict[str, Any]:
+            calls.append(args)
+            assert release.wait(60), "never released"
+            return compute(*args)
+
+        monkeypatch.setattr(web_risk, "_compute", held_back)
+        during = _strict(client.get("/api/v1/risk?by=agent").text)  # answered while held back
+        assert during == before and len(calls) == 1
+        release.set()
+        for _ in range(600):  # the refresh thread stores the new result
+            if not context.cache._refreshing:
+                break
+            threading.Event().wait(0.05)
+        after = _strict(client.get("/api/v1/risk?by=agent").text)
+        assert len(calls) == 1  # computed once, off the request path
+    with sqlite_db.factory() as session:
+        snapshots = read_stored_snapshots(session, "mark")
+    options = configured_options(settings, as_of=AT, by="agent")
+    assert after == risk(snapshots, options, value="mark") != before
