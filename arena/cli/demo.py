@@ -238,15 +238,11 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     minimum = settings.benchmark.min_scored_bets
     standings = compute_leaderboard(factory, min_scored_bets=minimum)
     print_leaderboard(standings, None, minimum)
-    console.print(
-        "tracks: "
-        + "; ".join(
-            f"{track}: {', '.join(s.family_id for s in standings if s.track == track)}"
-            for track in TRACKS
-            if any(s.track == track for s in standings)
-        ),
-        soft_wrap=True,
-    )
+    console.print("Tracks (compared like with like: arena leaderboard --track NAME)")
+    for track in TRACKS:
+        names = [standing.family_id for standing in standings if standing.track == track]
+        if names:
+            console.print(f"  {track}: {', '.join(names)}")
     export_dir = out / "export"
     manifest = export(factory, ExportTarget(export_dir, "jsonl"), methodology=version)
     console.print(
