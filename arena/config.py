@@ -579,14 +579,6 @@ class Settings(BaseSettings):
             return self.openrouter.max_tokens
         return getattr(family, "max_tokens", None) or self.openrouter.max_tokens
 
-    def web_search(self, family_id: str) -> WebSearch | None:
-        """A family's web search settings (None: off, or a family no longer configured)."""
-        try:
-            family = self.family(family_id)
-        except ConfigError:
-            return None
-        return getattr(family, "web_search", None)
-
     def masked(self) -> dict[str, Any]:
         """The configuration as a dict safe to log (credentials in every URL masked)."""
         return dict(masked_urls(self.model_dump(mode="json")))

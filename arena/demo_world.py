@@ -325,6 +325,11 @@ class Simulation:
         openrouter_http = self._resources.enter_context(
             httpx.Client(transport=self.openrouter.transport(), timeout=30)
         )
+        # Outside agents of a simulation are local (the demo's example agent on 127.0.0.1):
+        # called directly, never through a proxy the environment names.
+        agent_http = self._resources.enter_context(
+            httpx.Client(trust_env=False, follow_redirects=False)
+        )
         gamma = GammaClient(settings.polymarket, sleep=lambda _s: None, http=gamma_http)
         self.world.books.sync()
         clob_http = self._resources.enter_context(
@@ -337,6 +342,7 @@ class Simulation:
                     settings,
                     api_key=SecretStr(self.openrouter.api_key),
                     http_client=openrouter_http,
+                    agent_http=agent_http,
                 )
             )
         )

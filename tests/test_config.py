@@ -163,16 +163,15 @@ def test_a_bad_web_search_names_the_key(tmp_path: Path, web_search: object, key:
 
 def test_web_search_is_off_unless_given_and_takes_openrouters_defaults(tmp_path: Path) -> None:
     plain = load_settings(write_config(tmp_path / "a.yaml", "sqlite:///x.db"))
-    assert plain.web_search("gpt-5.1") is None and plain.web_search("gone") is None
-    assert plain.web_search("always-hold") is None
+    assert all(getattr(f, "web_search", None) is None for f in plain.families)
     on = load_settings(write_config(tmp_path / "b.yaml", "sqlite:///x.db", **_searching({})))
-    search = on.web_search("gpt-5.1")
+    search = getattr(on.family("gpt-5.1"), "web_search", None)
     assert search is not None
     assert search.tool() == {
         "type": "openrouter:web_search",
         "parameters": {"engine": "auto", "max_results": 5, "search_context_size": "medium"},
     }
-    assert on.web_search("grok-4") is None
+    assert getattr(on.family("grok-4"), "web_search", None) is None
 
 
 # -- issue 27, part 2: outside agents (families of kind agent) --------------------------------

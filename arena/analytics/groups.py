@@ -19,7 +19,7 @@ v2 side of ``arena analyze breakdown`` (the ledger side, positions and scored be
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from arena.analytics.options import AnalysisOptions, as_forecasts, clean, with_at
 from arena.analytics.questions import default_as_of
 from arena.analytics.records import Forecasts, to_datetime, to_datetime64
+from arena.analytics.risk_measures import Snapshots
 from arena.domain.tracks import check_track, track_of
 from arena.errors import ForecastsError, OptionError
 
@@ -136,16 +137,39 @@ def restrict_track(forecasts: Any, track: str | None, tracks: Mapping[str, str])
     tracks, and an agent it lacks is on the track of its family's kind, without web search.
     An unknown track is a :class:`OptionError` naming the known ones."""
     data = as_forecasts(forecasts)
-    if check_track(track) is None:
+    track = check_track(track)
+    if track is None:
         return data
-    keep = np.array(
+    keep = on_track(data.agent_id, track, tracks, data.family_kind)
+    return data if keep.all() else data.select(keep)
+
+
+def restrict_snapshots(
+    snapshots: Snapshots, track: str | None, tracks: Mapping[str, str]
+) -> Snapshots:
+    """The portfolio snapshots of the agents on ``track`` (None: all), as
+    :func:`restrict_track` keeps forecasts (``analyze risk --track``)."""
+    track = check_track(track)
+    if track is None:
+        return snapshots
+    keep = on_track(snapshots.agent_id, track, tracks)
+    return Snapshots(*(getattr(snapshots, f.name)[keep] for f in fields(Snapshots)))
+
+
+def on_track(
+    agents: Iterable[Any], track: str, tracks: Mapping[str, str], kinds: Iterable[Any] | None = None
+) -> NDArray[np.bool_]:
+    """Which of ``agents`` (ids) are on ``track``: by ``tracks`` (agent id to track), else by
+    their family's ``kinds`` without web search."""
+    agents = list(agents)
+    kinds = [None] * len(agents) if kinds is None else list(kinds)
+    return np.array(
         [
             (tracks.get(str(agent)) or track_of(str(kind or ""), None)) == track
-            for agent, kind in zip(data.agent_id, data.family_kind, strict=True)
+            for agent, kind in zip(agents, kinds, strict=True)
         ],
         dtype=bool,
     )
-    return data if keep.all() else data.select(keep)
 
 
 def breakdown(

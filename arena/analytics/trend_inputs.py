@@ -22,8 +22,8 @@ instead of ~870k rows read), an export's are picked in numpy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,11 +35,12 @@ from numpy.typing import NDArray
 from sqlalchemy import BigInteger, Float, String, cast, func, select, type_coerce
 from sqlalchemy.orm import Session
 
+from arena.analytics.groups import on_track, restrict_snapshots, restrict_track
 from arena.analytics.loading import read_export_table
 from arena.analytics.records import Forecasts
 from arena.analytics.risk_measures import Snapshots
 from arena.analytics.trend_measures import LINEAGE_FIELDS
-from arena.domain.tracks import tools_label, track_of
+from arena.domain.tracks import check_track, tools_label, track_of
 from arena.errors import ForecastsError
 from arena.store.models import Agent, BrierScore, Cohort, PortfolioSnapshot, Trade
 
@@ -50,12 +51,14 @@ _UTC_US = pa.timestamp("us", tz="UTC")
 
 @dataclass(frozen=True, eq=False)
 class Bets:
-    """Scored v1 bets as parallel columns: family, when made, when scored, Brier score."""
+    """Scored v1 bets as parallel columns: family, when made, when scored, Brier score, and
+    the agent that made it (as text)."""
 
     family_id: NDArray[np.object_]
     made_at: NDArray[np.datetime64]
     scored_at: NDArray[np.datetime64]
     brier: NDArray[np.float64]
+    agent_id: NDArray[np.object_]
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,6 +69,25 @@ class TrendInputs:
     bets: Bets
     lineage: list[dict[str, Any]]
     forecasts: Forecasts | None = None
+
+
+def restrict_trend_inputs(
+    inputs: TrendInputs, track: str | None, tracks: Mapping[str, str]
+) -> TrendInputs:
+    """The trend's inputs of the agents on ``track`` (None: all; ``tracks`` maps agent ids to
+    tracks): their snapshots, bets and forecasts, and the family weeks whose lineage is on the
+    track. Ranks are then among the families of the track."""
+    track = check_track(track)
+    if track is None:
+        return inputs
+    bets, forecasts = inputs.bets, inputs.forecasts
+    keep = on_track(bets.agent_id, track, tracks)
+    return TrendInputs(
+        restrict_snapshots(inputs.snapshots, track, tracks),
+        Bets(*(getattr(bets, f.name)[keep] for f in fields(Bets))),
+        [entry for entry in inputs.lineage if entry["track"] == track],
+        None if forecasts is None else restrict_track(forecasts, track, tracks),
+    )
 
 
 # -- the store ----------------------------------------------------------------------------------
@@ -92,6 +114,7 @@ def read_stored_trend_inputs(session: Session) -> TrendInputs:
             _time(session, Trade.executed_at),
             _time(session, BrierScore.scored_at),
             cast(BrierScore.brier, Float),
+            BrierScore.agent_id,
         ).join(Trade, Trade.id == BrierScore.trade_id)
     ).all()
     return TrendInputs(
@@ -101,6 +124,7 @@ def read_stored_trend_inputs(session: Session) -> TrendInputs:
             _micros([row[1] for row in bets]),
             _micros([row[2] for row in bets]),
             np.array([row[3] for row in bets], dtype=np.float64),
+            np.array([str(row[4]) for row in bets], dtype=object),
         ),
         [_lineage(row[1], _micros([row[2]])[0], row[4], row[5], row[6:]) for row in agents],
         _stored_forecasts(session),
@@ -255,7 +279,7 @@ def read_export_trend_inputs(directory: Path) -> TrendInputs:
     order = np.argsort(agent_ids)
     at = order[np.searchsorted(agent_ids[order], week_agent)]
     scores = read_export_table(
-        directory, "brier_scores", ("trade_id", "family_id", "brier", "scored_at")
+        directory, "brier_scores", ("trade_id", "agent_id", "family_id", "brier", "scored_at")
     )
     trades = read_export_table(directory, "trades", ("trade_id", "executed_at"))
     executed = dict(zip(_strings(trades, "trade_id"), _times(trades, "executed_at"), strict=True))
@@ -278,6 +302,7 @@ def read_export_trend_inputs(directory: Path) -> TrendInputs:
             np.array([executed[t] for t in _strings(scores, "trade_id")], "datetime64[us]"),
             _times(scores, "scored_at"),
             _floats(scores, "brier"),
+            _strings(scores, "agent_id"),
         ),
         [
             _lineage(

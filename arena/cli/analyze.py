@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperCommand
@@ -36,6 +37,8 @@ from arena.cli.where import (
 )
 from arena.errors import ForecastsError, OptionError, UserError
 from arena.terminal import show
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from arena.analytics.records import Forecasts
@@ -233,20 +236,26 @@ def _scoped(
 def _tracked(ctx: typer.Context, forecasts: Forecasts, flags: AnalyzeFlags) -> Forecasts:
     """The forecasts of the agents on ``--track`` (all without it)."""
     from arena.analytics.groups import restrict_track
+
+    return on_track(ctx, flags, restrict_track, forecasts)
+
+
+def on_track(ctx: typer.Context, flags: AnalyzeFlags, restrict: Callable[..., T], data: T) -> T:
+    """``data`` (forecasts, snapshots, trend inputs) of the agents on ``--track``, by
+    ``restrict(data, track, tracks)``; ``data`` itself without ``--track``."""
     from arena.domain.tracks import check_track
 
     if check_track(flags.track) is None:
-        return forecasts
-    return restrict_track(forecasts, flags.track, agent_tracks(ctx, flags.from_export))
+        return data
+    return restrict(data, flags.track, agent_tracks(ctx, flags.from_export))
 
 
 def agent_tracks(ctx: typer.Context, from_export: Path | None) -> dict[str, str]:
     """Each agent's track by id (of the export directory, or of the configured database)."""
     from arena.analytics.loading import agent_tracks as stored_tracks
-    from arena.analytics.loading import find_forecasts_file
 
-    if from_export is not None:
-        return stored_tracks(find_forecasts_file(from_export).parent)
+    if from_export is not None:  # a directory, or one of its files
+        return stored_tracks(from_export if from_export.is_dir() else from_export.parent)
     import tempfile
 
     from arena.export.writer import export_table
@@ -604,6 +613,7 @@ def load_snapshots(ctx: typer.Context, from_export: Path | None, value: str) -> 
     "output_format",
     "value",
     "at",
+    "track",
     "bootstrap",
     "seed",
     "by",
@@ -625,13 +635,14 @@ def risk_command(
     """
     import sys
 
+    from arena.analytics.groups import restrict_snapshots
     from arena.analytics.risk_report import risk
 
     one_of("--value", value, ("mark", "exit"))
     fmt = one_of("--format", flags.output_format, ANALYZE_FORMATS)
     options = _options(ctx, flags)
     snapshots = load_snapshots(ctx, flags.from_export, value)
-    report = risk(snapshots, options, value=value)
+    report = risk(on_track(ctx, flags, restrict_snapshots, snapshots), options, value=value)
     if fmt == "json":
         typer.echo(json.dumps(report, indent=2))
     elif fmt == "csv":
@@ -883,7 +894,7 @@ def load_trend_inputs(ctx: typer.Context, from_export: Path | None) -> Any:
 
 
 @analyze_app.command("trend")
-@with_options(AnalyzeFlags, "from_export", "trend_format", "at", "family", "wide")
+@with_options(AnalyzeFlags, "from_export", "trend_format", "at", "family", "track", "wide")
 def trend_command(
     ctx: typer.Context,
     flags: AnalyzeFlags,
@@ -901,13 +912,16 @@ def trend_command(
     """
     import sys
 
+    from arena.analytics.trend_inputs import restrict_trend_inputs
     from arena.analytics.trend_render import trend_table
     from arena.analytics.trend_report import trend, write_csv
 
     one_of("--format", trend_format, TREND_FORMATS)
     options = _options(ctx, flags)
     try:
-        report = trend(load_trend_inputs(ctx, flags.from_export), options, family=family)
+        loaded = load_trend_inputs(ctx, flags.from_export)
+        inputs = on_track(ctx, flags, restrict_trend_inputs, loaded)
+        report = trend(inputs, options, family=family)
     except UserError:  # no snapshots to read: said as is
         raise
     except ValueError as exc:  # an unknown family

@@ -2,9 +2,12 @@
 
 A fresh SQLite file, a simulated Polymarket (a few hundred synthetic markets whose prices move
 and which close, get proposed, disputed and resolve, including a 50-50 and an ambiguous one),
-the configured baseline families, and simulated models answering through the real OpenAI SDK
-against an in-process fake OpenRouter. A simulated clock runs several weeks of the production
-jobs, then the leaderboard and an export are written.
+the configured baseline families, simulated models answering through the real OpenAI SDK
+against an in-process fake OpenRouter (one of them with web search, whose answers cite the
+fake's sources), and the example outside agent (:mod:`arena.fakes.example_agent`) served over
+HTTP on a free port of 127.0.0.1 for the run, under a secret drawn for the run. A simulated
+clock runs several weeks of the production jobs, then the leaderboard (with each family's
+track: model, web, agent, baseline) and an export are written.
 
 Honest by construction:
 
@@ -19,9 +22,13 @@ Honest by construction:
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 import shlex
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -42,6 +49,9 @@ if TYPE_CHECKING:
     from arena.jobs.guard import GuardedRun
 
 DEMO_SKILLS = (0.9, 0.7, 0.5, 0.3, 0.1)  # one simulated model family per skill
+DEMO_WEB_SKILL = 0.7  # the simulated family that calls with web search (track web)
+DEMO_AGENT_ID = "example-agent"  # the example outside agent, served locally (track agent)
+DEMO_AGENT_SECRET_ENV = "ARENA_DEMO_AGENT_SECRET"  # its HMAC secret, set for the demo only
 DEMO_RESAMPLES = 500  # fewer than analysis.resamples, to stay quick; stated in the output
 DEMO_MARKER = ".arena-demo"  # written into --out by the demo that created or adopted it
 DEMO_FILES = (
@@ -143,6 +153,7 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     from arena.analytics.leaderboard import compute_leaderboard
     from arena.cli.results import print_leaderboard
     from arena.demo_world import Simulation, WorldPlan
+    from arena.domain.tracks import TRACKS
     from arena.export.writer import ExportTarget, export
     from arena.jobs.audit import check_ledger
     from arena.store.db import make_engine, session_factory, upgrade
@@ -157,64 +168,66 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     if pricing not in ("book", "gamma"):
         raise OptionError(f"--pricing: {pricing!r} is not book or gamma")
     prepare_out(out)
-    settings = base.model_copy(
-        update={
-            "families": _demo_lineup(base.families),
-            "database_url": f"sqlite:///{out / 'demo.db'}",
-            "methodology": version,
-            "benchmark": base.benchmark.model_copy(
-                update={"universe_size": min(500, markets), "pricing": pricing}
-            ),
-            # Simulated time runs ~10,000x faster than real time: sync the whole universe twice
-            # a simulated day (held markets are still refreshed at every snapshot and settlement).
-            "schedule": base.schedule.model_copy(update={"market_sync_minutes": 720}),
-        }
-    )
-    logging.getLogger().setLevel(logging.ERROR)  # the demo shows progress, not job logs
-    engine = make_engine(settings.database_url)
-    upgrade(engine)
-    factory = session_factory(engine)
-    start, end = demo_window(clock_for(None).now(), weeks, step_minutes)
-    step = timedelta(minutes=step_minutes)
-    families = [f.id for f in settings.active_families]
-    console.print(
-        f"[bold]arena demo[/bold]: {weeks} simulated weeks from {start.date()} to "
-        f"{end:%Y-%m-%d %H:%M} UTC (before now), "
-        f"{markets} synthetic markets, {len(families)} families, methodology "
-        f"{version}, pricing {pricing}, database {out / 'demo.db'}"
-    )
-    started = time.perf_counter()
-    sim = Simulation(
-        settings,
-        factory,
-        WorldPlan(start, 7 * weeks, n_markets=markets, seed=seed),
-        skills=demo_skills(settings.families),
-    )
-    failures: list[str] = []
-    ticks = int((end - start) / step) + 1
-    try:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as progress:
-            task = progress.add_task("simulating", total=ticks)
+    with demo_agent() as endpoint:  # the example agent serves while the simulation runs
+        settings = base.model_copy(
+            update={
+                "families": _demo_lineup(base.families, endpoint),
+                "database_url": f"sqlite:///{out / 'demo.db'}",
+                "methodology": version,
+                "benchmark": base.benchmark.model_copy(
+                    update={"universe_size": min(500, markets), "pricing": pricing}
+                ),
+                # Simulated time runs ~10,000x faster than real time: sync the whole universe
+                # twice a simulated day (held markets are still refreshed at every snapshot and
+                # settlement).
+                "schedule": base.schedule.model_copy(update={"market_sync_minutes": 720}),
+            }
+        )
+        logging.getLogger().setLevel(logging.ERROR)  # the demo shows progress, not job logs
+        engine = make_engine(settings.database_url)
+        upgrade(engine)
+        factory = session_factory(engine)
+        start, end = demo_window(clock_for(None).now(), weeks, step_minutes)
+        step = timedelta(minutes=step_minutes)
+        families = [f.id for f in settings.active_families]
+        console.print(
+            f"[bold]arena demo[/bold]: {weeks} simulated weeks from {start.date()} to "
+            f"{end:%Y-%m-%d %H:%M} UTC (before now), "
+            f"{markets} synthetic markets, {len(families)} families, methodology "
+            f"{version}, pricing {pricing}, database {out / 'demo.db'}"
+        )
+        started = time.perf_counter()
+        sim = Simulation(
+            settings,
+            factory,
+            WorldPlan(start, 7 * weeks, n_markets=markets, seed=seed),
+            skills=demo_skills(settings.families),
+        )
+        failures: list[str] = []
+        ticks = int((end - start) / step) + 1
+        try:
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            ) as progress:
+                task = progress.add_task("simulating", total=ticks)
 
-            def on_step(at: datetime, results: list[GuardedRun]) -> None:
-                failures.extend(
-                    f"{at:%Y-%m-%d %H:%M} {r.job}: {r.error}"
-                    for r in results
-                    if r.status == JobRunStatus.FAILED
-                )
-                progress.update(
-                    task, advance=1, description=f"simulated time {at:%a %Y-%m-%d %H:%M} UTC"
-                )
+                def on_step(at: datetime, results: list[GuardedRun]) -> None:
+                    failures.extend(
+                        f"{at:%Y-%m-%d %H:%M} {r.job}: {r.error}"
+                        for r in results
+                        if r.status == JobRunStatus.FAILED
+                    )
+                    progress.update(
+                        task, advance=1, description=f"simulated time {at:%a %Y-%m-%d %H:%M} UTC"
+                    )
 
-            sim.run(end, step, on_step)
-    finally:
-        sim.close()
+                sim.run(end, step, on_step)
+        finally:
+            sim.close()
     _summary(factory, time.perf_counter() - started)
     for failure in failures[:5]:
         console.print(f"[yellow]job failed[/yellow] {failure}", markup=True)
@@ -223,7 +236,13 @@ def demo(ctx: typer.Context, setup: DemoSetup) -> None:
     if violations:
         raise JobFailed("ledger invariant violated: " + "; ".join(violations[:3]))
     minimum = settings.benchmark.min_scored_bets
-    print_leaderboard(compute_leaderboard(factory, min_scored_bets=minimum), None, minimum)
+    standings = compute_leaderboard(factory, min_scored_bets=minimum)
+    print_leaderboard(standings, None, minimum)
+    console.print("Tracks (compared like with like: arena leaderboard --track NAME)")
+    for track in TRACKS:
+        names = [standing.family_id for standing in standings if standing.track == track]
+        if names:
+            console.print(f"  {track}: {', '.join(names)}")
     export_dir = out / "export"
     manifest = export(factory, ExportTarget(export_dir, "jsonl"), methodology=version)
     console.print(
@@ -278,22 +297,57 @@ def demo_window(now: datetime, weeks: int, step_minutes: int) -> tuple[datetime,
     return start, end_of_weeks - timedelta(minutes=step_minutes)
 
 
-def _demo_lineup(
-    configured: list[FamilyConfig],
-) -> list[FamilyConfig]:
-    """Simulated model families named by their skill, plus the configured baselines (or the
-    three built-in ones when the config has none)."""
-    from arena.config import BaselineFamily, OpenRouterFamily
+@contextmanager
+def demo_agent() -> Iterator[str]:
+    """The example outside agent (:mod:`arena.fakes.example_agent`, betting on favourites)
+    served on a free port of 127.0.0.1 while the block runs; yields its endpoint. Its secret is
+    drawn fresh and set in :data:`DEMO_AGENT_SECRET_ENV` for the block only (never printed);
+    the variable's earlier state comes back after."""
+    from arena.fakes.example_agent import make_app
+    from arena.fakes.serving import serve_asgi
+
+    secret = secrets.token_hex(32)
+    before = os.environ.get(DEMO_AGENT_SECRET_ENV)
+    os.environ[DEMO_AGENT_SECRET_ENV] = secret
+    try:
+        with serve_asgi(make_app(secret.encode(), "favourite")) as url:
+            yield f"{url}/decide"
+    finally:
+        if before is None:
+            os.environ.pop(DEMO_AGENT_SECRET_ENV, None)
+        else:
+            os.environ[DEMO_AGENT_SECRET_ENV] = before
+
+
+def _demo_lineup(configured: list[FamilyConfig], agent_endpoint: str) -> list[FamilyConfig]:
+    """Simulated model families named by their skill (:data:`DEMO_WEB_SKILL`'s with web search
+    on the fake OpenRouter), the example outside agent at ``agent_endpoint``, plus the
+    configured baselines (or the three built-in ones when the config has none)."""
+    from pydantic import AnyHttpUrl
+
+    from arena.config import AgentFamily, BaselineFamily, OpenRouterFamily, WebSearch
 
     simulated: list[FamilyConfig] = [
         OpenRouterFamily(
             id=f"sim-skill-{round(skill * 100):02d}",
-            display_name=f"Sim skill {skill:.1f}",
+            display_name=f"Sim skill {skill:.1f}"
+            + (" + web search" if skill == DEMO_WEB_SKILL else ""),
             provider="Simulated",
             openrouter_id=f"sim/skill-{round(skill * 100):02d}",
+            web_search=WebSearch() if skill == DEMO_WEB_SKILL else None,
         )
         for skill in DEMO_SKILLS
     ]
+    simulated.append(
+        AgentFamily(
+            kind=FamilyKind.AGENT,
+            id=DEMO_AGENT_ID,
+            display_name="Example agent (favourites)",
+            endpoint=AnyHttpUrl(agent_endpoint),
+            secret_env=DEMO_AGENT_SECRET_ENV,
+            deadline_seconds=30,
+        )
+    )
     baselines = [f for f in configured if f.kind == FamilyKind.BASELINE] or [
         BaselineFamily(kind=FamilyKind.BASELINE, id="market-follower", strategy="market-follower"),
         BaselineFamily(kind=FamilyKind.BASELINE, id="always-hold", strategy="always-hold"),
@@ -321,7 +375,7 @@ def _summary(factory: sessionmaker[Session], seconds: float) -> None:
         f"{n['decisions']} decisions ({n['attempts']} model attempts, "
         f"{n['system_holds']} system HOLDs), {n['trades']} trades, "
         f"{n['closed_positions']} positions closed or settled, {n['brier_scores']} Brier "
-        f"scores, {n['snapshots']} snapshots"
+        f"scores, {n['snapshots']} snapshots, {n['citations']} web search citations"
     )
 
 

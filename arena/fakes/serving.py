@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -31,9 +32,38 @@ __all__ = [
     "Handler",
     "Reply",
     "mock_transport",
+    "serve_asgi",
     "serve_body_handler",
     "serve_handler",
 ]
+
+
+@contextmanager
+def serve_asgi(app: Any, started_within: float = 10.0) -> Iterator[str]:
+    """Serve the ASGI ``app`` with uvicorn on a thread, on a free port of 127.0.0.1 (bound
+    before uvicorn starts, so no other process can take it); yields the base URL once it
+    listens, and stops the server on exit."""
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, args=([sock],), name="asgi-fake", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + started_within
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the local ASGI server did not start")
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from arena.domain.states import PositionStatus
 from arena.store.models import (
     Agent,
     BrierScore,
+    Citation,
     Cohort,
     Decision,
     DecisionAttempt,
@@ -108,6 +109,7 @@ def row_counts(session: Session) -> dict[str, int]:
         "trades": select(func.count()).select_from(Trade),
         "closed_positions": select(func.count()).where(Position.status != PositionStatus.OPEN),
         "brier_scores": select(func.count()).select_from(BrierScore),
+        "citations": select(func.count()).select_from(Citation),
         "snapshots": select(func.count()).select_from(PortfolioSnapshot),
     }
     row = session.execute(select(*(q.scalar_subquery().label(k) for k, q in counts.items()))).one()

@@ -59,6 +59,7 @@ from arena.domain.states import (
     FamilyKind,
     Methodology,
 )
+from arena.domain.tracks import web_search_settings
 from arena.errors import (
     BudgetExceeded,
     FatalProviderError,
@@ -285,6 +286,7 @@ class DecisionRun:
         provider = self.sources.provider_for(agent)
         model = agent_model(agent)
         max_tokens = self.settings.max_tokens(agent.family_id)
+        web_search = web_search_settings(agent.web_search)  # frozen at cohort open
         self.budget.carry(agent.family_id, turn.claim.cost_before)
         try:
             self.budget.reserve(
@@ -293,7 +295,7 @@ class DecisionRun:
                 messages,
                 max_tokens,
                 unpaid=agent.kind != FamilyKind.OPENROUTER,
-                searched=self.settings.web_search(agent.family_id) is not None,
+                searched=web_search is not None,
             )
         except BudgetExceeded as exc:
             attempts.store(
@@ -313,7 +315,13 @@ class DecisionRun:
             for _round in range(self.settings.benchmark.malformed_retries + 1):
                 repair = last_error if kind == AttemptKind.REPAIR else None
                 request = ModelRequest(
-                    agent.family_id, model, list(messages), max_tokens, ctx, repair=repair
+                    agent.family_id,
+                    model,
+                    list(messages),
+                    max_tokens,
+                    ctx,
+                    repair=repair,
+                    web_search=web_search,
                 )
                 answered = self._call(turn, provider, request, kind)
                 if answered is None:

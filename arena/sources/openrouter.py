@@ -6,11 +6,11 @@ every attempt is reported and stored. The body of every answer is read raw and c
 :mod:`arena.sources.openrouter_replies`, because OpenRouter reports some failures inside
 HTTP 200 bodies that the SDK accepts.
 
-A family with ``web_search`` calls with OpenRouter's ``openrouter:web_search`` server tool in
-``tools`` (the ``web`` plugin and the ``:online`` suffix are deprecated); its answers carry
-citations (``url_citation`` annotations) and a search cost, read by the reply parser. What
-OpenRouter documents about the tool (engines, limits, pricing, failures) is in METHODOLOGY.md,
-"Web search".
+An agent with ``web_search`` (the settings its cohort froze, which the request carries) calls
+with OpenRouter's ``openrouter:web_search`` server tool in ``tools`` (the ``web`` plugin and the
+``:online`` suffix are deprecated); its answers carry citations (``url_citation`` annotations)
+and a search cost, read by the reply parser. What OpenRouter documents about the tool (engines,
+limits, pricing, failures) is in METHODOLOGY.md, "Web search".
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import openai
 from openai import OpenAI
 from pydantic import SecretStr
 
-from arena.config import OpenRouterFamily, Settings
+from arena.config import OpenRouterFamily, Settings, WebSearch
 from arena.domain.storable import fits_digits, storable_json
 from arena.errors import (
     ConfigError,
@@ -111,9 +111,8 @@ class OpenRouterProvider(HttpClientOwner):
             extra["provider"] = family.provider_routing
         if family is not None and family.reasoning:
             extra["reasoning"] = family.reasoning
-        web_search = self.settings.web_search(request.family_id)
-        if web_search is not None:
-            extra["tools"] = [web_search.tool()]
+        if request.web_search is not None:  # the agent's frozen settings, not today's config
+            extra["tools"] = [WebSearch.model_validate(request.web_search).tool()]
         return {
             "model": request.model,
             "messages": request.messages,

@@ -32,7 +32,9 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ModelRequest:
     """One call to a model: which family, which model id, the messages and the output cap
-    (and, for a repair call, the errors it repairs: the messages quote them too)."""
+    (and, for a repair call, the errors it repairs: the messages quote them too).
+    ``web_search``: the agent's web search settings as its cohort froze them (None: off); the
+    call follows them, never the family's current configuration."""
 
     family_id: str
     model: str
@@ -40,6 +42,7 @@ class ModelRequest:
     max_tokens: int
     context: object | None = None  # provider-specific extras (baselines: universe, portfolio)
     repair: str | None = None  # a repair call: the errors of the previous answer
+    web_search: dict[str, Any] | None = None  # the frozen web search settings; None: off
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,14 @@ class ProviderRegistry:
         *,
         api_key: SecretStr | None = None,
         http_client: httpx.Client | None = None,
+        agent_http: httpx.Client | None = None,
     ) -> None:
+        """``http_client``: OpenRouter's client; ``agent_http``: one client for every outside
+        agent (owned by the caller; without it each agent family gets a client of its own)."""
         self.settings = settings
         self._api_key = api_key
         self._http_client = http_client
+        self._agent_http = agent_http
         self._openrouter: OpenRouterProvider | None = None
         self._baselines: dict[tuple[str, int], BaselineProvider] = {}
         self._agents: dict[str, OutsideAgentProvider] = {}
@@ -92,7 +96,7 @@ class ProviderRegistry:
                     f"{family.secret_env}: not set; the outside agent {family_id!r} needs its "
                     "HMAC secret (set it in the environment, or deactivate the family)"
                 )
-            self._agents[family_id] = OutsideAgentProvider(family, secret)
+            self._agents[family_id] = OutsideAgentProvider(family, secret, self._agent_http)
         return self._agents[family_id]
 
     def worst_case(self, model: str, prompt_tokens: int, max_tokens: int) -> Decimal:

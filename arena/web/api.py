@@ -166,13 +166,15 @@ def risk(
     value: Annotated[
         RiskValue, Query(description="Value at the mark, or at exit (mode book cohorts only).")
     ] = RiskValue.MARK,
+    track: TrackParam = None,
 ) -> dict[str, Any]:
     """Risk and return of each portfolio curve, as `arena analyze risk --format json`: Sharpe
     and Sortino of the weekly returns (annualised by sqrt(52)), maximum drawdown in % and $
     with its duration in hours and whether it recovered, and Calmar, each with its 95%
     moving-block bootstrap interval or `"insufficient"` (below 8 complete weeks, or no defined
-    value; the reason is in `insufficient_reason`)."""
-    return risk_report(ctx, session, by, value)
+    value; the reason is in `insufficient_reason`). With `track`: the agents on that track
+    only, as `--track`."""
+    return risk_report(ctx, session, by, value, track)
 
 
 @router.get("/families/{family_id}", response_model=schemas.Family, responses=BY_ID)
@@ -183,11 +185,14 @@ def family(ctx: ContextDep, session: SessionDep, family_id: FamilyId) -> dict[st
 
 
 @router.get("/families/{family_id}/trend", response_model=schemas.FamilyTrend, responses=BY_ID)
-def family_trend(ctx: ContextDep, session: SessionDep, family_id: FamilyId) -> dict[str, Any]:
+def family_trend(
+    ctx: ContextDep, session: SessionDep, family_id: FamilyId, track: TrackParam = None
+) -> dict[str, Any]:
     """One family per cohort week: weekly return, Brier (v1), adjusted score and alpha (v2),
     rank that week and cumulatively among every family, and where its lineage changed; the
-    rows of `arena analyze trend --format json` at the same instant."""
-    return trend.family_trend(ctx, session, family_id)
+    rows of `arena analyze trend --format json` at the same instant. With `track`: its weeks on
+    that track, ranked among that track's families only, as `--track`."""
+    return trend.family_trend(ctx, session, family_id, track)
 
 
 @router.get("/cohorts", response_model=schemas.CohortPage, responses=INVALID)

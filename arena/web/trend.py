@@ -15,36 +15,48 @@ from sqlalchemy.orm import Session
 
 from arena.errors import NotFound
 from arena.store.models import Family
+from arena.web.breakdown import Track
 from arena.web.context import WebContext
 
 log = logging.getLogger(__name__)
 
 
-def trend_report(ctx: WebContext, session: Session) -> dict[str, Any] | None:
-    """The whole trend as of now (computed once per data version, off the request path:
-    :meth:`arena.web.context.WebContext.latest`); None before the first snapshot."""
-    return ctx.latest(("trend", None), session, lambda own: _compute(ctx, own))
+def trend_report(
+    ctx: WebContext, session: Session, track: Track | None = None
+) -> dict[str, Any] | None:
+    """The whole trend as of now (of the agents on ``track`` when given, ranks among its
+    families, as ``arena analyze trend --track``), computed once per data version, off the
+    request path (:meth:`arena.web.context.WebContext.latest`); None before the first
+    snapshot."""
+    return ctx.latest(("trend", None, track), session, lambda own: _compute(ctx, own, track))
 
 
-def _compute(ctx: WebContext, session: Session) -> dict[str, Any] | None:
+def _compute(ctx: WebContext, session: Session, track: Track | None) -> dict[str, Any] | None:
+    from arena.analytics.leaderboard import stored_agent_tracks
     from arena.analytics.options import configured_options
-    from arena.analytics.trend_inputs import read_stored_trend_inputs
+    from arena.analytics.trend_inputs import read_stored_trend_inputs, restrict_trend_inputs
     from arena.analytics.trend_report import trend
     from arena.errors import ForecastsError
 
     options = configured_options(ctx.settings, as_of=ctx.now())
+    inputs = read_stored_trend_inputs(session)
+    if track is not None:
+        inputs = restrict_trend_inputs(inputs, track.value, stored_agent_tracks(session))
     try:
-        return trend(read_stored_trend_inputs(session), options)
+        return trend(inputs, options)
     except ForecastsError as exc:  # nothing stored yet
         log.info("trend: %s", exc)
         return None
 
 
-def family_trend(ctx: WebContext, session: Session, family_id: str) -> dict[str, Any]:
-    """One family's trend rows (ranks among every family); 404 for an unknown family."""
+def family_trend(
+    ctx: WebContext, session: Session, family_id: str, track: Track | None = None
+) -> dict[str, Any]:
+    """One family's trend rows (ranks among every family, or among those on ``track``: then
+    its weeks on that track only); 404 for an unknown family."""
     if session.get(Family, family_id) is None:
         raise NotFound(f"family {family_id} does not exist")
-    report = trend_report(ctx, session)
+    report = trend_report(ctx, session, track)
     rows = [r for r in (report or {}).get("rows", []) if r["family_id"] == family_id]
     return {
         "family_id": family_id,

@@ -198,3 +198,60 @@ def test_the_trend_marks_the_week_a_family_gained_web_search(
     )
     assert not any(r["lineage_changed"] for r in older["rows"])
     assert set(agent_tracks(tmp_path / "export").values()) == {"model", "baseline"}
+
+
+def test_risk_and_trend_keep_one_tracks_agents(
+    world: tuple[Database, Path], tmp_path: Path
+) -> None:
+    """``analyze risk``/``trend --track`` and ``?track=`` on their routes: the curves of that
+    track's agents only, the trend's weeks of that track ranked among its families."""
+    db, config = world
+    with db.factory() as session:
+        searching = {
+            str(a.id)
+            for a in session.scalars(select(Agent).where(Agent.family_id == "beta-model"))
+            if a.web_search
+        }
+    args = ["--at", LATE, "--bootstrap", "20", "--format", "json"]
+    whole = json.loads(_cli(config, "analyze", "risk", "--by", "agent", *args))
+    web = json.loads(_cli(config, "analyze", "risk", "--by", "agent", "--track", "web", *args))
+    assert searching and {r["forecaster"] for r in web["rows"]} == searching
+    mine = [r for r in whole["rows"] if r["forecaster"] in searching]
+    assert sorted(web["rows"], key=str) == sorted(mine, key=str)  # each curve as it was
+    models = json.loads(_cli(config, "analyze", "risk", "--track", "model", *args))
+    assert {r["forecaster"] for r in models["rows"]} == {"alpha-model", "beta-model"}
+    export(db.factory, ExportTarget(tmp_path / "export", "csv"))
+    exported = json.loads(
+        _cli(config, "analyze", "risk", "--by", "agent", "--track", "web", "--from-export",
+             str(tmp_path / "export"), *args)
+    )  # fmt: skip
+    assert exported["rows"] == web["rows"]
+
+    trend_args = ["analyze", "trend", "--at", LATE, "--format", "json"]
+    on_web = json.loads(_cli(config, *trend_args, "--track", "web"))
+    assert on_web["rows"] and {r["family_id"] for r in on_web["rows"]} == {"beta-model"}
+    assert all(r["week_start"][:10] >= GAINED for r in on_web["rows"])
+    assert {r["rank_week"] for r in on_web["rows"]} == {1, None}  # alone on its track
+    on_model = json.loads(_cli(config, *trend_args, "--track", "model"))
+    beta_weeks = {r["week_start"][:10] for r in on_model["rows"] if r["family_id"] == "beta-model"}
+    assert FIRST_WEEK.date().isoformat() in beta_weeks  # its first cohort's agent, no search
+    assert {r["family_id"] for r in on_model["rows"]} == {"alpha-model", "beta-model"}
+    from_export = _cli(
+        config, *trend_args, "--track", "web", "--from-export", str(tmp_path / "export")
+    )
+    assert json.loads(from_export)["rows"] == on_web["rows"]
+    done = runner.invoke(app, ["--config", str(config), "analyze", "risk", "--track", "tools"])
+    assert isinstance(done.exception, OptionError)
+
+    with TestClient(create_app(load_settings(config))) as client:
+        api_risk = client.get("/api/v1/risk", params={"by": "agent", "track": "web"}).json()
+        assert {r["forecaster"] for r in api_risk["rows"]} == searching
+        everyone = client.get("/api/v1/risk", params={"by": "agent"}).json()
+        assert {r["forecaster"] for r in everyone["rows"]} > searching
+        api_trend = client.get("/api/v1/families/beta-model/trend?track=web").json()
+        assert api_trend["rows"] and all(r["week_start"][:10] >= GAINED for r in api_trend["rows"])
+        assert 1 in {r["rank_week"] for r in api_trend["rows"]} <= {1, None}
+        full = client.get("/api/v1/families/beta-model/trend").json()
+        assert len(full["rows"]) > len(api_trend["rows"])
+        assert client.get("/api/v1/risk?track=tools").status_code == 422
+        assert client.get("/api/v1/families/beta-model/trend?track=tools").status_code == 422

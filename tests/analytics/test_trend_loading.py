@@ -80,7 +80,9 @@ def test_a_curve_that_reaches_zero_gives_null_never_nan() -> None:
             times,
             np.array([50.0, 0.0, 0.0]),
         ),
-        Bets(none, np.array([], "datetime64[us]"), np.array([], "datetime64[us]"), np.array([])),
+        Bets(
+            none, np.array([], "datetime64[us]"), np.array([], "datetime64[us]"), np.array([]), none
+        ),
         [{"family_id": "busted", "week_start": start, "openrouter_id": "m"} | _versions()],
     )
     report = trend(inputs, at=datetime(2026, 11, 22, tzinfo=UTC))

@@ -8,10 +8,11 @@ import math
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from arena.analytics.loading import read_export
 from arena.analytics.report import AnalysisOptions, against_market
-from arena.cli.demo import DEMO_SKILLS
+from arena.cli.demo import DEMO_AGENT_ID, DEMO_SKILLS, DEMO_WEB_SKILL
 from tests.analytics.outside import (
     check_alpha,
     check_calibration,
@@ -33,6 +34,10 @@ def _close(a: object, b: object) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     return a == b
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def test_demo_runs_offline_and_agrees_with_its_export(tmp_path: Path) -> None:
@@ -64,6 +69,19 @@ def test_demo_runs_offline_and_agrees_with_its_export(tmp_path: Path) -> None:
     files = manifest["files"]
     assert {"decisions", "attempts", "trades", "snapshots", "forecasts"} <= set(files)
     assert files["forecasts"]["rows"] > 0 and files["trades"]["rows"] > 0
+    # issue 27, part 5: the example outside agent, served by the demo on 127.0.0.1, decided and
+    # traded over HTTP; the web search family's answers cite the fake OpenRouter's sources;
+    # the output names each family's track; the agent's secret stays out of the output
+    decided = [
+        d for d in _rows(out / "export" / "decisions.jsonl") if d["family_id"] == DEMO_AGENT_ID
+    ]
+    assert decided and all(d["status"] == "completed" and not d["system_hold"] for d in decided)
+    trades = _rows(out / "export" / "trades.jsonl")
+    assert any(t["family_id"] == DEMO_AGENT_ID for t in trades)
+    web_family = f"sim-skill-{round(100 * DEMO_WEB_SKILL)}"
+    citations = _rows(out / "export" / "citations.jsonl")
+    assert citations and {c["family_id"] for c in citations} == {web_family}
+    assert f"web: {web_family}" in result.stdout and f"agent: {DEMO_AGENT_ID}" in result.stdout
     board = run_arena(
         "--config",
         str(config),

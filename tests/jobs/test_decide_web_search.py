@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from arena.clock import FixedClock
+from arena.config import WebSearch
 from arena.export.writer import ExportTarget, export
 from arena.fakes.openrouter import http_error, no_results, search_unavailable, searched
 from arena.jobs.budget import SEARCH_WORST_CASE_USD
@@ -192,3 +193,34 @@ def test_the_search_is_paid_from_the_budget(db: Database, tmp_path: Path) -> Non
     [attempt] = world.attempts(GPT)
     assert attempt.search_cost_usd == Decimal("0.25")
     assert budget.spent[GPT] == attempt.cost_usd and attempt.cost_usd > Decimal("0.25")
+
+
+def test_the_call_follows_the_web_search_its_cohort_froze_not_todays_config(
+    db: Database, tmp_path: Path
+) -> None:
+    """The cohort opened with search on for GPT and off for grok-4; the config then turned
+    them around mid-week. The open cohort's agents keep what they were frozen with."""
+    world = web_world(db, tmp_path)
+    edited = [
+        f.model_copy(update={"web_search": None})
+        if f.id == GPT
+        else f.model_copy(update={"web_search": WebSearch()})
+        if f.id == "grok-4"
+        else f
+        for f in world.settings.families
+    ]
+    world.settings = world.settings.model_copy(update={"families": edited})
+    world.fake.script(MODELS[GPT], searched(fake_answer(HOLD), *SOURCES[:1], cost="0.01"))
+
+    with world.serve():
+        report = world.run()
+
+    assert report.failure() is None
+    [sent] = world.fake.chat_requests(MODELS[GPT])
+    assert sent.json["tools"] == [{"type": "openrouter:web_search", "parameters": WEB_SEARCH}]
+    [grok] = world.fake.chat_requests(MODELS["grok-4"])
+    assert "tools" not in grok.json
+    [attempt] = world.attempts(GPT)
+    assert [c.url for c in citations_of(db, attempt.id)] == [SOURCES[0]["url"]]
+    assert attempt.search_cost_usd == Decimal("0.01")
+    assert world.attempts("grok-4")[0].search_cost_usd is None

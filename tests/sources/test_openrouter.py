@@ -131,11 +131,14 @@ def rig(make_rig: MakeRig) -> Rig:
 
 
 def req(family: str = "plain", model: str = MODEL, max_tokens: int = 300) -> ModelRequest:
+    """A request of ``family``, with the web search settings its agents would have frozen."""
     messages = [
         {"role": "system", "content": "You are a forecaster."},
         {"role": "user", "content": "Markets: ..."},
     ]
-    return ModelRequest(family_id=family, model=model, messages=messages, max_tokens=max_tokens)
+    search = getattr(next(f for f in FAMILIES if f.id == family), "web_search", None)
+    frozen = None if search is None else search.model_dump(mode="json")
+    return ModelRequest(family, model, messages, max_tokens, web_search=frozen)
 
 
 def fail(rig: Rig, request: ModelRequest | None = None) -> ProviderCallError:
