@@ -227,6 +227,7 @@ def measure(kind: str, url: str, resamples: int) -> dict[str, Any]:
     from arena.analytics.report import configured_options, full_analysis
     from arena.analytics.stored import refresh_analysis, stored_forecasts
     from arena.config import Settings
+    from arena.export.forecast_columns import forecast_columns  # noqa: F401 - before the clock
     from arena.export.writer import table_columns
 
     engine = make_engine(url)
