@@ -246,6 +246,14 @@ def fmt_date(value: datetime | None) -> str:
 
 
 def prompt_market(market: MarketView) -> dict[str, str]:
+    """One market's line of the prompt. The universe's markets are the same for every agent
+    of a decision run (replicates, families), so each line is formatted once
+    (:func:`_market_line`, keyed by the frozen market's value)."""
+    return dict(_market_line(market))
+
+
+@functools.lru_cache(maxsize=4096)
+def _market_line(market: MarketView) -> dict[str, str]:
     category = market.category or (market.tags[0] if market.tags else None)
     return {
         "id": clean_text(market.id, ID_LIMIT),

@@ -317,3 +317,30 @@ def test_fingerprint_changes_when_a_template_changes(monkeypatch, tmp_path):
     assert before == prompt_fingerprint("v1")
     (tmp_path / "v1" / "repair.txt").write_text("changed {{ error }}")
     assert prompt_fingerprint("v1") != before
+
+
+def test_each_market_line_is_formatted_once_for_every_agent_of_a_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every agent of a decision run (replicates, families) is shown the same frozen universe:
+    its lines are formatted once, and an agent's prompt cannot change another's."""
+    prompting._market_line.cache_clear()
+    formatted: list[str] = []
+    real = prompting.fmt_prices
+
+    def counted(market):
+        formatted.append(market.id)
+        return real(market)
+
+    monkeypatch.setattr(prompting, "fmt_prices", counted)
+    first = render_messages(sample_context())
+    again = render_messages(sample_context())  # equal markets, new objects: another agent
+    assert first == again
+    assert sorted(formatted) == sorted(set(formatted))  # once per market
+    line = prompting.prompt_market(binary("559651", "0.62", volume="12345678.9"))
+    line["question"] = "changed"
+    assert prompting.prompt_market(binary("559651", "0.62", volume="12345678.9"))["question"] != (
+        "changed"
+    )
+    moved = prompting.prompt_market(binary("559651", "0.55", volume="12345678.9"))
+    assert moved["prices"] == "YES=0.55; NO=0.45"  # a new price: a new line
