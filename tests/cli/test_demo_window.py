@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from arena.cli.demo import DEMO_SKILLS, _demo_lineup, demo_skills, demo_window
+from arena.cli.demo import DEMO_AGENT_ID, DEMO_SKILLS, _demo_lineup, demo_skills, demo_window
 from arena.config import BaselineFamily, OpenRouterFamily
+from arena.domain.states import FamilyKind
 
 
 @pytest.mark.parametrize(
@@ -31,10 +32,12 @@ def test_families_are_named_by_their_simulated_skill() -> None:
         OpenRouterFamily(id="gpt-5.1", display_name="GPT", openrouter_id="openai/gpt-5.2"),
         BaselineFamily(kind="baseline", id="always-hold", strategy="always-hold"),
     ]
-    lineup = _demo_lineup(configured)
+    lineup = _demo_lineup(configured, "http://127.0.0.1:9/decide")
     ids = [f.id for f in lineup]
     assert "gpt-5.1" not in ids  # a real model's name never stands beside a made-up skill
     assert "always-hold" in ids
+    agent = next(f for f in lineup if f.id == DEMO_AGENT_ID)  # the example outside agent
+    assert agent.kind == FamilyKind.AGENT and str(agent.endpoint) == "http://127.0.0.1:9/decide"
     skills = demo_skills(lineup)
     assert sorted(skills.values()) == sorted(DEMO_SKILLS)
     for family_id, skill in skills.items():
