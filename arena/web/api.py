@@ -151,10 +151,10 @@ def curve(
     ] = CurveRange.ALL,
 ) -> dict[str, Any]:
     """The portfolio curves of the chart (described in the decorator, from MAX_POINTS)."""
-    return ctx.cache.get(
+    return ctx.latest(
         ("curves", family, cohort, range.value),
-        ctx.version(session),
-        lambda: curves(session, range, cohort_id=cohort, family_id=family),
+        session,
+        lambda own: curves(own, range, cohort_id=cohort, family_id=family),
     )
 
 

@@ -1,16 +1,17 @@
 """A small cache of expensive read results (leaderboard, v2 ranking, curves, metrics), keyed by
 the database's *data version*: a handful of cheap aggregates that change whenever the daemon
 writes something those results depend on. The work is redone at most once per write
-(snapshots land every few minutes), not once per request. The ledger's pages show the numbers
-of the current version; the research measures that take seconds at scale (risk, breakdowns,
-trend, a scoped ranking or leaderboard) are served by :meth:`ResultCache.latest`: the last
-result while the new version is computed in the background, so no reader waits on them.
-"""
+(snapshots land every few minutes), not once per request. The results that take a second or
+more at scale (the leaderboard, the curves, risk, breakdowns, trend, a scoped ranking or
+leaderboard) are served by :meth:`ResultCache.latest`: the last result while one worker thread
+computes the new version after the write, so no reader waits on a recomputation."""
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -35,6 +36,7 @@ from arena.store.models import (
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 MAX_ENTRIES = 256
+REFRESH_MIN_S = 30.0  # a result is recomputed at most this often, however often the data change
 
 
 def data_version(session: Session) -> tuple[Any, ...]:
@@ -71,14 +73,25 @@ def data_version(session: Session) -> tuple[Any, ...]:
 
 
 class ResultCache:
-    """Thread-safe LRU of ``(key, version) -> value``; concurrent misses on one key compute once."""
+    """Thread-safe LRU of ``(key, version) -> value``; concurrent misses on one key compute once.
 
-    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+    :meth:`latest` serves what is held and leaves the new version to one worker thread: the
+    results a write makes stale are recomputed one at a time, each at most once per
+    :data:`REFRESH_MIN_S`, so a burst of writes (a decision run writes an attempt every few
+    seconds) costs one core at most, never a thread per result and never a reader's wait."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, min_interval: float = REFRESH_MIN_S) -> None:
         self._entries: OrderedDict[Hashable, tuple[Any, Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._key_locks: dict[Hashable, threading.Lock] = {}
-        self._refreshing: set[Hashable] = set()
         self._max = max_entries
+        self._min_interval = min_interval
+        # the refresh worker's queue: key -> (version, refresh), oldest request first
+        self._pending: OrderedDict[Hashable, tuple[Any, Callable[[], Any]]] = OrderedDict()
+        self._computed_at: dict[Hashable, float] = {}  # monotonic time of each key's last value
+        self._busy: Hashable | None = None
+        self._changed = threading.Condition(self._lock)
+        self._worker: threading.Thread | None = None
 
     def get(self, key: Hashable, version: Any, compute: Callable[[], T]) -> T:
         hit = self._lookup(key, version)
@@ -92,47 +105,106 @@ class ResultCache:
                 return hit[0]
             value = compute()
             with self._lock:
-                self._entries[key] = (version, value)
-                self._entries.move_to_end(key)
-                while len(self._entries) > self._max:
-                    old, _ = self._entries.popitem(last=False)
-                    self._key_locks.pop(old, None)
+                self._store(key, version, value)
             return value
 
     def latest(
         self, key: Hashable, version: Any, compute: Callable[[], T], refresh: Callable[[], T]
     ) -> T:
         """:meth:`get`, except that while a value of an older version is held, that value is
-        returned at once and ``refresh`` computes this version in a thread of its own (one per
-        key at a time): a reader never waits on a recomputation after a write, and the result
-        lags the write by the computation's time. With no value held, ``compute`` runs here."""
+        returned at once and ``refresh`` computes this version on the refresh worker: a reader
+        never waits on a recomputation after a write, and the result lags the write by the
+        queue's time. With no value held, ``compute`` runs here."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
-                if entry[0] != version and key not in self._refreshing:
-                    self._refreshing.add(key)
-                    threading.Thread(
-                        target=self._refresh,
-                        args=(key, version, refresh),
-                        name=f"refresh {key!r}",
-                        daemon=True,
-                    ).start()
+                if entry[0] != version:
+                    self._enqueue(key, version, refresh)
         if entry is None:
             return self.get(key, version, compute)
         return entry[1]
 
-    def _refresh(self, key: Hashable, version: Any, refresh: Callable[[], Any]) -> None:
-        try:
-            value = refresh()
-        except Exception as exc:  # logged; the next request after it tries again
-            log.error("refreshing %r failed: %s: %s", key, type(exc).__name__, exc)
-        else:
-            with self._lock:
-                self._entries[key] = (version, value)
-        finally:
-            with self._lock:
-                self._refreshing.discard(key)
+    def settle(self, timeout: float) -> bool:
+        """Wait until the refresh worker has nothing queued or running; whether it has."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self._pending or self._busy is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+            return True
+
+    def _enqueue(self, key: Hashable, version: Any, refresh: Callable[[], Any]) -> None:
+        """Queue (or re-aim) the refresh of ``key`` to ``version``; the caller holds the lock."""
+        queued = self._pending.get(key)
+        if queued is not None and queued[0] == version:
+            return
+        self._pending[key] = (version, refresh)
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._work, name="result refresh", daemon=True)
+            self._worker.start()
+        self._changed.notify_all()
+
+    def _work(self) -> None:
+        """The refresh worker: the oldest queued key that is due, until the queue is empty."""
+        while True:
+            with self._changed:
+                job = self._next_due()
+                while job is None:
+                    if not self._pending:
+                        self._worker = None
+                        self._changed.notify_all()
+                        return
+                    self._changed.wait(self._wait_s())
+                    job = self._next_due()
+                key, version, refresh = job
+                self._busy = key
+            try:
+                value = refresh()
+            except Exception as exc:  # logged; the next request after it tries again
+                log.error("refreshing %r failed: %s: %s", key, type(exc).__name__, exc)
+                with self._changed:
+                    self._computed_at[key] = time.monotonic()
+            else:
+                with self._changed:
+                    if key in self._entries:  # not evicted meanwhile
+                        self._store(key, version, value)
+            finally:
+                with self._changed:
+                    self._busy = None
+                    self._changed.notify_all()
+
+    def _next_due(self) -> tuple[Hashable, Any, Callable[[], Any]] | None:
+        now = time.monotonic()
+        for key, (version, refresh) in self._pending.items():
+            if now - self._computed_at.get(key, -math.inf) >= self._min_interval:
+                del self._pending[key]
+                return key, version, refresh
+        return None
+
+    def _wait_s(self) -> float:
+        """Seconds until the first queued key is due."""
+        now = time.monotonic()
+        return max(
+            0.0,
+            min(
+                self._computed_at.get(key, -math.inf) + self._min_interval - now
+                for key in self._pending
+            ),
+        )
+
+    def _store(self, key: Hashable, version: Any, value: Any) -> None:
+        """Hold ``value`` as ``key``'s of ``version``; the caller holds the lock."""
+        self._entries[key] = (version, value)
+        self._entries.move_to_end(key)
+        self._computed_at[key] = time.monotonic()
+        while len(self._entries) > self._max:
+            old, _ = self._entries.popitem(last=False)
+            self._key_locks.pop(old, None)
+            self._computed_at.pop(old, None)
+            self._pending.pop(old, None)
 
     def _lookup(self, key: Hashable, version: Any) -> tuple[Any] | None:
         with self._lock:

@@ -68,14 +68,15 @@ DECISION_COLUMNS = (
 
 
 def standings(ctx: WebContext, session: Session, cohort_id: int | None) -> list[FamilyStanding]:
-    """The leaderboard rows, exactly as ``arena leaderboard`` computes them (cached)."""
+    """The leaderboard rows, exactly as ``arena leaderboard`` computes them (the latest computed:
+    :meth:`WebContext.latest`)."""
     if cohort_id is not None and session.get(Cohort, cohort_id) is None:
         raise NotFound(f"cohort {cohort_id} does not exist")
     minimum = ctx.settings.benchmark.min_scored_bets
-    return ctx.cache.get(
+    return ctx.latest(
         ("leaderboard", cohort_id),
-        ctx.version(session),
-        lambda: compute_leaderboard(ctx.factory, cohort_id=cohort_id, min_scored_bets=minimum),
+        session,
+        lambda _own: compute_leaderboard(ctx.factory, cohort_id=cohort_id, min_scored_bets=minimum),
     )
 
 

@@ -20,6 +20,7 @@ from arena.clock import FixedClock
 from arena.config import Settings, load_settings
 from arena.store.db import head_revision
 from arena.web.app import create_app
+from arena.web.cache import ResultCache
 from arena.web.context import WebContext
 from tests.analytics.risk_arena import AT, seed_risk_arena
 from tests.analytics.test_cli_analyze import _app
@@ -40,7 +41,12 @@ def arena(sqlite_db: Database, tmp_path: Path) -> Iterator[tuple[TestClient, Set
     seed_risk_arena(sqlite_db.factory)
     settings = load_settings(write_config(tmp_path / "config.yaml", sqlite_db.url))
     context = WebContext(
-        settings, sqlite_db.engine, sqlite_db.factory, head_revision(), clock=FixedClock(AT)
+        settings,
+        sqlite_db.engine,
+        sqlite_db.factory,
+        head_revision(),
+        cache=ResultCache(min_interval=0),  # refresh at once, not 30 s after the first value
+        clock=FixedClock(AT),
     )
     with TestClient(create_app(settings, context=context)) as client:
         yield client, settings, sqlite_db
@@ -156,22 +162,21 @@ def test_after_a_write_a_reader_gets_the_last_risk_while_the_new_one_is_computed
             session.add(PortfolioSnapshot(**row))
         context._version = None  # read the data version now, not after its 2 s
 
-        release, calls = threading.Event(), []
+        release, started, calls = threading.Event(), threading.Event(), []
         compute = web_risk._compute
 
         def held_back(*args: Any) -> dict[str, Any]:
             calls.append(args)
+            started.set()
             assert release.wait(60), "never released"
             return compute(*args)
 
         monkeypatch.setattr(web_risk, "_compute", held_back)
         during = _strict(client.get("/api/v1/risk?by=agent").text)  # answered while held back
+        assert started.wait(60), "the refresh worker never started"
         assert during == before and len(calls) == 1
         release.set()
-        for _ in range(600):  # the refresh thread stores the new result
-            if not context.cache._refreshing:
-                break
-            threading.Event().wait(0.05)
+        assert context.cache.settle(60)  # the refresh worker stores the new result
         after = _strict(client.get("/api/v1/risk?by=agent").text)
         assert len(calls) == 1  # computed once, off the request path
     with sqlite_db.factory() as session:
