@@ -134,8 +134,12 @@ def v2_ranking(ctx: WebContext, session: Session) -> dict[str, Any] | None:
     """The difficulty-adjusted Brier ranking with 95% intervals (methodology v2): the
     ``ranking`` part of :func:`v2_analysis`, as ``arena analyze ranking`` computes it at its
     ``as_of``; None when no forecast is resolved yet or it is being computed."""
-    if session.scalar(select(func.count(Forecast.scored_at))) == 0:
-        return None
+    scored = select(Forecast.id).where(Forecast.scored_at.is_not(None)).limit(1)
+    if (
+        ctx.cache.get(("any scored", None), ctx.version(session), lambda: session.scalar(scored))
+        is None
+    ):
+        return None  # an existence test, once per data version (a count read every forecast)
     analysis = v2_analysis(ctx, session)
     return analysis.get("ranking") if analysis is not None else None
 
