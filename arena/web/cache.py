@@ -37,6 +37,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 MAX_ENTRIES = 256
 REFRESH_MIN_S = 30.0  # a result is recomputed at most this often, however often the data change
+REFRESH_DUTY = 0.5  # the refresh worker computes at most this share of the time, resting between
 
 
 def data_version(session: Session) -> tuple[Any, ...]:
@@ -77,15 +78,24 @@ class ResultCache:
 
     :meth:`latest` serves what is held and leaves the new version to one worker thread: the
     results a write makes stale are recomputed one at a time, each at most once per
-    :data:`REFRESH_MIN_S`, so a burst of writes (a decision run writes an attempt every few
-    seconds) costs one core at most, never a thread per result and never a reader's wait."""
+    :data:`REFRESH_MIN_S`, and after each computation the worker rests so that it computes at
+    most :data:`REFRESH_DUTY` of the time: a burst of writes (a decision run writes an attempt
+    every few seconds) costs half a core at most, never a thread per result and never a
+    reader's wait."""
 
-    def __init__(self, max_entries: int = MAX_ENTRIES, min_interval: float = REFRESH_MIN_S) -> None:
+    def __init__(
+        self,
+        max_entries: int = MAX_ENTRIES,
+        min_interval: float = REFRESH_MIN_S,
+        duty: float = REFRESH_DUTY,
+    ) -> None:
         self._entries: OrderedDict[Hashable, tuple[Any, Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._key_locks: dict[Hashable, threading.Lock] = {}
         self._max = max_entries
         self._min_interval = min_interval
+        self._rest_s_per_s = (1 - duty) / duty  # seconds of rest per second computed
+        self._rest_until = -math.inf
         # the refresh worker's queue: key -> (version, refresh), oldest request first
         self._pending: OrderedDict[Hashable, tuple[Any, Callable[[], Any]]] = OrderedDict()
         self._computed_at: dict[Hashable, float] = {}  # monotonic time of each key's last value
@@ -161,6 +171,7 @@ class ResultCache:
                     job = self._next_due()
                 key, version, refresh = job
                 self._busy = key
+            started = time.monotonic()
             try:
                 value = refresh()
             except Exception as exc:  # logged; the next request after it tries again
@@ -174,10 +185,14 @@ class ResultCache:
             finally:
                 with self._changed:
                     self._busy = None
+                    done = time.monotonic()
+                    self._rest_until = done + (done - started) * self._rest_s_per_s
                     self._changed.notify_all()
 
     def _next_due(self) -> tuple[Hashable, Any, Callable[[], Any]] | None:
         now = time.monotonic()
+        if now < self._rest_until:
+            return None
         for key, (version, refresh) in self._pending.items():
             if now - self._computed_at.get(key, -math.inf) >= self._min_interval:
                 del self._pending[key]
@@ -185,15 +200,12 @@ class ResultCache:
         return None
 
     def _wait_s(self) -> float:
-        """Seconds until the first queued key is due."""
+        """Seconds until the first queued key is due and the worker has rested."""
         now = time.monotonic()
-        return max(
-            0.0,
-            min(
-                self._computed_at.get(key, -math.inf) + self._min_interval - now
-                for key in self._pending
-            ),
+        due = min(
+            self._computed_at.get(key, -math.inf) + self._min_interval for key in self._pending
         )
+        return max(0.0, due - now, self._rest_until - now)
 
     def _store(self, key: Hashable, version: Any, value: Any) -> None:
         """Hold ``value`` as ``key``'s of ``version``; the caller holds the lock."""

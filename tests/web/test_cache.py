@@ -96,3 +96,27 @@ def test_a_failed_refresh_keeps_the_last_value_and_is_tried_again_on_the_next_re
     assert cache.latest("k", 1, lambda: "x", lambda: "k@1") == "k@0"  # still the last one
     assert cache.settle(30)
     assert cache.latest("k", 1, lambda: "x", lambda: "x") == "k@1"
+
+
+def test_the_worker_rests_between_computations_to_keep_to_its_duty() -> None:
+    """At duty 0.5, a computation of 0.3 s is followed by 0.3 s of rest before the next: the
+    worker never takes more than half a core from the readers, however many results wait."""
+    cache = ResultCache(min_interval=0, duty=0.5)
+    _held(cache, ["a", "b"])
+    spans: list[tuple[float, float]] = []
+
+    def slow(name: str) -> object:
+        def run() -> str:
+            start = time.monotonic()
+            time.sleep(0.3)
+            spans.append((start, time.monotonic()))
+            return name
+
+        return run
+
+    cache.latest("a", 1, lambda: "x", slow("a@1"))
+    cache.latest("b", 1, lambda: "x", slow("b@1"))
+    assert cache.settle(30)
+    (_, first_end), (second_start, _) = spans
+    assert second_start - first_end >= 0.3 * 0.99
+    assert cache.latest("b", 1, lambda: "x", lambda: "x") == "b@1"
