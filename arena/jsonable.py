@@ -15,11 +15,15 @@ from typing import Any
 from arena.clock import iso_utc
 from arena.numbers import exact
 
+PLAIN = frozenset({str, int, float, bool, type(None)})
+
 
 def jsonable(value: Any, trim: bool = False) -> Any:
     """``value`` with every Decimal, instant, date and enum member made JSON-ready, at any
     depth. ``trim`` (the web API) drops a Decimal's trailing zeros past the cents
     (:func:`arena.numbers.exact`: still exact, without the column's padding)."""
+    if type(value) in PLAIN:  # most values of a row: nothing to do (exact types: not enums)
+        return value
     if isinstance(value, Decimal):
         return exact(value) if trim else format(value, "f")
     if isinstance(value, datetime):
