@@ -132,65 +132,93 @@ def drawdown(times: NDArray[np.int64], values: NDArray[np.float64]) -> Drawdown:
 
 def sharpe(returns: NDArray[np.float64]) -> NDArray[np.float64]:
     """Annualised Sharpe of each row of ``returns`` (NaN without spread)."""
-    sd = np.std(returns, axis=-1, ddof=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(sd > 0, np.mean(returns, axis=-1) / sd, np.nan) * math.sqrt(
-            PERIODS_PER_YEAR
-        )
+    return _sharpe(returns, np.mean(returns, axis=-1))
 
 
 def sortino(returns: NDArray[np.float64]) -> NDArray[np.float64]:
     """Annualised Sortino of each row of ``returns`` (NaN without a losing week)."""
-    downside = np.sqrt(np.mean(np.minimum(returns, 0.0) ** 2, axis=-1))
+    return _sortino(returns, np.mean(returns, axis=-1))
+
+
+def _sharpe(returns: NDArray[np.float64], mean: Any) -> NDArray[np.float64]:
+    """:func:`sharpe` given each row's mean (the bootstrap takes it once for both ratios); the
+    sample deviation as :func:`numpy.std` (``ddof=1``) takes it, in one buffer."""
+    squares = returns - np.expand_dims(mean, -1)
+    np.multiply(squares, squares, out=squares)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(downside > 0, np.mean(returns, axis=-1) / downside, np.nan) * math.sqrt(
-            PERIODS_PER_YEAR
-        )
+        sd = np.sqrt(np.sum(squares, axis=-1) / (returns.shape[-1] - 1))
+        return np.where(sd > 0, mean / sd, np.nan) * math.sqrt(PERIODS_PER_YEAR)
+
+
+def _sortino(returns: NDArray[np.float64], mean: Any) -> NDArray[np.float64]:
+    """:func:`sortino` given each row's mean: the downside deviation ``sqrt(mean(min(r, 0)^2))``
+    in one buffer."""
+    losses = np.minimum(returns, 0.0)
+    np.multiply(losses, losses, out=losses)
+    downside = np.sqrt(np.mean(losses, axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(downside > 0, mean / downside, np.nan) * math.sqrt(PERIODS_PER_YEAR)
 
 
 def annualised_return(returns: NDArray[np.float64]) -> NDArray[np.float64]:
     """``prod(1 + r)^(52 / W) - 1`` of each row."""
-    growth = np.prod(1.0 + returns, axis=-1)
-    weeks = returns.shape[-1]
+    return _annualised(np.prod(1.0 + returns, axis=-1), returns.shape[-1])
+
+
+def _annualised(growth: NDArray[np.float64], weeks: int) -> NDArray[np.float64]:
+    """:func:`annualised_return` of the growth ``prod(1 + r)`` over ``weeks`` weeks."""
     with np.errstate(invalid="ignore"):
         return np.where(growth > 0, growth ** (PERIODS_PER_YEAR / weeks) - 1.0, -1.0)
 
 
 def index_drawdown(returns: NDArray[np.float64]) -> NDArray[np.float64]:
     """The maximum drawdown (fraction) of each row's weekly index ``prod(1 + r)``, from 1."""
+    return _index_path(returns)[0]
+
+
+def _index_path(returns: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`index_drawdown` and the index's last level (the growth ``prod(1 + r)``), in one
+    pass over the weeks."""
     # week by week over all rows at once: numpy's cumulative ufuncs along the short last axis
     # of a (resamples, weeks) array are several times slower than this loop over the weeks
     growths = np.moveaxis(returns, -1, 0) + 1.0
     level, peak = np.ones(growths.shape[1:]), np.ones(growths.shape[1:])
-    worst, fall = np.zeros(growths.shape[1:]), np.empty(growths.shape[1:])
-    for growth in growths:
+    lowest, fall = np.ones(growths.shape[1:]), np.empty(growths.shape[1:])
+    for growth in growths:  # the lowest level over its running peak, then 1 minus it
         level *= growth
         np.maximum(peak, level, out=peak)
         np.divide(level, peak, out=fall)
-        np.maximum(worst, 1.0 - fall, out=worst)
-    return worst
+        np.minimum(lowest, fall, out=lowest)
+    return 1.0 - lowest, level
 
 
 def calmar(returns: NDArray[np.float64], fraction: NDArray[np.float64]) -> NDArray[np.float64]:
     """Annualised return over the maximum drawdown (NaN without a drawdown)."""
+    return _calmar(annualised_return(returns), fraction)
+
+
+def _calmar(annual: NDArray[np.float64], fraction: NDArray[np.float64]) -> NDArray[np.float64]:
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(fraction > 0, annualised_return(returns) / fraction, np.nan)
+        return np.where(fraction > 0, annual / fraction, np.nan)
 
 
 def block_resamples(returns: NDArray[np.float64], resamples: int, seed: int) -> NDArray[np.float64]:
-    """Moving-block bootstrap resamples of a weekly series (module docstring): one per row."""
-    return returns[_block_index(len(returns), resamples, seed)]
+    """Moving-block bootstrap resamples of a weekly series (module docstring): one per row, as
+    a view of an array laid out week by week, so that every pass over the weeks (the index's
+    drawdown, the means and deviations) runs over contiguous resamples."""
+    return returns[_block_index(len(returns), resamples, seed)].T
 
 
 @functools.lru_cache(maxsize=2)
 def _block_index(weeks: int, resamples: int, seed: int) -> NDArray[np.intp]:
-    """The weeks each resample draws: the same for every series of ``weeks`` weeks (agents of
-    one cohort, read one after the other, share it), so it is drawn once per length."""
+    """The weeks each resample draws, one column per resample: the same for every series of
+    ``weeks`` weeks (agents of one cohort, read one after the other, share it), so it is drawn
+    once per length."""
     block = math.ceil(weeks ** (1.0 / 3.0))
     blocks = math.ceil(weeks / block)
     starts = np.random.default_rng(seed).integers(0, weeks - block + 1, size=(resamples, blocks))
     index = (starts[:, :, None] + np.arange(block)).reshape(resamples, blocks * block)[:, :weeks]
-    index = np.ascontiguousarray(index, dtype=np.intp)
+    index = np.ascontiguousarray(index.T, dtype=np.intp)
     index.setflags(write=False)  # shared between calls: nobody may change it
     return index
 
@@ -223,13 +251,14 @@ def risk_figures(
     statistics: dict[str, tuple[float, Callable[[], NDArray[np.float64]]]] = {}
     if reason is None:
         drawn = block_resamples(returns, resamples, seed)
-        drawn_drawdown = index_drawdown(drawn)  # one pass, for the drawdown and Calmar
+        drawn_drawdown, drawn_growth = _index_path(drawn)  # one pass: drawdown and Calmar
+        drawn_mean = np.mean(drawn, axis=-1)  # one pass, for both ratios
         statistics = {
-            "sharpe": (float(sharpe(returns)), lambda: sharpe(drawn)),
-            "sortino": (float(sortino(returns)), lambda: sortino(drawn)),
+            "sharpe": (float(sharpe(returns)), lambda: _sharpe(drawn, drawn_mean)),
+            "sortino": (float(sortino(returns)), lambda: _sortino(drawn, drawn_mean)),
             "calmar": (
                 float(calmar(returns, np.asarray(curve_drawdown.fraction))),
-                lambda: calmar(drawn, drawn_drawdown),
+                lambda: _calmar(_annualised(drawn_growth, weeks), drawn_drawdown),
             ),
             "max_drawdown_pct": (
                 100.0 * curve_drawdown.fraction,
@@ -306,13 +335,24 @@ numpy releases the GIL in its loops: the same figures, sooner on more than one c
 def _each_series(
     series: list[tuple[Any, Drawdown]], resamples: int, seed: int
 ) -> list[dict[str, Any]]:
-    def one(item: tuple[Any, Drawdown]) -> dict[str, Any]:
-        return risk_figures(item[0], item[1], resamples=resamples, seed=seed)
+    """Each series' :func:`risk_figures`, in the order given; computed in order of length, so
+    that series of one length follow each other and share their drawn weeks
+    (:func:`_block_index` keeps the last two lengths)."""
 
+    def one(at: int) -> dict[str, Any]:
+        returns, points = series[at]
+        return risk_figures(returns, points, resamples=resamples, seed=seed)
+
+    by_length = sorted(range(len(series)), key=lambda at: len(series[at][0]))
     if WORKERS == 1 or len(series) < 2:
-        return [one(item) for item in series]
-    with ThreadPoolExecutor(WORKERS) as pool:
-        return list(pool.map(one, series))
+        figures = [one(at) for at in by_length]
+    else:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            figures = list(pool.map(one, by_length))
+    placed: list[dict[str, Any]] = [{}] * len(series)
+    for at, figure in zip(by_length, figures, strict=True):
+        placed[at] = figure
+    return placed
 
 
 def agent_curves(

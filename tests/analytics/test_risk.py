@@ -12,6 +12,7 @@ import pytest
 
 from arena.analytics.risk_measures import (
     Curve,
+    Drawdown,
     Snapshots,
     annualised_return,
     block_resamples,
@@ -154,3 +155,39 @@ def test_risk_rows_per_agent_and_family() -> None:
         assert isinstance(row["sharpe"], dict)
     # a family of one agent has that agent's weekly returns and ratios
     assert families["g"]["sharpe"]["estimate"] == pytest.approx(agents["b1"]["sharpe"]["estimate"])
+
+
+def test_series_of_mixed_lengths_come_back_in_their_order_with_their_own_figures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The agents' figures are computed in order of length (to share the drawn weeks) and on
+    threads; each comes back in its place, equal to computing it alone."""
+    from arena.analytics import risk_measures
+
+    rng = np.random.default_rng(11)
+    series = [
+        (rng.normal(0.002, 0.03, weeks), Drawdown(0.1, 1_000.0, 5.0, False))
+        for weeks in (30, 9, 30, 17, 9, 44, 17)
+    ]
+    alone = [risk_figures(r, d, resamples=300, seed=4) for r, d in series]
+    for workers in (1, 3):
+        monkeypatch.setattr(risk_measures, "WORKERS", workers)
+        assert risk_measures._each_series(series, 300, 4) == alone
+
+
+def test_the_bootstraps_sharpe_and_sortino_equal_numpys_own_formulas() -> None:
+    """The bootstrap takes each row's mean once for both ratios; the figures are those of
+    ``np.std(ddof=1)`` and the downside deviation written out, row by row."""
+    returns = np.random.default_rng(12).normal(0.001, 0.02, 40)
+    drawn = block_resamples(returns, 500, seed=3)
+    rows = np.array(drawn)  # each resample contiguous, as a reader would hold it
+    expected_sharpe = rows.mean(axis=1) / rows.std(axis=1, ddof=1) * math.sqrt(52)
+    downside = np.sqrt(np.mean(np.minimum(rows, 0.0) ** 2, axis=1))
+    np.testing.assert_allclose(sharpe(drawn), expected_sharpe, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(
+        sortino(drawn), rows.mean(axis=1) / downside * math.sqrt(52), rtol=1e-12, atol=0
+    )
+    growth = np.prod(1.0 + rows, axis=1)
+    np.testing.assert_allclose(
+        annualised_return(drawn), growth ** (52 / 40) - 1.0, rtol=1e-12, atol=0
+    )
