@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -231,6 +232,11 @@ def chunks(items: Sequence[str], size: int = IN_CHUNK) -> Iterator[Sequence[str]
         yield items[start : start + size]
 
 
+LIVE_BOOK_WORKERS = 8
+"""Books fetched at once right before an execution (a decision trades a handful of markets;
+each waits one CLOB round trip, not one per token in turn)."""
+
+
 def live_books(
     factory: sessionmaker[Session],
     source: BookSource,
@@ -239,19 +245,31 @@ def live_books(
     *,
     component: Job,
 ) -> dict[str, OrderBook | NoBook]:
-    """Each token's book fetched now (``GET /book``), or the :class:`NoBook` that fails its
-    execution: a 404, or the CLOB unreachable (logged as an outage)."""
-    books: dict[str, OrderBook | NoBook] = {}
-    for token in dict.fromkeys(tokens):
+    """Each token's book fetched now (``GET /book``, the tokens side by side), or the
+    :class:`NoBook` that fails its execution: a 404, or the CLOB unreachable (logged as an
+    outage)."""
+    wanted = list(dict.fromkeys(tokens))
+    outages: list[str] = []
+
+    def fetch(token: str) -> OrderBook | NoBook:
         try:
-            books[token] = source.book(token)
+            return source.book(token)
         except BookMissing:
-            books[token] = NoBook(f"no order book for token {token} (404 at execution time)")
+            return NoBook(f"no order book for token {token} (404 at execution time)")
         except BookUnusable as exc:
-            books[token] = NoBook(str(exc))
+            return NoBook(str(exc))
         except ClobError as exc:
-            books[token] = NoBook(f"order book unavailable: {exc}", unavailable=True)
-            record_outage(factory, now, component, str(exc))
+            outages.append(str(exc))
+            return NoBook(f"order book unavailable: {exc}", unavailable=True)
+
+    if len(wanted) > 1:
+        with ThreadPoolExecutor(min(len(wanted), LIVE_BOOK_WORKERS)) as pool:
+            fetched = list(pool.map(fetch, wanted))
+    else:
+        fetched = [fetch(token) for token in wanted]
+    books = dict(zip(wanted, fetched, strict=True))
+    for outage in outages:
+        record_outage(factory, now, component, outage)
     record_hash_mismatches(
         factory, now, component, [b for b in books.values() if isinstance(b, OrderBook)]
     )

@@ -334,3 +334,45 @@ def test_a_held_market_unknown_to_the_clob_does_not_void_the_other_exit_values(
     fee = D("0.04") * D("0.54") * D("0.46")
     proceeds = (shares_1004 * (D("0.54") - fee)).quantize(D("0.01"), rounding="ROUND_FLOOR")
     assert snap.exit_value == agent.cash + proceeds  # 1001 has no bids: it brings nothing
+
+
+def test_the_books_of_a_decision_are_fetched_side_by_side_each_with_its_own_fate(
+    book_world: BookWorld,
+) -> None:
+    """Issue 27's overhead per agent: the live books right before an execution are fetched at
+    once, not one round trip after another (a barrier lets no request through until all
+    have started; one by one, it would break). Each token keeps its own answer: a book, a 404
+    or an outage, recorded as before."""
+    import threading
+
+    from arena.domain.book import OrderBook
+    from arena.domain.states import Job
+    from arena.errors import NoBook
+    from arena.jobs.books import live_books
+
+    class Together:
+        """The real client, each request held until every token's request has started."""
+
+        def __init__(self, inner: ClobClient, parties: int) -> None:
+            self.inner, self.barrier = inner, threading.Barrier(parties, timeout=30)
+
+        def book(self, token_id: str) -> OrderBook:
+            self.barrier.wait()
+            return self.inner.book(token_id)
+
+    book_world.clob.remove_book(NO_1004)
+    tokens = [YES_1001, NO_1001, YES_1004, NO_1004, YES_1001]  # one asked twice
+    books = live_books(
+        book_world.world.db.factory,
+        Together(book_world.client, 4),  # type: ignore[arg-type]
+        tokens,
+        DECIDE_AT,
+        component=Job.DECISION_RUN,
+    )
+    assert list(books) == [YES_1001, NO_1001, YES_1004, NO_1004]
+    assert all(isinstance(books[t], OrderBook) for t in (YES_1001, NO_1001, YES_1004))
+    missing = books[NO_1004]
+    assert isinstance(missing, NoBook) and "404" in str(missing)
+    assert [r.query["token_id"] for r in book_world.clob.requests if r.path == "/book"].count(
+        [YES_1001]
+    ) == 1
