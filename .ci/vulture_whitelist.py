@@ -98,6 +98,12 @@ _.max_points
 _.markdown
 _.max_drawdown_pct  # risk and return (/api/v1/risk)
 _.mean_weekly_return
+_.mean_brier  # replicates (/api/v1/replicates)
+_.sd_brier
+_.between_variance
+_.within_variance
+_.icc
+_.close_orderings
 _.max_drawdown_usd
 _.drawdown_hours
 _.annualisation

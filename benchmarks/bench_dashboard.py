@@ -226,6 +226,7 @@ def routes(base: str) -> list[str]:
         "/api/v1/ranking?horizon=gt30",
         "/api/v1/market",
         "/api/v1/power",
+        "/api/v1/replicates",
         "/api/v1/risk",
         "/api/v1/risk?by=agent",
         "/api/v1/risk?value=exit",

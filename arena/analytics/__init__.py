@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         power,
         proxy_ranking,
         ranking,
+        replicates,
     )
     from arena.analytics.risk_report import risk
     from arena.analytics.significance import (
@@ -74,6 +75,7 @@ _HOMES = {
     "proxy_ranking": "arena.analytics.report",
     "ranking": "arena.analytics.report",
     "read_export": "arena.analytics.loading",
+    "replicates": "arena.analytics.report",
     "risk": "arena.analytics.risk_report",
     "sign_test": "arena.analytics.significance",
     "trend": "arena.analytics.trend_report",
@@ -100,6 +102,7 @@ __all__ = [
     "proxy_ranking",
     "ranking",
     "read_export",
+    "replicates",
     "risk",
     "sign_test",
     "trend",

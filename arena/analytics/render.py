@@ -280,6 +280,37 @@ def power_table(report: dict[str, Any], wide: bool = False) -> Table:
     )
 
 
+REPLICATE_COLUMNS = [
+    TerminalColumn("family", _name, numeric=False),
+    TerminalColumn("agents", lambda r: numbers.count(r["replicates"])),
+    TerminalColumn("mean Brier", lambda r: _num(r["mean_brier"])),
+    TerminalColumn("sd", lambda r: _num(r["sd_brier"])),
+    TerminalColumn("Brier", lambda r: _num(r["brier"]), essential=False),
+    TerminalColumn("95% CI", lambda r: _interval(r["ci_low"], r["ci_high"], 3)),
+    TerminalColumn("vs next", lambda r: "close" if r.get("close_to_next") else "", numeric=False),
+]
+
+
+def replicates_table(report: dict[str, Any], wide: bool = False) -> Table:
+    """Each family's replicates: their mean raw Brier and its spread, the family's Brier over
+    the questions with its interval, and whether it is too close to the next to order; the
+    variance split and the intraclass correlation in the caption."""
+    close = {pair["upper"] for pair in report["close_orderings"]}
+    rows = [{**row, "close_to_next": row["forecaster"] in close} for row in report["rows"]]
+    caption = (
+        f"as of {report['as_of']}; icc {_num(report['icc'], 3)} (variance between families "
+        f"{_num(report['between_variance'], 6)}, within {_num(report['within_variance'], 6)}); "
+        f"{report['rule']}"
+    )
+    return fitted_table(
+        REPLICATE_COLUMNS,
+        rows,
+        wide=wide,
+        title="Replicates: skill or the luck of a run",
+        caption=caption,
+    )
+
+
 def label_pairs(report: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
     """``report`` (:func:`arena.analytics.report.power`) with ``a_name`` and ``b_name`` on each
     row whose forecasters ``labels`` names."""

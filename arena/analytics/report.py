@@ -58,7 +58,7 @@ from arena.analytics.ordering import (
 from arena.analytics.proxy_report import proxy_ranking
 from arena.analytics.questions import Panel, factorize
 from arena.analytics.records import to_datetime
-from arena.analytics.replicates import replicate_split
+from arena.analytics.replicate_split import replicate_split
 from arena.analytics.significance import (
     INSUFFICIENT,
     OK,
@@ -85,6 +85,7 @@ __all__ = [
     "prepare",
     "proxy_ranking",
     "ranking",
+    "replicates",
 ]
 
 MARKET_REFERENCE = "(market)"
@@ -494,6 +495,20 @@ def calibration_results(
     return results
 
 
+def replicates(
+    forecasts: Any,
+    options: AnalysisOptions | None = None,
+    prep: Prepared | None = None,
+    *,
+    at: datetime | None = None,
+) -> dict:
+    """Skill or the luck of a run (:func:`arena.analytics.replicate_split.replicate_split`): each
+    family's replicates' mean raw Brier and spread, the variance between and within families,
+    the intraclass correlation and the adjacent families too close to order."""
+    options = with_at(options, at)
+    return replicate_split(prep or prepare(forecasts, options), options)
+
+
 def calibration_report(
     forecasts: Any,
     options: AnalysisOptions | None = None,
@@ -526,7 +541,7 @@ def full_analysis(
 ) -> dict:
     """Ranking, skill against the market, weeks to separate, proxy ranking, calibration, the
     split of the agents' variance between and within families
-    (:mod:`arena.analytics.replicates`) and (for ``pair``) head-to-head in one dict."""
+    (:mod:`arena.analytics.replicate_split`) and (for ``pair``) head-to-head in one dict."""
     options = with_at(options, at)
     prep = prepare(forecasts, options)
     ranked = ranking(forecasts, options, prep)
@@ -537,7 +552,7 @@ def full_analysis(
         "power": power(forecasts, options, prep, ranked=ranked),
         "proxy": proxy_ranking(forecasts, options, prep),
         "calibration": calibration_report(forecasts, options, prep),
-        "replicates": replicate_split(prep, options),
+        "replicates": replicates(forecasts, options, prep),
     }
     if pair is not None:
         report["head_to_head"] = head_to_head(forecasts, pair[0], pair[1], options, prep)

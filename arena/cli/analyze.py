@@ -533,6 +533,33 @@ def power_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     _emit(ctx, report, flags, _render().power_table, forecasts)
 
 
+@analyze_app.command("replicates")
+@with_options(
+    AnalyzeFlags,
+    "from_export",
+    "output_format",
+    "at",
+    "category",
+    "horizon",
+    "track",
+    "market_weight",
+    "weights",
+    "fit_exclude",
+    "fit_by_type",
+    "seed",
+    "wide",
+)
+def replicates_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
+    """Skill or the luck of a run: per family, its replicates' mean raw Brier and their
+    standard deviation, its Brier over the questions with a 95% interval, the share of the
+    agents' variance between families (the intraclass correlation), and the adjacent families
+    too close to order (their gap is smaller than their replicates' spread)."""
+    options = _options(ctx, flags)
+    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
+    report = _report().replicates(forecasts, options)
+    _emit(ctx, report, flags, _render().replicates_table, forecasts)
+
+
 @analyze_app.command("calibration")
 @with_options(
     AnalyzeFlags,
@@ -728,7 +755,8 @@ def report_command(
     report_format: FormatOption = "json",
 ) -> None:
     """Everything at once: ranking (with rank probabilities), skill against the market, weeks
-    to separate, proxy ranking, calibration (in depth) and an optional head-to-head.
+    to separate, proxy ranking, calibration (in depth), replicates, risk and an optional
+    head-to-head.
 
     JSON by default; --format table prints each table in turn; --format csv writes one CSV
     whose first column, "section", names the analysis each row comes from.
@@ -744,7 +772,7 @@ def report_command(
         return
     sections = {
         name: _labelled(ctx, report[name], flags, forecasts)
-        for name in ("ranking", "market", "power", "proxy", "calibration")
+        for name in ("ranking", "market", "power", "proxy", "calibration", "replicates")
     }
     if fmt == "csv":
         rows = [{"section": name, **row} for name, part in sections.items() for row in part["rows"]]
@@ -759,6 +787,7 @@ def report_command(
         "power": render.power_table,
         "proxy": render.proxy_table,
         "calibration": render.calibration_table,
+        "replicates": render.replicates_table,
     }
     for name, table in tables.items():
         show(console, table(sections[name], wide=flags.wide), flags.wide)

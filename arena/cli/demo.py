@@ -4,8 +4,9 @@ A fresh SQLite file, a simulated Polymarket (a few hundred synthetic markets who
 and which close, get proposed, disputed and resolve, including a 50-50 and an ambiguous one),
 the configured baseline families, simulated models answering through the real OpenAI SDK
 against an in-process fake OpenRouter (one of them with web search, whose answers cite the
-fake's sources), and the example outside agent (:mod:`arena.fakes.example_agent`) served over
-HTTP on a free port of 127.0.0.1 for the run, under a secret drawn for the run. A simulated
+fake's sources; two of them with three replicates each), and the example outside agent
+(:mod:`arena.fakes.example_agent`) served over HTTP on a free port of 127.0.0.1 for the run,
+under a secret drawn for the run. A simulated
 clock runs several weeks of the production jobs, then the leaderboard (with each family's
 track: model, web, agent, baseline) and an export are written.
 
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
 
 DEMO_SKILLS = (0.9, 0.7, 0.5, 0.3, 0.1)  # one simulated model family per skill
 DEMO_WEB_SKILL = 0.7  # the simulated family that calls with web search (track web)
+DEMO_REPLICATED_SKILLS = (0.5, 0.3)  # simulated families run as replicates (skill or luck)
+DEMO_REPLICATES = 3
 DEMO_AGENT_ID = "example-agent"  # the example outside agent, served locally (track agent)
 DEMO_AGENT_SECRET_ENV = "ARENA_DEMO_AGENT_SECRET"  # its HMAC secret, set for the demo only
 DEMO_RESAMPLES = 500  # fewer than analysis.resamples, to stay quick; stated in the output
@@ -321,8 +324,9 @@ def demo_agent() -> Iterator[str]:
 
 def _demo_lineup(configured: list[FamilyConfig], agent_endpoint: str) -> list[FamilyConfig]:
     """Simulated model families named by their skill (:data:`DEMO_WEB_SKILL`'s with web search
-    on the fake OpenRouter), the example outside agent at ``agent_endpoint``, plus the
-    configured baselines (or the three built-in ones when the config has none)."""
+    on the fake OpenRouter; those of :data:`DEMO_REPLICATED_SKILLS` with
+    :data:`DEMO_REPLICATES` replicates), the example outside agent at ``agent_endpoint``, plus
+    the configured baselines (or the three built-in ones when the config has none)."""
     from pydantic import AnyHttpUrl
 
     from arena.config import AgentFamily, BaselineFamily, OpenRouterFamily, WebSearch
@@ -335,6 +339,7 @@ def _demo_lineup(configured: list[FamilyConfig], agent_endpoint: str) -> list[Fa
             provider="Simulated",
             openrouter_id=f"sim/skill-{round(skill * 100):02d}",
             web_search=WebSearch() if skill == DEMO_WEB_SKILL else None,
+            replicates=DEMO_REPLICATES if skill in DEMO_REPLICATED_SKILLS else 1,
         )
         for skill in DEMO_SKILLS
     ]

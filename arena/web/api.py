@@ -121,6 +121,18 @@ def power(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
     return _part(ctx, session, "power")
 
 
+@router.get("/replicates", response_model=schemas.Replicates)
+def replicates(ctx: ContextDep, session: SessionDep) -> dict[str, Any]:
+    """Methodology v2: skill or the luck of a run. Per family its replicates' mean raw Brier
+    and spread, the variance between and within families, the intraclass correlation and the
+    adjacent families too close to order, as `arena analyze replicates --format json`
+    (`replicates` is null until forecasts resolve)."""
+    part = _part(ctx, session, "replicates")
+    if part["replicates"] is not None and "rows" not in part["replicates"]:
+        part["replicates"] = None  # stored by an older arena: null until the next analysis
+    return part
+
+
 def _part(ctx: WebContext, session: Session, name: str) -> dict[str, Any]:
     """One part of the stored v2 analysis (:func:`arena.web.standings.v2_analysis`; null
     without one) with the methodology in use and which analysis it comes from."""

@@ -67,6 +67,7 @@ def leaderboard(
             "market": market,
             "market_rows": _in_skill_order(market["rows"]) if market else [],
             "power": analysis.get("power") if analysis else None,
+            "replicates": _with_replicates(analysis.get("replicates") if analysis else None),
             "family_names": standings.family_names(session),
             "risk": risk_report(ctx, session) if rows else None,
             "columns": LEADERBOARD_COLUMNS,
@@ -89,6 +90,17 @@ def _in_skill_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from arena.analytics.market import in_skill_order
 
     return in_skill_order(rows)
+
+
+def _with_replicates(split: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The replicates' variance split when a family has more than one replicate (an analysis
+    stored by an older arena, without ``rows``, shows none until the next), the families too
+    close to order to the next marked."""
+    if not split or not any(row["replicates"] > 1 for row in split.get("rows", [])):
+        return None
+    close = {pair["upper"] for pair in split["close_orderings"]}
+    rows = [{**row, "close_to_next": row["forecaster"] in close} for row in split["rows"]]
+    return {**split, "rows": rows}
 
 
 def where_selector(session: SessionDep, chosen: Where) -> dict[str, Any]:

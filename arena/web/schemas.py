@@ -441,6 +441,52 @@ class Power(ServedAnalysis):
     power: PowerReport | None
 
 
+class ReplicateRow(Open):
+    """One family's replicates: their mean raw Brier and its spread, and the family's raw
+    Brier over its questions (the mean of its replicates' scores of each question) with its
+    cluster-robust 95% interval."""
+
+    forecaster: str
+    family_id: str
+    replicates: int
+    mean_brier: float
+    sd_brier: float | None = Field(description="Null with one replicate.")
+    brier: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_clusters: int
+
+
+class CloseOrdering(Open):
+    """Two adjacent families (`upper` scored better) whose gap is smaller than the larger of
+    their replicates' standard deviations."""
+
+    upper: str
+    lower: str
+    gap: float
+    spread: float
+
+
+class ReplicatesReport(Open):
+    """Skill or the luck of a run, as `arena analyze replicates --format json`."""
+
+    kind: str
+    as_of: Instant
+    unit: str
+    rule: str
+    rows: list[ReplicateRow]
+    between_variance: float | None
+    within_variance: float | None
+    icc: float | None = Field(description="Share of the agents' variance between families.")
+    close_orderings: list[CloseOrdering]
+
+
+class Replicates(ServedAnalysis):
+    """The replicates' variance split (null until a forecast resolves)."""
+
+    replicates: ReplicatesReport | None
+
+
 class ReliabilityBin(Open):
     """Forecasts with a probability in [low, high) (the last bin closed at 1)."""
 

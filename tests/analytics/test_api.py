@@ -32,6 +32,7 @@ PUBLIC = [
     "proxy_ranking",
     "ranking",
     "read_export",
+    "replicates",
     "risk",
     "sign_test",
     "trend",

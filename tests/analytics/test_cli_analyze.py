@@ -57,6 +57,11 @@ def _write_export(directory: Path) -> Path:
                 "family_kind": "baseline" if family == "mkt" else None,
             }
         )
+    return write_export(directory, rows)
+
+
+def write_export(directory: Path, rows: list[dict[str, Any]]) -> Path:
+    """An export directory of these forecast rows alone (forecasts.jsonl and its manifest)."""
     with (directory / "forecasts.jsonl").open("w") as handle:
         for r in rows:
             clean = {
@@ -210,6 +215,7 @@ def test_every_command_has_help() -> None:
         "power",
         "proxy",
         "calibration",
+        "replicates",
         "report",
         "breakdown",
         "risk",
@@ -402,6 +408,7 @@ def test_report_table_and_csv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         "power",
         "proxy",
         "calibration",
+        "replicates",
     }
     report = _json(base)  # JSON stays the default
     market = [r for r in rows if r["section"] == "market"]

@@ -7,8 +7,10 @@ flagged."""
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,7 +19,7 @@ import statsmodels.formula.api as smf
 from scipy import stats
 
 from arena.analytics.options import prepare, with_at
-from arena.analytics.replicates import replicate_split, variance_split
+from arena.analytics.replicate_split import replicate_split, variance_split
 from arena.analytics.report import ranking
 from tests.analytics.helpers import WEEK0, forecasts, row
 
@@ -68,7 +70,7 @@ def test_a_family_ranks_on_its_replicates_mean_one_cluster_a_question() -> None:
     assert mine["brier"] == pytest.approx(float(np.mean(per_question)))
     assert mine["n_questions"] == QUESTIONS and mine["n_clusters"] == QUESTIONS
     # the split's family mean and its interval: every question its own cluster, weight 1
-    family = next(f for f in replicate_split(prep)["families"] if f["family_id"] == "a")
+    family = next(f for f in replicate_split(prep)["rows"] if f["family_id"] == "a")
     mean = float(np.mean(per_question))
     deviations = np.asarray(per_question) - mean
     se = np.sqrt(QUESTIONS / (QUESTIONS - 1) * np.sum(deviations**2)) / QUESTIONS
@@ -90,7 +92,7 @@ def test_variance_split_equals_the_random_effects_model() -> None:
     between, within = split["between_variance"], split["within_variance"]
     assert split["icc"] == pytest.approx(between / (between + within))
     means = agents.groupby("family_id")["brier"].agg(["mean", "std", "count"])
-    for family in split["families"]:
+    for family in split["rows"]:
         direct = means.loc[family["family_id"]]
         assert family["mean_brier"] == pytest.approx(direct["mean"])
         assert family["sd_brier"] == pytest.approx(direct["std"])
@@ -100,9 +102,9 @@ def test_variance_split_equals_the_random_effects_model() -> None:
 def test_an_ordering_closer_than_the_spread_is_flagged() -> None:
     _data, prep = _prep()
     split = replicate_split(prep)
-    order = [f["family_id"] for f in split["families"]]
+    order = [f["family_id"] for f in split["rows"]]
     assert order == ["a", "b", "c"]
-    families = {f["family_id"]: f for f in split["families"]}
+    families = {f["family_id"]: f for f in split["rows"]}
     for close in split["close_orderings"]:
         upper, lower = families[close["upper"]], families[close["lower"]]
         assert close["gap"] == pytest.approx(lower["mean_brier"] - upper["mean_brier"])
@@ -122,3 +124,39 @@ def test_variance_split_of_a_balanced_one_way_layout() -> None:
     # MSB = 3 * ((2 - 3.5)^2 + (5 - 3.5)^2) / 1 = 13.5; MSW = 4 / 4 = 1; n0 = 3
     assert variance_split(groups) == pytest.approx((12.5 / 3, 1.0))
     assert variance_split([[1.0, 2.0]]) == (None, None)
+
+
+def test_the_cli_reports_replicates_in_json_csv_and_a_table_of_80_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: the variance split and the close orderings reach the CLI, alone
+    (``arena analyze replicates``) and in ``arena analyze report``; the JSON equals the Python
+    API's on the same export."""
+    from arena.analytics import read_export, replicates
+    from tests.analytics.test_cli_analyze import _csv, _direct, _fits, _json, _run, write_export
+
+    export = write_export(tmp_path, _rows())
+    at = ["--at", "2025-06-01T00:00:00Z"]
+    base = ["analyze", "replicates", "--from-export", str(export), *at]
+    report = _json([*base, "-f", "json"])
+    assert report == json.loads(json.dumps(replicates(read_export(export), _direct(export))))
+    assert [r["forecaster"] for r in report["rows"]] == ["a", "b", "c"]
+    assert report["close_orderings"] == [
+        {"upper": "b", "lower": "c", "gap": pytest.approx(report["close_orderings"][0]["gap"]),
+         "spread": pytest.approx(report["close_orderings"][0]["spread"])}
+    ]  # fmt: skip
+    rows = _csv([*base, "-f", "csv"])
+    assert [(r["forecaster"], r["replicates"]) for r in rows] == [
+        ("a", "3"),
+        ("b", "3"),
+        ("c", "3"),
+    ]
+    table = _run(base, monkeypatch)
+    _fits(table)
+    assert "Replicates" in table and f"icc {report['icc']:.3f}" in " ".join(table.split())
+    assert [line.split()[-1] for line in table.splitlines() if line.startswith(" b ")] == ["close"]
+    full = ["analyze", "report", "--from-export", str(export), *at, "--bootstrap", "40"]
+    sections = {r["section"] for r in _csv([*full, "-f", "csv"])}
+    assert "replicates" in sections
+    assert "Replicates: skill or the luck of a run" in _run([*full, "-f", "table"], monkeypatch)
+    assert _json([*full, "-f", "json"])["replicates"]["icc"] == pytest.approx(report["icc"])

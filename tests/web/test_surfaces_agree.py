@@ -275,3 +275,33 @@ def test_the_trend_agrees(surfaces: Surfaces) -> None:
     ranks = {cells[0]: cells[1:] for _, cells in surfaces.page("/")["ranks-table"]}
     board = {r["family_id"]: r["display_name"] for r in surfaces.api("/api/v1/leaderboard")}
     assert ranks[board[family]] == [str(r["rank_cumulative"]) for r in mine]
+
+
+def test_the_replicates_agree(surfaces: Surfaces) -> None:
+    """Issue 27: the demo runs two simulated families as three replicates each; the variance
+    split and the close orderings say the same in the CLI, the API (the stored analysis) and
+    the table on `/`."""
+    printed = surfaces.cli("replicates")
+    served = surfaces.api("/api/v1/replicates")["replicates"]
+    assert served is not None, "the demo has resolved forecasts"
+    for key in ("rows", "between_variance", "within_variance", "icc", "close_orderings"):
+        assert printed[key] == served[key], key
+    assert {r["family_id"]: r["replicates"] for r in served["rows"]}["sim-skill-50"] > 1
+    assert served["icc"] is not None
+    names = {r["family_id"]: r["display_name"] for r in surfaces.api("/api/v1/leaderboard")}
+    close = {pair["upper"] for pair in served["close_orderings"]}
+    shown = surfaces.page("/")["replicates-table"]
+    assert [attrs["data-forecaster"] for attrs, _ in shown] == [
+        r["forecaster"] for r in served["rows"]
+    ]
+    for (_, cells), row in zip(shown, served["rows"], strict=True):
+        brier = numbers.fixed(row["brier"], 4)
+        interval = f"[{numbers.fixed(row['ci_low'], 3)}, {numbers.fixed(row['ci_high'], 3)}]"
+        assert cells == [
+            names[row["family_id"]],
+            numbers.count(row["replicates"]),
+            numbers.fixed(row["mean_brier"], 4),
+            numbers.fixed(row["sd_brier"], 4),
+            f"{brier} {interval}",
+            "close" if row["forecaster"] in close else "",
+        ], row["forecaster"]

@@ -23,8 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from arena.analytics.options import AnalysisOptions, Prepared
+from arena.analytics.options import AnalysisOptions, Prepared, clean
+from arena.analytics.records import to_datetime
 from arena.analytics.significance import OK, weighted_t_interval
+
+CLOSE_RULE = (
+    "families ordered by their replicates' mean raw Brier; an adjacent pair is close when the "
+    "gap between their means is smaller than the larger of their replicates' standard "
+    "deviations (another draw of replicates could well swap them); icc: the share of the "
+    "agents' score variance between families (one-way random-effects ANOVA)"
+)
 
 
 def replicate_split(prep: Prepared, options: AnalysisOptions | None = None) -> dict[str, Any]:
@@ -47,6 +55,7 @@ def replicate_split(prep: Prepared, options: AnalysisOptions | None = None) -> d
         groups.setdefault(family, []).append(float(np.mean(scores)))
     rows = [
         {
+            "forecaster": family,
             "family_id": family,
             "replicates": len(scores),
             "mean_brier": float(np.mean(scores)),
@@ -58,15 +67,19 @@ def replicate_split(prep: Prepared, options: AnalysisOptions | None = None) -> d
     rows.sort(key=lambda r: (r["mean_brier"], r["family_id"]))
     between, within = variance_split(list(groups.values()))
     total = (between or 0.0) + (within or 0.0)
-    return {
-        "kind": "replicate_split",
-        "unit": "agent",
-        "families": rows,
-        "between_variance": between,
-        "within_variance": within,
-        "icc": between / total if between is not None and total > 0 else None,
-        "close_orderings": _close(rows),
-    }
+    return clean(
+        {
+            "kind": "replicate_split",
+            "as_of": to_datetime(prep.as_of),
+            "unit": "agent",
+            "rule": CLOSE_RULE,
+            "rows": rows,
+            "between_variance": between,
+            "within_variance": within,
+            "icc": between / total if between is not None and total > 0 else None,
+            "close_orderings": _close(rows),
+        }
+    )
 
 
 def _over_questions(prep: Prepared, family: str, confidence: float) -> dict[str, Any]:
