@@ -250,3 +250,36 @@ def test_auto_refresh_can_be_switched_off_and_is_off_under_reduced_motion(home: 
     assert not _toggle(driver).is_selected()
     assert driver.execute_script(root + ".autorefresh") == "off"
     assert console_errors(driver) == []
+
+
+@pytest.mark.parametrize("width", [320, 390])
+def test_every_chart_label_stays_inside_the_chart_on_a_phone(
+    browser: Any, base_url: str, width: int
+) -> None:
+    """No chart label leaves its chart and no chart widens the page on a phone. Two ways it
+    did: the charts were at least 300 px wide (a 320 px phone scrolled sideways), and a
+    decision-run label near the right end of the range started at its line and ran past the
+    chart (seen on a four-week demo at 390 px); such a label now ends at its line, or is left
+    out when that would cover the label before it."""
+    driver = browser
+    resize(driver, (width, 900))
+    try:
+        driver.get(base_url + "/")
+        wait(driver, lambda d: chart_loaded(d, "ALL:usd"), "chart ALL")
+        outside = driver.execute_script(
+            """
+            const out = [];
+            for (const layer of document.querySelectorAll('.chart-marks')) {
+              const edge = layer.getBoundingClientRect();
+              for (const label of layer.querySelectorAll('.chart-mark')) {
+                const r = label.getBoundingClientRect();
+                if (r.left < edge.left - 1 || r.right > edge.right + 1) out.push(label.textContent);
+              }
+            }
+            const e = document.documentElement;
+            return [out, e.scrollWidth, e.clientWidth];"""
+        )
+        labels, scroll_width, client_width = outside
+        assert labels == [] and scroll_width <= client_width, outside
+    finally:
+        resize(driver, DESKTOP)

@@ -100,11 +100,17 @@
   }
 
   /* A label over the plot, positioned in CSS pixels of the plotting area. */
+  /* A label at (left, top) of the chart's layer; one that would cross the layer's right edge
+     (a narrow screen, a marker near the end of the range) ends at ``left`` instead, unless its
+     class already places it to the left of ``left`` (the break-even label). */
   function mark(layer, className, text, left, top) {
     var label = el("span", className, text);
     label.style.left = Math.round(left) + "px";
     label.style.top = Math.round(top) + "px";
     layer.appendChild(label);
+    if (getComputedStyle(label).transform === "none" && left + label.offsetWidth > layer.clientWidth) {
+      label.style.left = Math.max(0, Math.round(left - 6 - label.offsetWidth)) + "px";
+    }
     return label;
   }
 
@@ -181,8 +187,9 @@
         var left = u.valToPos(t, "x");
         if (left - right < 8) { return; }  /* too close to the previous label to read */
         var label = mark(layer, "chart-mark decision", "decision run " + day(t), left + 3, 2);
+        if (label.offsetLeft - right < 8) { layer.removeChild(label); return; }  /* flipped onto it */
         label.title = "decision run " + minute(t);
-        right = left + 3 + label.offsetWidth;
+        right = label.offsetLeft + label.offsetWidth;
       });
       ctx.restore();
     };
@@ -319,7 +326,7 @@
     });
     var window_ = payload.start != null && payload.end != null && payload.start < payload.end;
     var opts = {
-      width: Math.max(300, box.clientWidth || 800),
+      width: Math.max(240, box.clientWidth || 800),
       height: HEIGHT,
       series: series,
       legend: { show: false },
@@ -405,7 +412,7 @@
       });
     });
     window.addEventListener("resize", function () {
-      if (box._plot) { box._plot.setSize({ width: Math.max(300, box.clientWidth), height: HEIGHT }); }
+      if (box._plot) { box._plot.setSize({ width: Math.max(240, box.clientWidth), height: HEIGHT }); }
     });
     load(box);
   }

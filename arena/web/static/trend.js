@@ -31,7 +31,7 @@
 
   function base(box, series, scales, axes, hooks) {
     return {
-      width: Math.max(300, box.clientWidth || 800),
+      width: Math.max(240, box.clientWidth || 800),
       height: HEIGHT,
       series: series,
       scales: scales,
@@ -62,9 +62,13 @@
         var text = change.week_start.slice(0, 10) + ": " + change.lineage.join("; ");
         var label = el("span", "chart-mark lineage", text);
         label.title = "lineage changed " + text;
-        label.style.left = Math.round(u.valToPos(t, "x") + 3) + "px";
+        var left = u.valToPos(t, "x") + 3;
+        label.style.left = Math.round(left) + "px";
         label.style.top = Math.round(2 + 16 * i) + "px";
         layer.appendChild(label);
+        if (left + label.offsetWidth > layer.clientWidth) {  /* ends at its line instead */
+          label.style.left = Math.max(0, Math.round(left - 6 - label.offsetWidth)) + "px";
+        }
       });
       ctx.restore();
     };
@@ -122,7 +126,7 @@
     plot.redraw(false, false);  /* the labels need the layer made above */
     box.dataset.loaded = "1";
     window.addEventListener("resize", function () {
-      plot.setSize({ width: Math.max(300, box.clientWidth), height: HEIGHT });
+      plot.setSize({ width: Math.max(240, box.clientWidth), height: HEIGHT });
     });
   }
 
