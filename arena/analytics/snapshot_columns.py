@@ -20,8 +20,8 @@ committed under an id already held) reads them all again, as does a body this re
 write. The agents' rows (family, cohort ``week_start``, ``starting_balance``; ~7 per cohort)
 are read at every call, so nothing but the snapshots' own columns is stored; a hand edit of a
 snapshot's value that keeps the count is what this cannot see (``arena analyze`` on an export
-never uses it). With no stored body, every call reads everything, as before: 0.1 s at scale 1
-with one, nothing new written.
+never uses it). With no stored body, every call reads everything, as before; with one and
+nothing written since, scale 1 reads in ~0.15 s instead of 1.3 s.
 
 Reading row by row is fast and its memory flat: one streamed query of the snapshots that
 selects only (agent, time, value), as an integer, microseconds since the epoch and a float
