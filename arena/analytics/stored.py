@@ -6,7 +6,8 @@ and when they (or the options) changed since the stored result, or that result i
 :data:`MAX_AGE` (questions become scorable and forecasters leave their provisional period with
 time alone), computes :func:`arena.analytics.report.full_analysis` as of ``now`` and replaces
 the stored row of ``analysis_results`` named :data:`V2`. Its whole dict is stored, whatever
-parts it has, as JSON text. Nothing to rank yet (no panel forecast) is stored as ``null``.
+parts it has, as JSON text. Nothing to rank yet (no panel forecast) is stored as ``null``. It
+also keeps the snapshots' stored columns current, so risk reads them without reading every row.
 
 The daemon runs it as the ``analysis`` job every ``schedule.analysis_minutes`` and right after
 each decision run and settlement (:meth:`arena.runtime.Runtime.run_job`); it is a job of its
@@ -82,9 +83,11 @@ def refresh_analysis(
     factory: sessionmaker[Session], settings: Settings, now: datetime
 ) -> AnalysisReport:
     """Compute and store the v2 analysis as of ``now`` unless the stored one is current; keep
-    the stored forecast columns (:mod:`arena.export.forecast_columns`) up to date."""
+    the stored forecast columns (:mod:`arena.export.forecast_columns`) and snapshot columns
+    (:mod:`arena.analytics.snapshot_columns`, which risk reads) up to date."""
     from arena.analytics.records import Forecasts
     from arena.analytics.report import configured_options
+    from arena.analytics.snapshot_columns import store_snapshot_rows
     from arena.export.forecast_columns import read_forecast_columns
 
     options = configured_options(settings, as_of=now)
@@ -95,6 +98,8 @@ def refresh_analysis(
                 AnalysisResult.name == V2
             )
         ).one_or_none()
+    with transaction(factory) as session:  # a transaction of its own: each holds locks briefly
+        store_snapshot_rows(session, now)
     settings_used = [options.bootstrap_resamples, options.seed, options.market_weight]
     # a new release analyses anew; an unknown data version (read row by row) always
     known = read.version is not None

@@ -4,8 +4,9 @@
 row: at scale 1 (364,000 forecasts) the driver makes some eight million Python values, 6 to 8 s.
 Yet almost all of it is fixed once written: a forecast's own columns, its agent's kind and its
 cohort's pricing. The analysis job stores those as arrow arrays in the ``forecast_columns`` row
-(:func:`read_forecast_columns` with ``store_at``; an Arrow IPC stream, zstd), and
-:func:`forecast_columns` starts from them and reads only what can have changed since:
+named ``forecasts`` (:func:`read_forecast_columns` with ``store_at``, through
+:mod:`arena.store.stored_columns`), and :func:`forecast_columns` starts from them and reads
+only what can have changed since:
 
 * the forecasts written since (ids above the largest stored);
 * ``resolved_value``, which changes once, from null to 1 or 0 when the market settles
@@ -18,10 +19,11 @@ cohort's pricing. The analysis job stores those as arrow arrays in the ``forecas
 A *stamp* (how many forecasts, the largest id, how many resolved) checks every call that the
 result holds exactly the database's forecasts; anything else (a row removed, or committed under
 an id already held) reads them all again, and the job stores them anew. The job writes the row
-again when it is :data:`STORE_LAG` forecasts or resolutions behind. arena never deletes or
-edits a forecast's own columns; a hand edit that keeps the stamp is what this cannot see
-(``arena analyze`` on an export never uses it). With no stored row, every call reads
-everything, as before. Nothing is kept between calls: the stored row costs ~0.1 s to read.
+again when it is :data:`~arena.store.stored_columns.STORE_LAG` forecasts or resolutions
+behind. arena never deletes or edits a forecast's own columns; a hand edit that keeps the stamp
+is what this cannot see (``arena analyze`` on an export never uses it). With no stored row,
+every call reads everything, as before. Nothing is kept between calls: the stored row costs
+~0.1 s to read.
 
 The result equals ``table_columns(session, "forecasts")`` value for value; tests compare them.
 """
@@ -36,7 +38,7 @@ from datetime import datetime
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from arena.export.spec import col, raw_value
@@ -47,11 +49,10 @@ from arena.export.tables import (
     with_market_fee,
 )
 from arena.export.writer import arrow_columns, table_columns
-from arena.store.models import Forecast, ForecastColumnsRow, Market
+from arena.store.models import Forecast, Market
+from arena.store.stored_columns import Stamp, due, read_stored, store, table_stamp
 
 NAME = "forecasts"
-STORE_LAG = 5_000
-"""The stored row is written again when the forecasts held, or resolved, moved by this many."""
 MARKETS_PER_QUERY = 500
 
 OWN = tuple(c for c in FORECASTS.columns if c.name not in FORECAST_MARKET_COLUMNS)
@@ -59,15 +60,6 @@ MARKET = (
     col("market_id", Market.id),
     *(c for c in FORECASTS.columns if c.name in FORECAST_MARKET_COLUMNS),
 )
-
-
-@dataclass(frozen=True)
-class Stamp:
-    """What the database holds: how many forecasts, the largest id, how many resolved."""
-
-    rows: int
-    through: int
-    resolved: int
 
 
 @dataclass(frozen=True)
@@ -92,6 +84,10 @@ class Held:
         values = self.columns["resolved_value"]
         return len(values) - values.null_count
 
+    @property
+    def stamp(self) -> Stamp:
+        return Stamp(self.rows, self.through, self.resolved)
+
 
 @dataclass(frozen=True)
 class ForecastColumns:
@@ -112,41 +108,25 @@ def forecast_columns(session: Session) -> dict[str, pa.Array | pa.ChunkedArray]:
 def read_forecast_columns(session: Session, *, store_at: datetime | None = None) -> ForecastColumns:
     """:func:`forecast_columns` with their version. With ``store_at`` (the analysis job), the
     stored row is written too, in ``session``'s transaction, when it is missing, was read
-    anew, or is :data:`STORE_LAG` behind."""
-    stored = session.execute(
-        select(ForecastColumnsRow.rows, ForecastColumnsRow.resolved).where(
-            ForecastColumnsRow.name == NAME
-        )
-    ).one_or_none()
+    anew, or is far behind (:func:`arena.store.stored_columns.due`)."""
+    stored = read_stored(session, NAME)
     if stored is None and store_at is None:
         return ForecastColumns(dict(table_columns(session, NAME)), None)
     try:
-        held = current(session, None if stored is None else _stored(session))
+        held = current(session, None if stored is None else Held(stored.columns()))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return ForecastColumns(dict(table_columns(session, NAME)), None)  # export's rounding
-    if store_at is not None and (
-        stored is None
-        or held.anew
-        or abs(held.rows - stored.rows) >= STORE_LAG
-        or abs(held.resolved - stored.resolved) >= STORE_LAG
+    if store_at is not None and due(
+        None if stored is None else stored.stamp, held.stamp, anew=held.anew
     ):
-        session.merge(
-            ForecastColumnsRow(
-                name=NAME,
-                through_id=held.through,
-                rows=held.rows,
-                resolved=held.resolved,
-                written_at=store_at,
-                body=_serialise(held.columns),
-            )
-        )
+        store(session, NAME, held.stamp, store_at, held.columns)
     return joined(session, held)
 
 
 def current(session: Session, held: Held | None) -> Held:
     """``held`` brought up to the database's forecasts, or all of them read anew when
     ``held`` is None or does not match the database's :class:`Stamp`."""
-    stamp = _stamp(session)
+    stamp = table_stamp(session, Forecast.id, Forecast.resolved_value)
     if held is not None and held.through <= stamp.through:
         new = _own(session, Forecast.id > held.through, Forecast.id <= stamp.through)
         if held.rows + len(new["forecast_id"]) == stamp.rows:
@@ -194,20 +174,6 @@ def joined(session: Session, held: Held) -> ForecastColumns:
     return ForecastColumns(columns, version.hexdigest())
 
 
-def _stored(session: Session) -> Held:
-    body = session.execute(
-        select(ForecastColumnsRow.body).where(ForecastColumnsRow.name == NAME)
-    ).scalar_one()
-    return Held(_deserialise(body))
-
-
-def _stamp(session: Session) -> Stamp:
-    rows, through, resolved = session.execute(
-        select(func.count(), func.max(Forecast.id), func.count(Forecast.resolved_value))
-    ).one()
-    return Stamp(int(rows), int(through or 0), int(resolved))
-
-
 def _own(session: Session, *where: ColumnElement[bool]) -> dict[str, pa.Array]:
     statement = forecast_owners(select(*(raw_value(c) for c in OWN)))
     return arrow_columns(session, OWN, statement.where(*where).order_by(Forecast.id))
@@ -246,22 +212,3 @@ def _resolve(session: Session, held: Held, stamp: Stamp) -> Held | None:
     columns["resolved_value"] = pa.array(filled, mask=missing, type=values.type)
     result = Held(columns, held.anew)
     return result if result.resolved >= stamp.resolved else None
-
-
-def _serialise(columns: dict[str, pa.Array]) -> bytes:
-    sink = pa.BufferOutputStream()
-    table = pa.table(columns)
-    options = pa.ipc.IpcWriteOptions(compression="zstd")
-    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-        writer.write_table(table)
-    return bytes(sink.getvalue())
-
-
-def _deserialise(body: bytes) -> dict[str, pa.Array]:
-    table = pa.ipc.open_stream(pa.py_buffer(body)).read_all()
-    return {name: _one_array(table.column(name)) for name in table.column_names}
-
-
-def _one_array(column: pa.ChunkedArray) -> pa.Array:
-    """The column's one chunk as it is (``combine_chunks`` would copy it)."""
-    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()

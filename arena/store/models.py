@@ -396,8 +396,11 @@ class JobRun(Base):
 
 
 class ForecastColumnsRow(Base):
-    """The forecasts' columns that never change once written, as the analyses read them
-    (:mod:`arena.export.forecast_columns`), stored so that a new process starts from them."""
+    """A stored column body (:mod:`arena.store.stored_columns`), so that a new process starts
+    from it instead of reading every row. It holds both: ``name`` ``forecasts``, the
+    forecasts' columns that never change once written, as the analyses read them
+    (:mod:`arena.export.forecast_columns`), and ``snapshots``, the portfolio snapshots' agent,
+    time and values, as risk reads them (:mod:`arena.analytics.snapshot_columns`)."""
 
     __table__ = schema.forecast_columns
 

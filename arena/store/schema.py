@@ -512,13 +512,16 @@ analysis_results = Table(
 )
 
 
+# forecast_columns: stored column bodies of two tables (arena.store.stored_columns), one row
+# each: "forecasts" (arena.export.forecast_columns) and "snapshots", the portfolio snapshots
+# (arena.analytics.snapshot_columns). Operational state derived from those tables.
 forecast_columns = Table(
     "forecast_columns",
     metadata,
-    Column("name", String(32), primary_key=True),  # "forecasts"
-    Column("through_id", Integer, nullable=False),  # the largest forecast id it holds
+    Column("name", String(32), primary_key=True),  # "forecasts" or "snapshots"
+    Column("through_id", Integer, nullable=False),  # the largest id of its table it holds
     Column("rows", Integer, nullable=False),
-    Column("resolved", Integer, nullable=False),  # how many hold a resolved_value
+    Column("resolved", Integer, nullable=False),  # forecasts with a resolved_value; snapshots: 0
     Column("written_at", UTCDateTime(), nullable=False),
     Column("body", LargeBinary, nullable=False),  # Arrow IPC stream, zstd
 )

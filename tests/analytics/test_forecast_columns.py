@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session
 
 from arena.analytics.stored import refresh_analysis
 from arena.config import Settings
-from arena.export import forecast_columns as stored_columns
 from arena.export.forecast_columns import NAME, forecast_columns, read_forecast_columns
 from arena.export.writer import table_columns
+from arena.store import stored_columns
 from arena.store.db import transaction, upgrade
 from arena.store.models import Forecast, ForecastColumnsRow, Market
 from tests.analytics.results_arena import build_arena
@@ -76,7 +76,9 @@ def _store(db: Database, at: datetime = AT) -> datetime | None:
 
 def _written(db: Database) -> datetime | None:
     with db.factory() as session:
-        return session.scalar(select(ForecastColumnsRow.written_at))
+        return session.scalar(
+            select(ForecastColumnsRow.written_at).where(ForecastColumnsRow.name == NAME)
+        )
 
 
 def test_every_write_arena_makes_reads_as_exported(db: Database) -> None:
