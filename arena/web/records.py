@@ -122,7 +122,9 @@ def market(session: Session, market_id: str) -> dict[str, Any]:
     def with_agent(model: Any, order: Any) -> list[dict[str, Any]]:
         return rows_of(
             session,
-            select(*fields(model, "family_id"), Agent.family_id, Agent.display_name)
+            select(
+                *fields(model, "family_id"), Agent.family_id, Agent.replicate, Agent.display_name
+            )
             .join(Agent, Agent.id == model.agent_id)
             .where(model.market_id == market_id)
             .order_by(order, model.id),

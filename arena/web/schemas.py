@@ -132,7 +132,8 @@ def page_of(name: str, item: Any, doc: str, **extra: Any) -> type[BaseModel]:
     )
 
 
-WITH_AGENT = {"family_id": (str, ...), "display_name": (str, ...)}
+WITH_AGENT = {"family_id": (str, ...), "replicate": (int, ...), "display_name": (str, ...)}
+"""Who a row of a market's or a cohort's record belongs to: the family and which replicate."""
 WITH_QUESTION = {"question": (str, ...)}
 
 FamilyRow = row_model("FamilyRow", schema.families, doc="A model family as stored.")
@@ -210,7 +211,6 @@ DecisionLine = picked(
     DECISION_COLUMNS,
     doc="A decision in a list, with its agent's family and replicate.",
     **WITH_AGENT,
-    replicate=(int, ...),
 )
 DecisionPage = page_of("DecisionPage", DecisionLine, doc="A page of decisions, newest first.")
 MarketLine = picked(

@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from arena.config import load_settings
 from arena.errors import ConfigError
-from arena.store.models import Agent, Decision
+from arena.store.models import Agent, Decision, Trade
 from arena.web.app import create_app
 from tests.conftest import Database
 from tests.helpers import SEVEN_FAMILIES, write_config
@@ -102,6 +102,16 @@ def test_each_replicate_has_its_agent_page(db: Database, tmp_path: Path) -> None
         page = client.get(f"/cohorts/{cohort}/families/{GPT}?replicate=3").text
         family = client.get(f"/families/{GPT}").text
         lineage = client.get(f"/api/v1/families/{GPT}").json()["cohorts"]
+        standings = client.get(f"/cohorts/{cohort}").text
+        with db.factory() as session:  # a trade of a replicate other than 1
+            trade, trader = session.execute(
+                select(Trade, Agent)
+                .join(Agent, Agent.id == Trade.agent_id)
+                .where(Agent.replicate > 1)
+                .limit(1)
+            ).one()
+        market = client.get(f"/api/v1/markets/{trade.market_id}").json()
+        market_page = client.get(f"/markets/{trade.market_id}").text
         assert client.get(f"/cohorts/{cohort}/families/{GPT}?replicate=0").status_code == 400
     assert (first["agent"]["id"], first["agent"]["replicate"]) == (agents[GPT, 1].id, 1)
     assert (second["agent"]["id"], second["agent"]["replicate"]) == (agents[GPT, 2].id, 2)
@@ -109,6 +119,13 @@ def test_each_replicate_has_its_agent_page(db: Database, tmp_path: Path) -> None
     assert "GPT-5.2 r3" in page
     assert [a["replicate"] for a in lineage] == [1, 2, 3]
     assert f'href="/cohorts/{cohort}/families/{GPT}?replicate=2"' in family
+    # the cohort's standings link every replicate; a market's record names the replicate
+    for n in (2, 3):
+        assert f'href="/cohorts/{cohort}/families/{GPT}?replicate={n}">r{n}</a>' in standings
+    mine = [t for t in market["trades"] if t["agent_id"] == trader.id]
+    assert mine and {t["replicate"] for t in mine} == {trader.replicate}
+    link = f"/cohorts/{trader.cohort_id}/families/{trader.family_id}?replicate={trader.replicate}"
+    assert f'href="{link}">{trader.display_name} r{trader.replicate}</a>' in market_page
     single = f"/api/v1/cohorts/{cohort}/families/grok-4"
     with TestClient(create_app(world.settings)) as client:
         assert client.get(single).json()["agent"]["replicate"] == 1
