@@ -22,6 +22,7 @@ from arena.export.tables import (
     AGENTS,
     ATTEMPTS,
     BRIER_SCORES,
+    CITATIONS,
     COHORTS,
     DECISIONS,
     FORECASTS,
@@ -33,6 +34,7 @@ from arena.publish.tables import table_rows
 from arena.record.records import (
     ATTEMPT_COLUMNS,
     BRIER_COLUMNS,
+    CITATION_COLUMNS,
     DECISION_COLUMNS,
     FORECAST_COLUMNS,
     HASHED_ATTEMPT_TEXTS,
@@ -43,6 +45,7 @@ from arena.record.records import (
     RecordKind,
     assemble_decision,
     attempt_entry,
+    by_attempt,
     cohort_body,
     pick,
     settlement_body,
@@ -112,8 +115,10 @@ class Subjects:
             *(column for column, _ in HASHED_ATTEMPT_TEXTS),
             "decision_id",
         )
+        cited = by_attempt(table_rows(directory, CITATIONS.name, ("attempt_id", *CITATION_COLUMNS)))
         for row in table_rows(directory, ATTEMPTS.name, attempt_columns):
-            subjects.attempts[row["decision_id"]].append(_pack(attempt_entry(row)))
+            entry = attempt_entry(row, cited.get(row["attempt_id"], ()))
+            subjects.attempts[row["decision_id"]].append(_pack(entry))
         for row in table_rows(directory, TRADES.name, (*TRADE_COLUMNS, "decision_id")):
             subjects.trade_position[row["trade_id"]] = row["position_id"]
             if row["decision_id"] is not None:

@@ -46,7 +46,7 @@ from arena.publish.layout import (
 from arena.publish.rebuild import SUBJECT_TABLES, Subjects, first_difference
 from arena.publish.standings import agent_ledgers, differences, family_money
 from arena.record.canonical import GENESIS_HASH, canonical, link_hash
-from arena.record.records import RecordKind
+from arena.record.records import RecordKind, as_of_schema
 
 COMMITMENT_FIELDS = ("seq", "head_hash", "count", "committed_at", "key_id")
 
@@ -198,8 +198,9 @@ def _check_record(
         )
         return
     body = record.get("body")
-    if canonical({**record, "body": rebuilt}) != data:
-        difference = first_difference(kind, link.subject_id, body, rebuilt)
+    as_recorded = as_of_schema(kind, rebuilt, record.get("schema"))
+    if canonical({**record, "body": as_recorded}) != data:
+        difference = first_difference(kind, link.subject_id, body, as_recorded)
         detail = f"record seq {seq}: {difference.detail}"
         result.fail("record", difference.table, difference.row, detail)
 

@@ -31,6 +31,7 @@ from arena.export.tables import (
     AGENTS,
     ATTEMPTS,
     BRIER_SCORES,
+    CITATIONS,
     COHORTS,
     DECISIONS,
     FORECASTS,
@@ -48,6 +49,7 @@ from arena.record.records import (
     RecordKind,
     assemble_decision,
     attempt_entry,
+    by_attempt,
     cohort_body,
     envelope,
     pick,
@@ -141,13 +143,14 @@ def record_decision(
     (decision,) = text_rows(session, DECISIONS, Decision.id == decision_id)
     (agent,) = text_rows(session, AGENTS, Agent.id == decision["agent_id"])
     attempts = text_rows(session, ATTEMPTS, DecisionAttempt.decision_id == decision_id)
+    cited = by_attempt(text_rows(session, CITATIONS, DecisionAttempt.decision_id == decision_id))
     forecasts = text_rows(session, FORECASTS, Forecast.decision_id == decision_id)
     trades = text_rows(session, TRADES, Trade.decision_id == decision_id)
     body = assemble_decision(  # the universe hashed once per connection, not per decision
         pick(decision, DECISION_COLUMNS),
         pick(agent, LINEAGE_COLUMNS),
         _universe(session, decision["universe_id"]),
-        [attempt_entry(row) for row in attempts],
+        [attempt_entry(row, cited.get(row["attempt_id"], ())) for row in attempts],
         [pick(row, FORECAST_COLUMNS) for row in forecasts],
         [pick(row, TRADE_COLUMNS) for row in trades],
     )

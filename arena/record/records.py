@@ -35,7 +35,9 @@ from arena.record.canonical import canonical, sha256_hex
 
 Row = Mapping[str, Any]
 
-RECORD_SCHEMA_VERSION = 1
+RECORD_SCHEMA_VERSION = 2
+"""2: an attempt with web-search citations holds their sha256 (``citations_sha256``); schema 1
+records (written before) do not cover citations (:func:`as_of_schema`)."""
 
 
 class RecordKind(enum.StrEnum):
@@ -103,6 +105,8 @@ HASHED_ATTEMPT_TEXTS = (
     ("parsed", "parsed_sha256"),
 )
 """An attempt's texts a record holds by their sha256 (UTF-8): (export column, record field)."""
+CITATION_COLUMNS = ("position", "url", "title", "content", "cited_at")
+"""What an attempt's ``citations_sha256`` covers of each of its citations."""
 
 
 def pick(row: Row, columns: Sequence[str], *, json_columns: Iterable[str] = JSON_COLUMNS) -> dict:
@@ -128,33 +132,55 @@ def universe_hash(rows: Iterable[Row]) -> str:
     return sha256_hex(canonical(shown))
 
 
-def attempt_entry(row: Row) -> dict[str, Any]:
+def attempt_entry(row: Row, citations: Iterable[Row] = ()) -> dict[str, Any]:
     """An attempt, its bulky texts by their sha256: the request messages and the parsed answer
-    as their JSON text (as stored and exported), the raw response as received."""
+    as their JSON text (as stored and exported), the raw response as received; and, when it
+    has web-search citations (rows of the ``citations`` table), the sha256 of their
+    ``CITATION_COLUMNS`` in answer order (an attempt without any has no such field, as in
+    schema 1)."""
     entry = pick(row, ATTEMPT_COLUMNS)
     for column, name in HASHED_ATTEMPT_TEXTS:
         text = row[column]
         entry[name] = None if text is None else sha256_hex(text)
+    cited = sorted((pick(c, CITATION_COLUMNS) for c in citations), key=lambda c: c["position"])
+    if cited:
+        entry["citations_sha256"] = sha256_hex(canonical(cited))
     return entry
 
 
-def decision_body(
-    decision: Row,
-    agent: Row,
-    universe: Iterable[Row],
-    attempts: Iterable[Row],
-    trades: Iterable[Row],
-    forecasts: Iterable[Row],
-) -> dict[str, Any]:
-    """The body of a ``decision`` record from its export rows (in any order)."""
-    universe_rows = list(universe)
+def by_attempt(citations: Iterable[Row]) -> dict[Any, list[Row]]:
+    """Citation rows grouped by their ``attempt_id``."""
+    grouped: dict[Any, list[Row]] = {}
+    for row in citations:
+        grouped.setdefault(row["attempt_id"], []).append(row)
+    return grouped
+
+
+def as_of_schema(kind: str, body: Mapping[str, Any], schema: Any) -> Mapping[str, Any]:
+    """A body rebuilt by this arena as a record of ``schema`` holds it: a schema 1 decision's
+    attempts without ``citations_sha256`` (citations were not covered then)."""
+    if schema != 1 or kind != RecordKind.DECISION:
+        return body
+    attempts = [
+        {k: v for k, v in attempt.items() if k != "citations_sha256"}
+        for attempt in body["attempts"]
+    ]
+    return {**body, "attempts": attempts}
+
+
+def decision_body(decision: Row, agent: Row, rows: Mapping[str, Iterable[Row]]) -> dict[str, Any]:
+    """The body of a ``decision`` record from its export rows (in any order): ``rows`` holds
+    the decision's rows of ``universe_markets``, ``attempts``, ``forecasts``, ``trades`` and
+    ``citations`` (each may be absent: none)."""
+    universe_rows = list(rows.get("universe_markets", ()))
+    cited = by_attempt(rows.get("citations", ()))
     return assemble_decision(
         pick(decision, DECISION_COLUMNS),
         pick(agent, LINEAGE_COLUMNS),
         (len(universe_rows), universe_hash(universe_rows) if universe_rows else None),
-        [attempt_entry(a) for a in attempts],
-        [pick(f, FORECAST_COLUMNS) for f in forecasts],
-        [pick(t, TRADE_COLUMNS) for t in trades],
+        [attempt_entry(a, cited.get(a["attempt_id"], ())) for a in rows.get("attempts", ())],
+        [pick(f, FORECAST_COLUMNS) for f in rows.get("forecasts", ())],
+        [pick(t, TRADE_COLUMNS) for t in rows.get("trades", ())],
     )
 
 

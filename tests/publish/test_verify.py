@@ -163,6 +163,27 @@ def test_a_raw_response_changed_by_one_byte_is_named(dataset: Path) -> None:
     assert "response_sha256" in failure.detail
 
 
+def test_a_citation_changed_by_one_byte_is_named(dataset: Path) -> None:
+    """A web search's citations are part of their attempt's record (record schema 2): a cited
+    URL changed in the citations table is caught and named by its attempt."""
+    completed = completed_decisions(dataset)
+    attempts = {row["attempt_id"]: row["decision_id"] for row in read_rows(dataset, "attempts")}
+    cited = next(
+        row for row in read_rows(dataset, "citations") if attempts[row["attempt_id"]] in completed
+    )
+
+    def change(rows: Rows) -> Rows:
+        for row in rows:
+            if row["citation_id"] == cited["citation_id"]:
+                row["url"] = one_byte(row["url"])
+        return rows
+
+    rewrite_table(dataset, "citations", change)
+    result = verify_dataset(dataset)
+    failure = named(result, "record", "attempts", f"attempt_id={cited['attempt_id']}")
+    assert "citations_sha256" in failure.detail
+
+
 def test_a_trade_book_hash_changed_by_one_byte_is_named(dataset: Path) -> None:
     completed = completed_decisions(dataset)
     trade = next(

@@ -31,7 +31,8 @@ START = datetime(2026, 11, 1, tzinfo=UTC)  # a Sunday
 DAYS = 9
 END = START + timedelta(days=DAYS)
 FAMILIES = [
-    {"id": "sim-sharp", "display_name": "Sharp", "openrouter_id": "sim/sharp"},
+    # with web search: its attempts carry citations, which the records cover
+    {"id": "sim-sharp", "display_name": "Sharp", "openrouter_id": "sim/sharp", "web_search": {}},
     {"id": "market-follower", "kind": "baseline", "strategy": "market-follower"},
 ]
 

@@ -55,21 +55,30 @@ def test_each_record_rebuilds_from_the_published_rows(db: Database, tmp_path: Pa
     export(db.factory, ExportTarget(out, "jsonl"))
     tables = {
         name: _jsonl(out, name)
-        for name in ("decisions", "agents", "universe_markets", "attempts", "trades", "forecasts")
-    }
+        for name in (
+            "decisions", "agents", "universe_markets", "attempts", "trades", "forecasts",
+            "citations",
+        )
+    }  # fmt: skip
     decisions = [r for r in chain(db) if r.kind == "decision"]
     assert decisions
     traded = 0
     for record in decisions:
         (decision,) = [d for d in tables["decisions"] if d["decision_id"] == record.subject_id]
         (agent,) = [a for a in tables["agents"] if a["agent_id"] == decision["agent_id"]]
+        universe = decision["universe_id"]
         rebuilt = decision_body(
             decision,
             agent,
-            [u for u in tables["universe_markets"] if u["universe_id"] == decision["universe_id"]],
-            [a for a in tables["attempts"] if a["decision_id"] == record.subject_id],
-            [t for t in tables["trades"] if t["decision_id"] == record.subject_id],
-            [f for f in tables["forecasts"] if f["decision_id"] == record.subject_id],
+            {
+                "universe_markets": [
+                    u for u in tables["universe_markets"] if u["universe_id"] == universe
+                ],
+                **{
+                    name: [r for r in tables[name] if r["decision_id"] == record.subject_id]
+                    for name in ("attempts", "trades", "forecasts", "citations")
+                },
+            },
         )
         stored = body(record)
         assert stored == json.loads(json.dumps(rebuilt))
@@ -145,3 +154,27 @@ def test_a_new_cohort_is_chained_with_its_agents(db: Database, tmp_path: Path) -
     families = sorted(f.id for f in world.settings.active_families)
     assert sorted(a["family_id"] for a in agents) == families
     assert isinstance(record, Record) and not record.after_the_fact
+
+
+def test_a_schema_1_record_is_checked_without_its_citations() -> None:
+    """Records written before schema 2 did not cover citations: a body rebuilt today is
+    compared with such a record without its attempts' ``citations_sha256``, and with it from
+    schema 2 on (settlement and cohort bodies never change)."""
+    from arena.record.records import RECORD_SCHEMA_VERSION, RecordKind, as_of_schema
+
+    body = {
+        "decision": {"decision_id": 1},
+        "attempts": [
+            {"attempt_id": 1, "response_sha256": "a", "citations_sha256": "c"},
+            {"attempt_id": 2, "response_sha256": "b"},
+        ],
+    }
+    old = as_of_schema(RecordKind.DECISION, body, 1)
+    assert old["attempts"] == [
+        {"attempt_id": 1, "response_sha256": "a"},
+        {"attempt_id": 2, "response_sha256": "b"},
+    ]
+    assert old["decision"] == body["decision"]
+    assert RECORD_SCHEMA_VERSION == 2
+    assert as_of_schema(RecordKind.DECISION, body, 2) is body
+    assert as_of_schema(RecordKind.SETTLEMENT, {"position": {}}, 1) == {"position": {}}
