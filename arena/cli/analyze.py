@@ -327,6 +327,16 @@ def _first_columns(report: dict[str, Any]) -> tuple[str, ...]:
     return ()
 
 
+def _one_report(ctx: typer.Context, flags: AnalyzeFlags, analysis: str, table: str) -> None:
+    """A command of one report: the options, the forecasts in scope, the report
+    (:mod:`arena.analytics.report`'s ``analysis``) and its output (``table`` of
+    :mod:`arena.analytics.render` for --format table)."""
+    options = _options(ctx, flags)
+    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
+    report = getattr(_report(), analysis)(forecasts, options)
+    _emit(ctx, report, flags, getattr(_render(), table), forecasts)
+
+
 @analyze_app.command("ranking")
 @with_options(
     AnalyzeFlags,
@@ -494,10 +504,7 @@ def market_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     Intervals are cluster-robust t (cluster bootstrap too in --format json); "insufficient"
     below 5 clusters. CSV flattens each interval into _estimate, _low and _high columns.
     """
-    options = _options(ctx, flags)
-    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
-    report = _report().against_market(forecasts, options)
-    _emit(ctx, report, flags, _render().market_table, forecasts)
+    _one_report(ctx, flags, "against_market", "market_table")
 
 
 @analyze_app.command("power")
@@ -527,10 +534,7 @@ def power_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     Assumes the weeks to come have the same panel size, variance per week and gap as the
     weeks seen (the table states it; "assumptions" in --format json).
     """
-    options = _options(ctx, flags)
-    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
-    report = _report().power(forecasts, options)
-    _emit(ctx, report, flags, _render().power_table, forecasts)
+    _one_report(ctx, flags, "power", "power_table")
 
 
 @analyze_app.command("replicates")
@@ -554,10 +558,7 @@ def replicates_command(ctx: typer.Context, flags: AnalyzeFlags) -> None:
     standard deviation, its Brier over the questions with a 95% interval, the share of the
     agents' variance between families (the intraclass correlation), and the adjacent families
     too close to order (their gap is smaller than their replicates' spread)."""
-    options = _options(ctx, flags)
-    forecasts = _scoped(ctx, load_forecasts(ctx, flags.from_export), flags, options)
-    report = _report().replicates(forecasts, options)
-    _emit(ctx, report, flags, _render().replicates_table, forecasts)
+    _one_report(ctx, flags, "replicates", "replicates_table")
 
 
 @analyze_app.command("calibration")
