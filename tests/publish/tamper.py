@@ -31,6 +31,22 @@ def rewrite_table(
         refresh_manifest(dataset, f"tables/{table}.parquet")
 
 
+def change_one_byte(
+    dataset: Path, table: str, key: tuple[str, Any], column: str, text: Callable[[Any], Any] = str
+) -> None:
+    """Change the last character of ``column`` in the row of ``table`` whose ``key`` column
+    holds the key's value (its type kept by ``text``: ``Decimal`` for a decimal column)."""
+    name, value = key
+
+    def change(rows: Rows) -> Rows:
+        for row in rows:
+            if row[name] == value:
+                row[column] = text(one_byte(str(row[column])))
+        return rows
+
+    rewrite_table(dataset, table, change)
+
+
 def rewrite_lines(dataset: Path, name: str, change: Callable[[Rows], Rows]) -> None:
     """Rewrite a JSON-lines file of the dataset (and its manifest entry)."""
     path = dataset / name

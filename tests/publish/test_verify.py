@@ -26,6 +26,7 @@ from tests.helpers import cli_env, run_arena
 from tests.publish.tamper import (
     Rows,
     chain_records,
+    change_one_byte,
     one_byte,
     read_rows,
     refresh_manifest,
@@ -115,13 +116,7 @@ def _first(rows: Rows, wanted: set[int], column: str = "decision_id") -> dict:
 def test_a_trade_amount_changed_by_one_byte_is_named(dataset: Path) -> None:
     trade = _first(read_rows(dataset, "trades"), completed_decisions(dataset))
 
-    def change(rows: Rows) -> Rows:
-        for row in rows:
-            if row["trade_id"] == trade["trade_id"]:
-                row["amount"] = Decimal(one_byte(str(row["amount"])))
-        return rows
-
-    rewrite_table(dataset, "trades", change)
+    change_one_byte(dataset, "trades", ("trade_id", trade["trade_id"]), "amount", Decimal)
     result = verify_dataset(dataset)
     failure = named(result, "record", "trades", f"trade_id={trade['trade_id']}")
     assert "amount" in failure.detail
@@ -131,13 +126,9 @@ def test_a_trade_amount_changed_by_one_byte_is_named(dataset: Path) -> None:
 def test_a_forecast_probability_changed_by_one_byte_is_named(dataset: Path) -> None:
     forecast = _first(read_rows(dataset, "forecasts"), completed_decisions(dataset))
 
-    def change(rows: Rows) -> Rows:
-        for row in rows:
-            if row["forecast_id"] == forecast["forecast_id"]:
-                row["probability"] = Decimal(one_byte(str(row["probability"])))
-        return rows
-
-    rewrite_table(dataset, "forecasts", change)
+    change_one_byte(
+        dataset, "forecasts", ("forecast_id", forecast["forecast_id"]), "probability", Decimal
+    )
     result = verify_dataset(dataset)
     failure = named(result, "record", "forecasts", f"forecast_id={forecast['forecast_id']}")
     assert "probability" in failure.detail
@@ -151,13 +142,7 @@ def test_a_raw_response_changed_by_one_byte_is_named(dataset: Path) -> None:
         if row["decision_id"] in completed and row["raw_response"]
     )
 
-    def change(rows: Rows) -> Rows:
-        for row in rows:
-            if row["attempt_id"] == attempt["attempt_id"]:
-                row["raw_response"] = one_byte(row["raw_response"])
-        return rows
-
-    rewrite_table(dataset, "attempts", change)
+    change_one_byte(dataset, "attempts", ("attempt_id", attempt["attempt_id"]), "raw_response")
     result = verify_dataset(dataset)
     failure = named(result, "record", "attempts", f"attempt_id={attempt['attempt_id']}")
     assert "response_sha256" in failure.detail
@@ -172,13 +157,7 @@ def test_a_citation_changed_by_one_byte_is_named(dataset: Path) -> None:
         row for row in read_rows(dataset, "citations") if attempts[row["attempt_id"]] in completed
     )
 
-    def change(rows: Rows) -> Rows:
-        for row in rows:
-            if row["citation_id"] == cited["citation_id"]:
-                row["url"] = one_byte(row["url"])
-        return rows
-
-    rewrite_table(dataset, "citations", change)
+    change_one_byte(dataset, "citations", ("citation_id", cited["citation_id"]), "url")
     result = verify_dataset(dataset)
     failure = named(result, "record", "attempts", f"attempt_id={cited['attempt_id']}")
     assert "citations_sha256" in failure.detail
@@ -192,13 +171,7 @@ def test_a_trade_book_hash_changed_by_one_byte_is_named(dataset: Path) -> None:
         if row["decision_id"] in completed and row["book_hash"]
     )
 
-    def change(rows: Rows) -> Rows:
-        for row in rows:
-            if row["trade_id"] == trade["trade_id"]:
-                row["book_hash"] = one_byte(row["book_hash"])
-        return rows
-
-    rewrite_table(dataset, "trades", change)
+    change_one_byte(dataset, "trades", ("trade_id", trade["trade_id"]), "book_hash")
     failure = named(verify_dataset(dataset), "record", "trades", f"trade_id={trade['trade_id']}")
     assert "book_hash" in failure.detail
 
