@@ -47,10 +47,11 @@ def read_export(directory: Path) -> Forecasts:
         raise ForecastsError(f"cannot read {path}: {exc}") from exc
     if isinstance(table, Forecasts):
         return table
-    columns = {name: table.column(name) for name in table.column_names if name in COLUMNS}
     if table.num_rows == 0:
-        columns = {name: [] for name in COLUMNS}
-    return Forecasts.from_columns(columns)
+        return Forecasts.from_columns({name: [] for name in COLUMNS})
+    columns = {name: table.column(name) for name in table.column_names if name in COLUMNS}
+    del table  # the columns are then arrow's only hold on the data, freed as converted
+    return Forecasts.from_arrow(columns)
 
 
 def family_names(directory: Path) -> dict[str, str]:

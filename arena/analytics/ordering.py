@@ -44,11 +44,14 @@ from scipy import stats
 from arena.analytics.difficulty import Cells
 from arena.analytics.significance import (
     INSUFFICIENT,
-    MAX_BOOTSTRAP_CELLS,
     cluster_codes,
     cluster_percentile_interval,
 )
 
+JOINT_CHUNK_CELLS = 4_000_000
+"""Resamples x clusters the joint bootstrap draws and multiplies at once. BLAS sums a matrix
+product's rows in blocks that depend on how many rows it holds, so this size is part of the
+figures: kept as it was (unlike :data:`~arena.analytics.significance.MAX_BOOTSTRAP_CELLS`)."""
 MAX_WEEKS = 520  # ten years: beyond it a gap is "not separable at this gap"
 MIN_WEEKS = 2  # weeks seen that a prediction of more weeks needs
 POWER = 0.8
@@ -96,14 +99,16 @@ def joint_cluster_bootstrap(
     if n_clusters == 0:
         return JointResamples(means, own.sum(axis=1).astype(np.int64))
     rng = np.random.default_rng(seed)
-    chunk = max(1, MAX_BOOTSTRAP_CELLS // n_clusters)
+    chunk = max(1, JOINT_CHUNK_CELLS // n_clusters)
     for start in range(0, resamples, chunk):
         stop = min(resamples, start + chunk)
         rows = stop - start
         picks = rng.integers(0, n_clusters, size=(rows, n_clusters))
-        offsets = picks + (np.arange(rows) * n_clusters)[:, None]
-        drawn = np.bincount(offsets.ravel(), minlength=rows * n_clusters).reshape(rows, n_clusters)
-        drawn = drawn.astype(np.float64)
+        picks += (np.arange(rows) * n_clusters)[:, None]  # in place: each row its own counts
+        counts = np.bincount(picks.ravel(), minlength=rows * n_clusters)
+        del picks  # at most two chunk-sized arrays at a time
+        drawn = counts.reshape(rows, n_clusters).astype(np.float64)
+        del counts
         top, bottom = drawn @ numerator, drawn @ weight
         with np.errstate(invalid="ignore", divide="ignore"):
             means[start:stop] = np.where(bottom > 0, top / bottom, np.nan)

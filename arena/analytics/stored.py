@@ -104,7 +104,7 @@ def refresh_analysis(
     # a new release analyses anew; an unknown data version (read row by row) always
     known = read.version is not None
     version = _digest([__version__, *settings_used, read.version])
-    forecasts = Forecasts.from_columns(read.columns)
+    forecasts = Forecasts.from_arrow(read.columns)
     del read
     if known and stored is not None and stored[0] == version and now - stored[1] < MAX_AGE:
         return AnalysisReport(False, version, len(forecasts))
@@ -135,7 +135,7 @@ def stored_forecasts(session: Session) -> Forecasts:
     from arena.analytics.records import Forecasts
     from arena.export.forecast_columns import forecast_columns
 
-    return Forecasts.from_columns(forecast_columns(session))
+    return Forecasts.from_arrow(forecast_columns(session))
 
 
 @dataclass(frozen=True)

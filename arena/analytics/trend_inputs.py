@@ -217,7 +217,7 @@ def _stored_forecasts(session: Session) -> Forecasts | None:
     from arena.export.forecast_columns import forecast_columns
 
     columns = forecast_columns(session)
-    return Forecasts.from_columns(columns) if columns["probability"] else None
+    return Forecasts.from_arrow(columns) if columns["probability"] else None
 
 
 def _time(session: Session, column: Any) -> Any:

@@ -221,7 +221,7 @@ def load_forecasts(ctx: typer.Context, from_export: Path | None) -> Forecasts:
         columns = forecast_columns(session)  # the export's table, read where it is stored
     if not len(columns["forecast_id"]):
         raise UserError("no forecasts stored yet (methodology v2 records them)")
-    return Forecasts.from_columns(columns)
+    return Forecasts.from_arrow(columns)
 
 
 def _scoped(

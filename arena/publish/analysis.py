@@ -53,7 +53,7 @@ def analysis_report(session: Session, settings: Settings) -> dict[str, Any]:
     from arena.analytics.records import Forecasts
     from arena.analytics.report import configured_options, full_analysis
 
-    forecasts = Forecasts.from_columns(forecast_columns(session))
+    forecasts = Forecasts.from_arrow(forecast_columns(session))
     try:
         return full_analysis(forecasts, configured_options(settings))
     except ForecastsError as exc:  # e.g. no panel forecast: nothing to rank

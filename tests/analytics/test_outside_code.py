@@ -85,5 +85,5 @@ def test_rank_probabilities_hold_when_the_draws_come_in_chunks(
 ) -> None:
     """The joint bootstrap draws its resamples in chunks of rows of one stream: with a chunk of
     a few resamples, the brute force (one draw of all rows) still agrees."""
-    monkeypatch.setattr(ordering, "MAX_BOOTSTRAP_CELLS", 7 * 40)
+    monkeypatch.setattr(ordering, "JOINT_CHUNK_CELLS", 7 * 40)
     assert check_rank_probabilities(tournament(9), OPTIONS) >= 5

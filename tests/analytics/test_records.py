@@ -273,3 +273,43 @@ def test_missing_source_counts_as_panel() -> None:
     f = Forecasts.from_rows(ROWS)
     assert len(f.from_sources(("panel",))) == 3
     assert len(f.from_sources(("bet",))) == 0
+
+
+def assert_same(got: Forecasts, expected: Forecasts) -> None:
+    """Every column equal, value for value (NaN and NaT where the other has them)."""
+    for name in COLUMNS:
+        a, b = getattr(got, name), getattr(expected, name)
+        assert a.dtype == b.dtype, name
+        if a.dtype == object:
+            assert a.tolist() == b.tolist(), name
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+def test_from_arrow_converts_as_from_columns_and_empties_its_input() -> None:
+    """The database's and an export's tables are converted by ``from_arrow``, which drops each
+    arrow array once converted: the same forecasts, and nothing left holding arrow memory."""
+    rows = [{name: _exported(name, r.get(name)) for name in COLUMNS} for r in ROWS]
+    table = pa.table({name: pa.array([r[name] for r in rows]) for name in COLUMNS})
+    expected = Forecasts.from_columns({name: table.column(name) for name in COLUMNS})
+    columns = {name: table.column(name) for name in COLUMNS}
+    del table
+    assert_same(Forecasts.from_arrow(columns), expected)
+    assert columns == {}
+
+
+def test_known_at_copies_nothing_when_nothing_is_cut() -> None:
+    """At or after the latest forecast (the analysis job's "now"), the data as it stood is the
+    data itself, not a copy of every column; outcomes learnt later are still blanked."""
+    f = Forecasts.from_rows(ROWS)
+    latest = f.forecast_at.max()
+    assert f.known_at(latest + np.timedelta64(30, "D")) is f
+    before_result = f.known_at(latest)  # row 2's outcome is learnt on 2025-02-02
+    assert before_result is not f
+    assert np.isnan(before_result.resolved_value).all()
+    for name in COLUMNS:
+        if name not in ("resolved_value", "resolved_at"):
+            assert getattr(before_result, name) is getattr(f, name), name
+    earlier = f.known_at(np.datetime64("2025-01-10T00:00:00", "us"))  # row 3 made after it
+    assert earlier.forecast_id.tolist() == ["1", "2"]
+    np.testing.assert_array_equal(earlier.probability, f.probability[:2])

@@ -117,6 +117,20 @@ def test_bootstrap_in_chunks_equals_bootstrap_in_one_go(monkeypatch: pytest.Monk
     assert chunked == whole
 
 
+def test_cluster_bootstrap_in_chunks_equals_bootstrap_in_one_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each resample's clusters are summed on its own row, so the chunk size (set for memory,
+    :data:`~arena.analytics.significance.MAX_BOOTSTRAP_CELLS`) changes no figure."""
+    rng = np.random.default_rng(4)
+    x, w = rng.normal(size=500), rng.uniform(0.1, 1.0, size=500)
+    clusters = rng.integers(0, 37, size=500).astype(str)
+    whole = weighted_bootstrap_interval(x, w, resamples=300, seed=5, clusters=clusters)
+    monkeypatch.setattr(significance, "MAX_BOOTSTRAP_CELLS", 37 * 7)  # 7 resamples per chunk
+    chunked = weighted_bootstrap_interval(x, w, resamples=300, seed=5, clusters=clusters)
+    assert chunked == whole
+
+
 @given(
     st.lists(st.floats(-50, 50), min_size=2, max_size=30),
     st.floats(0.1, 5.0),

@@ -23,6 +23,7 @@ from arena.store.db import upgrade
 from arena.store.models import AnalysisResult
 from tests.analytics.results_arena import build_arena
 from tests.analytics.test_forecast_columns import add_forecast
+from tests.analytics.test_records import assert_same
 from tests.conftest import Database
 from tests.store.test_migration_pricing import _downgrade
 
@@ -51,6 +52,7 @@ def test_forecasts_are_read_as_the_export_writes_them(db: Database, tmp_path: Pa
         assert values.type == exported.schema.field(name).type, name
         assert values.to_pylist() == exported.column(name).to_pylist(), name
     assert len(forecasts) == exported.num_rows > 0
+    assert_same(forecasts, read_export(path))  # converted and freed as it is read: the same
 
 
 def test_the_stored_result_is_the_full_analysis_of_an_export(db: Database, tmp_path: Path) -> None:
