@@ -48,7 +48,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from bench_results import FAMILIES, START, WEEK, WEEKS, rss_mib, scratch_postgres
+from bench_results import FAMILIES, START, WEEK, WEEKS, fresh_sqlite, rss_mib, scratch_postgres
 from sqlalchemy import Engine, insert, select, text
 from sqlalchemy.engine import make_url
 
@@ -319,7 +319,7 @@ def bench_scale(scale: float, args: argparse.Namespace, workdir: Path) -> None:
     if args.postgres_url:
         url, admin = scratch_postgres(args.postgres_url)
     else:
-        url = f"sqlite:///{workdir / f'arena_v2_{scale}.db'}"
+        url = fresh_sqlite(workdir / f"arena_v2_{scale}.db")
     try:
         engine = make_engine(url)
         upgrade(engine)

@@ -39,6 +39,7 @@ from bench_results import (
     _decision,
     _Seat,
     _Source,
+    fresh_sqlite,
     generate,
     market_lines,
     rss_mib,
@@ -172,7 +173,7 @@ def show(label: str, result: dict[str, Any]) -> None:
 
 
 def bench_scale(scale: float, workdir: Path) -> None:
-    url = f"sqlite:///{workdir / f'arena_{scale}.db'}"
+    url = fresh_sqlite(workdir / f"arena_{scale}.db")
     engine = make_engine(url)
     upgrade(engine)
     start = time.perf_counter()

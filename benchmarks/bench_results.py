@@ -543,6 +543,14 @@ def run_measure(kind: str, url: str, out: Path | None) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def fresh_sqlite(path: Path) -> str:
+    """The URL of an empty SQLite file at ``path``: what a run left there (``--workdir`` keeps
+    its files to look at) is removed first, since every run loads its own arena."""
+    for leftover in (path, *(path.with_name(path.name + end) for end in ("-wal", "-shm"))):
+        leftover.unlink(missing_ok=True)
+    return f"sqlite:///{path}"
+
+
 def scratch_postgres(base: str) -> tuple[str, Engine]:
     admin = create_engine(
         make_url(base).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT"
@@ -559,7 +567,7 @@ def bench_scale(scale: float, args: argparse.Namespace, workdir: Path) -> None:
     if args.postgres_url:
         url, admin = scratch_postgres(args.postgres_url)
     else:
-        url = f"sqlite:///{workdir / f'arena_{scale}.db'}"
+        url = fresh_sqlite(workdir / f"arena_{scale}.db")
     try:
         engine = make_engine(url)
         upgrade(engine)

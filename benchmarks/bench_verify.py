@@ -27,7 +27,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench_results import generate
+from bench_results import fresh_sqlite, generate
 
 from arena.analytics.leaderboard import compute_leaderboard, to_json
 from arena.publish.dataset import publish_dataset
@@ -36,7 +36,7 @@ from arena.store.db import make_engine, session_factory, upgrade
 
 
 def bench_scale(scale: float, workdir: Path) -> None:
-    url = f"sqlite:///{workdir / f'arena_{scale}.db'}"
+    url = fresh_sqlite(workdir / f"arena_{scale}.db")
     engine = make_engine(url)
     upgrade(engine)
     start = time.perf_counter()

@@ -226,6 +226,7 @@ def cohort(
     "/cohorts/{cohort_id}/families/{family_id}", response_model=schemas.Agent, responses=BY_ID
 )
 def agent(
+    ctx: ContextDep,
     session: SessionDep,
     cohort_id: CohortId,
     family_id: FamilyId,
@@ -234,7 +235,7 @@ def agent(
 ) -> dict[str, Any]:
     """One agent (replicate 1 of the family unless `replicate` names another): open and closed
     positions, trades (paginated) and decisions."""
-    return standings.agent(session, cohort_id, family_id, page, replicate)
+    return standings.cached_agent(ctx, session, cohort_id, family_id, page, replicate)
 
 
 @router.get("/markets", response_model=schemas.Markets, responses=INVALID)
@@ -244,9 +245,9 @@ def markets(session: SessionDep, chosen: MarketFilterDep, page: PageDep) -> dict
 
 
 @router.get("/markets/{market_id}", response_model=schemas.Market, responses=BY_ID)
-def market(session: SessionDep, market_id: MarketId) -> dict[str, Any]:
+def market(ctx: ContextDep, session: SessionDep, market_id: MarketId) -> dict[str, Any]:
     """One market with every agent's positions and trades, Brier rows and forecasts."""
-    return records.market(session, market_id)
+    return records.cached_market(ctx, session, market_id)
 
 
 @router.get("/decisions/{decision_id}", response_model=schemas.Decision, responses=BY_ID)

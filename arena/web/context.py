@@ -63,6 +63,11 @@ class WebContext:
 
         return self.cache.latest(key, version, lambda: compute(session), refresh)
 
+    def per_version(self, key: Hashable, session: Session, compute: Callable[[], T]) -> T:
+        """``compute()`` (a page's rows, read through ``session``) once per data version: the
+        readers of one page between two writes share one computation."""
+        return self.cache.get(key, self.version(session), compute)
+
     def now(self) -> datetime:
         """The instant analyses are computed "as of" (the one source of now)."""
         return self.clock.now()

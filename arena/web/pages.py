@@ -20,7 +20,7 @@ from arena.web import records, standings, trend
 from arena.web.api import methodology_text
 from arena.web.breakdown import By, ByParam, Horizon, Track, Where, WhereDep
 from arena.web.columns import RANKING_COLUMNS
-from arena.web.deps import ContextDep, SessionDep
+from arena.web.deps import ContextDep, SessionDep, web_context
 from arena.web.markdown import render_markdown
 from arena.web.params import (
     CheckedRoute,
@@ -158,7 +158,8 @@ def agent(
     page: PageDep,
     replicate: ReplicateParam = 1,
 ) -> HTMLResponse:
-    data = standings.agent(session, cohort_id, family_id, page, replicate)
+    ctx = web_context(request)
+    data = standings.cached_agent(ctx, session, cohort_id, family_id, page, replicate)
     return html(request, "agent.html", {"data": data})
 
 
@@ -178,8 +179,8 @@ def markets(
 
 
 @router.get("/markets/{market_id}", response_class=HTMLResponse)
-def market(request: Request, session: SessionDep, market_id: str) -> HTMLResponse:
-    return html(request, "market.html", {"data": records.market(session, market_id)})
+def market(request: Request, ctx: ContextDep, session: SessionDep, market_id: str) -> HTMLResponse:
+    return html(request, "market.html", {"data": records.cached_market(ctx, session, market_id)})
 
 
 @router.get("/decisions/{decision_id}", response_class=HTMLResponse)

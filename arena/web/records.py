@@ -103,6 +103,11 @@ def polymarket_url(market: Market) -> str:
     return POLYMARKET
 
 
+def cached_market(ctx: WebContext, session: Session, market_id: str) -> dict[str, Any]:
+    """:func:`market`, once per data version (:meth:`WebContext.per_version`)."""
+    return ctx.per_version(("market", market_id), session, lambda: market(session, market_id))
+
+
 def market(session: Session, market_id: str) -> dict[str, Any]:
     """One market: prices, resolution, every agent's positions and trades, Brier rows and
     forecasts."""

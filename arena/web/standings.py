@@ -356,6 +356,21 @@ def calibration(session: Session, family_id: str) -> list[dict[str, Any]]:
     return out
 
 
+def cached_agent(
+    ctx: WebContext,
+    session: Session,
+    cohort_id: int,
+    family_id: str,
+    page: Page,
+    replicate: int = 1,
+) -> dict[str, Any]:
+    """:func:`agent`, once per data version and page of it (:meth:`WebContext.per_version`)."""
+    key = ("agent", cohort_id, family_id, replicate, page.page, page.per_page)
+    return ctx.per_version(
+        key, session, lambda: agent(session, cohort_id, family_id, page, replicate)
+    )
+
+
 def agent(
     session: Session, cohort_id: int, family_id: str, page: Page, replicate: int = 1
 ) -> dict[str, Any]:
