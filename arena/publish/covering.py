@@ -52,14 +52,32 @@ def check_commitments(
         result.notes.append("no public_key.pem: commitment signatures cannot be checked")
     valid: list[tuple[int, datetime]] = []
     any_line = False
+    previous = 0  # the seq of the line before: each commitment counts the records since it
     for number, line in json_lines(directory / COMMITMENTS, result, "commitment"):
         any_line = True
         result.count("commitments")
-        if _commitment_holds(line, number, public, chain, result):
+        holds = _commitment_holds(line, number, public, chain, result)
+        counted = _count_holds(line, number, previous, result)
+        if holds and counted:
             valid.append((line["seq"], parse_timestamp(line["committed_at"])))
+        if isinstance(line.get("seq"), int):
+            previous = line["seq"]
     if result.counts.get("commitments_unsigned"):
         result.notes.append(f"{result.counts['commitments_unsigned']} commitments are unsigned")
     return sorted(valid) if any_line else None
+
+
+def _count_holds(line: dict[str, Any], number: int, previous: int, result: Verification) -> bool:
+    """A commitment's ``count`` is the records since the commitment before it (``previous``
+    its seq; 0 before the first): a commitment removed from the file, or one out of order,
+    leaves the next one's count unexplained."""
+    seq, count = line.get("seq"), line.get("count")
+    if not isinstance(seq, int) or count == seq - previous:
+        return True
+    row = f"id={line.get('id', f'line {number}')}"
+    detail = f"count {count}, but the records since the commitment before (seq {previous})"
+    result.fail("commitment", COMMITMENTS, row, f"{detail} are {seq - previous}: one is missing")
+    return False
 
 
 def _commitment_holds(

@@ -13,7 +13,8 @@ and counts what it saw:
 * ``record``: each record's body equals the body rebuilt from the tables
   (:mod:`arena.publish.rebuild`); every completed decision, settled or cancelled position and
   cohort has a record, and every record a row (a deleted decision is named);
-* ``commitment`` and ``timing``: every commitment holds, and every forecast and bet was
+* ``commitment`` and ``timing``: every commitment holds (and counts the records since the one
+  before it, so none was taken out), and every forecast and bet was
   committed before its market resolved (:mod:`arena.publish.covering` states the rules);
 * ``leaderboard``: every published row's money to the cent, and its counts and Brier, against
   the tables (:mod:`arena.publish.standings`); ``ledger``: each agent's stored cash against its

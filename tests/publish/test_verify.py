@@ -306,6 +306,20 @@ def test_a_commitment_beyond_the_chain_is_named(dataset: Path) -> None:
     assert any("beyond the chain" in detail for detail in details), details
 
 
+def test_a_commitment_removed_from_the_file_is_named_by_the_next(dataset: Path) -> None:
+    """Each commitment counts the records since the one before it: with one taken out of
+    ``commitments.jsonl`` (every remaining line still signed and true to the chain), the next
+    one's count no longer adds up."""
+    lines = [json.loads(line) for line in (dataset / "commitments.jsonl").read_text().splitlines()]
+    assert len(lines) >= 3, "the simulation commits after each decision run"
+    removed, after = lines[1], lines[2]
+    rewrite_lines(dataset, "commitments.jsonl", lambda rows: [r for r in rows if r != removed])
+    result = verify_dataset(dataset)
+    failure = named(result, "commitment", "commitments.jsonl", f"id={after['id']}")
+    assert f"since the commitment before (seq {lines[0]['seq']})" in failure.detail
+    assert [f.row for f in failures(result, "commitment")] == [f"id={after['id']}"]
+
+
 def test_a_forecast_recorded_after_its_market_resolved_is_named(dataset: Path) -> None:
     """The market's resolution moved before the commitment that covers the forecast."""
     forecast = _first(read_rows(dataset, "forecasts"), completed_decisions(dataset))
