@@ -8,6 +8,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.store.models import Agent, Cohort, Family, PortfolioSnapshot
@@ -17,6 +18,8 @@ WEEKS = 10
 AT = START + timedelta(weeks=WEEKS, hours=1)
 STEP = timedelta(hours=12)
 FAMILIES = ("alpha", "beta", "flat")
+COLUMNS = ("agent_id", "family_id", "start", "balance", "taken_at", "value")
+"""The columns of :class:`arena.analytics.risk_measures.Snapshots`."""
 
 
 def _family(family_id: str) -> Family:
@@ -124,3 +127,14 @@ def seed_risk_arena(factory: sessionmaker[Session]) -> None:
         for step in range(points):
             value = max(Decimal(0), Decimal(10_000) - step * Decimal(1_000))
             session.add(_snapshot(agents[7], START + step * STEP, value, None))
+
+
+def assert_same_snapshots(got: object, expected: object) -> None:
+    """Two ``Snapshots`` hold the same columns: dtypes and values (NaN equal to NaN)."""
+    for name in COLUMNS:
+        left, right = getattr(got, name), getattr(expected, name)
+        assert left.dtype == right.dtype, name
+        if left.dtype.kind == "f":
+            np.testing.assert_array_equal(left, right, err_msg=name)  # NaN == NaN here
+        else:
+            assert (left == right).all(), name

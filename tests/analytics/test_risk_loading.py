@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -14,27 +13,16 @@ from arena.analytics import AnalysisOptions, risk
 from arena.analytics.risk_report import NO_EXIT_VALUE
 from arena.analytics.snapshot_columns import read_export_snapshots, read_stored_snapshots
 from arena.export.writer import ExportTarget, export
-from tests.analytics.risk_arena import AT, seed_risk_arena
+from tests.analytics.risk_arena import AT, assert_same_snapshots, seed_risk_arena
 from tests.conftest import Database
 
 OPTIONS = AnalysisOptions(bootstrap_resamples=200, seed=3)
-COLUMNS = ("agent_id", "family_id", "start", "balance", "taken_at", "value")
 
 
 @pytest.fixture
 def stored(db: Database) -> Database:
     seed_risk_arena(db.factory)
     return db
-
-
-def _same(a: object, b: object) -> None:
-    for name in COLUMNS:
-        left, right = getattr(a, name), getattr(b, name)
-        assert left.dtype == right.dtype, name
-        if left.dtype.kind == "f":
-            np.testing.assert_array_equal(left, right, err_msg=name)  # NaN == NaN here
-        else:
-            assert (left == right).all(), name
 
 
 @pytest.mark.parametrize("value", ["mark", "exit"])
@@ -48,7 +36,7 @@ def test_the_store_and_every_export_format_give_the_same_snapshots(
     for fmt in ("jsonl", "csv", "parquet"):
         directory = tmp_path / fmt
         export(stored.factory, ExportTarget(directory, fmt))
-        _same(read_export_snapshots(directory, value), from_store)
+        assert_same_snapshots(read_export_snapshots(directory, value), from_store)
         assert risk(directory, OPTIONS, value=value, at=AT) == by_store, fmt
 
 

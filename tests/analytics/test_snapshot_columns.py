@@ -12,7 +12,6 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-import numpy as np
 import pytest
 from sqlalchemy import delete, func, select, update
 
@@ -24,11 +23,16 @@ from arena.config import Settings
 from arena.store import stored_columns
 from arena.store.db import transaction
 from arena.store.models import Agent, ForecastColumnsRow, PortfolioSnapshot
-from tests.analytics.risk_arena import AT, STEP, _snapshot, seed_risk_arena
+from tests.analytics.risk_arena import (
+    AT,
+    STEP,
+    _snapshot,
+    assert_same_snapshots,
+    seed_risk_arena,
+)
 from tests.conftest import Database
 
 SETTINGS = Settings.model_validate({"analysis": {"resamples": 40, "seed": 3}})
-COLUMNS = ("agent_id", "family_id", "start", "balance", "taken_at", "value")
 VALUES = ("mark", "exit")
 
 
@@ -70,13 +74,7 @@ def _row_by_row(db: Database, value: str) -> Snapshots:
 
 def _assert_same(got: Snapshots, expected: Snapshots) -> None:
     assert len(expected.value) > 0
-    for name in COLUMNS:
-        left, right = getattr(got, name), getattr(expected, name)
-        assert left.dtype == right.dtype, name
-        if left.dtype.kind == "f":
-            np.testing.assert_array_equal(left, right, err_msg=name)  # NaN == NaN here
-        else:
-            assert (left == right).all(), name
+    assert_same_snapshots(got, expected)
 
 
 def _assert_read_anew(db: Database, streamed: list[int]) -> None:
