@@ -8,6 +8,7 @@ that writes, or a database lost in the middle of a command.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from typing import Annotated
@@ -84,6 +85,16 @@ for _module in COMMAND_MODULES:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point with one error style and the documented exit codes."""
+    try:
+        _main(argv)
+    finally:
+        # The interpreter's last collection walks every object the command made, in cycles or
+        # not (0.2 to 0.4 s of each exit); what it would free dies with the process anyway.
+        # Files, connections and clients are closed by the command itself, not by the GC.
+        gc.freeze()
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         result = app(args=argv, prog_name="arena", standalone_mode=False)
     except typer.TyperException as exc:

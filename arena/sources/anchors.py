@@ -32,7 +32,13 @@ from arena.config import GitAnchor as GitAnchorConfig
 from arena.config import HttpAnchor as HttpAnchorConfig
 from arena.errors import AnchorError, TransientError
 from arena.masking import mask_url
-from arena.sources.http import USER_AGENT, error_text, retry_after_seconds, with_retries
+from arena.sources.http import (
+    USER_AGENT,
+    error_text,
+    retry_after_seconds,
+    tls_context,
+    with_retries,
+)
 from arena.sources.retry import Backoff, RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -175,7 +181,7 @@ class HttpAnchor:
         self.url = str(config.url)
         self._owns_http = http is None
         self._http = http or httpx.Client(
-            timeout=config.timeout_seconds, headers={"User-Agent": USER_AGENT}
+            timeout=config.timeout_seconds, headers={"User-Agent": USER_AGENT}, verify=tls_context()
         )
         self.policy = RetryPolicy(
             config.max_attempts,

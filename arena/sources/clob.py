@@ -45,7 +45,7 @@ from arena.config import Polymarket
 from arena.domain.book import FeeSchedule, OrderBook
 from arena.errors import BookMissing, ClobError, SourceNotFound, TransientError
 from arena.sources.clob_parse import book_hash, parse_book, parse_fee_schedule, parse_midpoints
-from arena.sources.http import USER_AGENT, HttpClientOwner, json_body, with_retries
+from arena.sources.http import USER_AGENT, HttpClientOwner, json_body, tls_context, with_retries
 from arena.sources.retry import polymarket_policy
 
 __all__ = [
@@ -144,7 +144,10 @@ class ClobClient(HttpClientOwner):
         # a connection kept alive for each fee request in flight
         limits = httpx.Limits(max_keepalive_connections=max(20, fee_concurrency))
         super().__init__(
-            http, lambda: httpx.Client(timeout=self._timeout, transport=transport, limits=limits)
+            http,
+            lambda: httpx.Client(
+                timeout=self._timeout, transport=transport, limits=limits, verify=tls_context()
+            ),
         )
         self.requests = 0  # HTTP requests sent, retries included
         self.retries = 0

@@ -36,7 +36,7 @@ from arena.domain.markets import MarketView
 from arena.errors import GammaError, SourceNotFound, TransientError
 from arena.sources.gamma_parse import parse_market, parse_rows, should_skip
 from arena.sources.http import USER_AGENT as USER_AGENT  # re-exported
-from arena.sources.http import HttpClientOwner, json_body, with_retries
+from arena.sources.http import HttpClientOwner, json_body, tls_context, with_retries
 from arena.sources.retry import polymarket_policy
 
 logger = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class GammaClient(HttpClientOwner):
         self._settings = settings or Polymarket()
         self._base_url = (base_url or str(self._settings.gamma_url)).rstrip("/")
         self._timeout = httpx.Timeout(self._settings.timeout_seconds)
-        super().__init__(http, lambda: httpx.Client(timeout=self._timeout))
+        super().__init__(http, lambda: httpx.Client(timeout=self._timeout, verify=tls_context()))
         self._retry = polymarket_policy(
             "gamma", self._settings.max_attempts, sleep if sleep is not None else retry_sleep
         )

@@ -36,7 +36,7 @@ from arena.errors import (
     TransientProviderError,
     UnknownModelPriceError,
 )
-from arena.sources.http import HttpClientOwner
+from arena.sources.http import HttpClientOwner, tls_context
 from arena.sources.openrouter_replies import (
     COST_BOUND,
     classify_completion,
@@ -80,7 +80,8 @@ class OpenRouterProvider(HttpClientOwner):
         self.sleep = sleep
         self._monotonic = monotonic
         super().__init__(
-            http_client, lambda: httpx.Client(timeout=settings.openrouter.timeout_seconds)
+            http_client,
+            lambda: httpx.Client(timeout=settings.openrouter.timeout_seconds, verify=tls_context()),
         )
         cfg = settings.openrouter
         self._client = OpenAI(

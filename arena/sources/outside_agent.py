@@ -54,7 +54,7 @@ from arena.errors import (
     TransientProviderError,
 )
 from arena.jsonable import jsonable
-from arena.sources.http import USER_AGENT, retry_after_seconds
+from arena.sources.http import USER_AGENT, retry_after_seconds, tls_context
 from arena.sources.openrouter_replies import (
     COST_BOUND,
     COST_PLACES,
@@ -110,7 +110,7 @@ class OutsideAgentProvider:
         self.family = family
         self._secret = secret
         self._owns_http = http is None
-        self._http = http or httpx.Client(follow_redirects=False)
+        self._http = http or httpx.Client(follow_redirects=False, verify=tls_context())
 
     def close(self) -> None:
         if self._owns_http:

@@ -94,3 +94,32 @@ def test_a_json_integer_past_the_digit_limit_does_not_fail_the_body() -> None:
     content = ('[{"timestamp": ' + digits + '}, {"timestamp": 12}]').encode()
     body = json_body(httpx.Response(200, content=content), allow_404=False, refused=GammaError)
     assert str(body[0]["timestamp"]) == digits and body[1]["timestamp"] == 12
+
+
+def test_every_client_arena_makes_shares_one_tls_context() -> None:
+    """Loading the CA roots takes 20 ms a client: Gamma, the CLOB, OpenRouter, an outside
+    agent and an HTTP anchor load them once between them, with httpx's own defaults."""
+    from pydantic import SecretStr
+
+    from arena.sources.anchors import HttpAnchor
+    from arena.sources.clob import ClobClient
+    from arena.sources.gamma import GammaClient
+    from arena.sources.http import tls_context
+    from arena.sources.openrouter import OpenRouterProvider
+    from arena.sources.outside_agent import OutsideAgentProvider
+    from tests.sources.anchor_fakes import FakeAnchorServer
+    from tests.sources.test_openrouter import make_settings
+    from tests.sources.test_outside_agent import FAMILY, SECRET
+
+    clients = [
+        GammaClient()._http,
+        ClobClient()._http,
+        OpenRouterProvider(make_settings("http://127.0.0.1:9/api/v1"), SecretStr("k"))._http,
+        OutsideAgentProvider(FAMILY, SECRET)._http,
+        HttpAnchor(FakeAnchorServer.config("http://127.0.0.1:9/commit"))._http,
+    ]
+    contexts = {id(client._transport._pool._ssl_context) for client in clients}  # type: ignore[attr-defined]
+    assert contexts == {id(tls_context())}
+    assert tls_context().verify_mode == httpx.create_ssl_context().verify_mode
+    for client in clients:
+        client.close()
