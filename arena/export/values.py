@@ -10,11 +10,12 @@ from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from sqlalchemy import Select
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, bindparam
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from arena.clock import iso_utc
 from arena.export.spec import ExportColumn, ExportFilters, Kind, TableSpec
+from arena.store.queries import built_once
 
 BATCH_ROWS = 2_000
 BATCH_BYTES = 4 * 1024 * 1024
@@ -27,6 +28,7 @@ def batches(
     batch_rows: int,
     *,
     stream: bool = True,
+    params: dict[str, Any] | None = None,
 ) -> Iterator[list[tuple[Any, ...]]]:
     """Rows converted to export values, in lists of at most ``batch_rows`` / ~BATCH_BYTES;
     streamed (``yield_per``: a server-side cursor on PostgreSQL) unless ``stream`` is off, for
@@ -41,7 +43,7 @@ def batches(
     batch: list[tuple[Any, ...]] = []
     size = 0
     result = session.execute(
-        statement.execution_options(yield_per=batch_rows) if stream else statement
+        statement.execution_options(yield_per=batch_rows) if stream else statement, params
     )
     for raw in result:
         values = list(raw)
@@ -155,13 +157,32 @@ def text_rows(session: Session, spec: TableSpec, *where: Any) -> list[dict[str, 
     """The rows of one exported table that match ``where`` (a few: they are read at once), as
     their JSON-lines values (with prompts): exactly what ``arena export --format jsonl``
     writes for them."""
-    statement = spec.query(ExportFilters(), True).where(*where)
+    return _text_rows(session, spec, spec.query(ExportFilters(), True).where(*where))
+
+
+def text_rows_of(
+    session: Session, spec: TableSpec, key: InstrumentedAttribute[Any], value: Any
+) -> list[dict[str, Any]]:
+    """:func:`text_rows` of ``key == value``, for what is read once per decision or
+    settlement: its statement is built once per (table, key) (:func:`built_once`)."""
+    statement = built_once(
+        ("export rows", spec.name, str(key)),
+        lambda: spec.query(ExportFilters(), True).where(key == bindparam("key")),
+    )
+    return _text_rows(session, spec, statement, {"key": value})
+
+
+def _text_rows(
+    session: Session, spec: TableSpec, statement: Select, params: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     names = [column.name for column in spec.columns]
     return [
         {
             name: text_value(column, value)
             for name, column, value in zip(names, spec.columns, row, strict=True)
         }
-        for batch in batches(session, statement, spec.columns, BATCH_ROWS, stream=False)
+        for batch in batches(
+            session, statement, spec.columns, BATCH_ROWS, stream=False, params=params
+        )
         for row in batch
     ]

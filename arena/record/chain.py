@@ -39,7 +39,7 @@ from arena.export.tables import (
     TRADES,
     UNIVERSE_MARKETS,
 )
-from arena.export.values import text_rows
+from arena.export.values import text_rows, text_rows_of
 from arena.record.canonical import GENESIS_HASH, canonical, link_hash
 from arena.record.records import (
     DECISION_COLUMNS,
@@ -140,12 +140,12 @@ def record_decision(
     session: Session, decision_id: int, now: datetime, *, after_the_fact: bool = False
 ) -> Record:
     """Chain a completed decision (call in the transaction that completes it)."""
-    (decision,) = text_rows(session, DECISIONS, Decision.id == decision_id)
-    (agent,) = text_rows(session, AGENTS, Agent.id == decision["agent_id"])
-    attempts = text_rows(session, ATTEMPTS, DecisionAttempt.decision_id == decision_id)
-    cited = by_attempt(text_rows(session, CITATIONS, DecisionAttempt.decision_id == decision_id))
-    forecasts = text_rows(session, FORECASTS, Forecast.decision_id == decision_id)
-    trades = text_rows(session, TRADES, Trade.decision_id == decision_id)
+    (decision,) = text_rows_of(session, DECISIONS, Decision.id, decision_id)
+    (agent,) = text_rows_of(session, AGENTS, Agent.id, decision["agent_id"])
+    attempts = text_rows_of(session, ATTEMPTS, DecisionAttempt.decision_id, decision_id)
+    cited = by_attempt(text_rows_of(session, CITATIONS, DecisionAttempt.decision_id, decision_id))
+    forecasts = text_rows_of(session, FORECASTS, Forecast.decision_id, decision_id)
+    trades = text_rows_of(session, TRADES, Trade.decision_id, decision_id)
     body = assemble_decision(  # the universe hashed once per connection, not per decision
         pick(decision, DECISION_COLUMNS),
         pick(agent, LINEAGE_COLUMNS),
@@ -171,10 +171,15 @@ def seal_universe(session: Session, universe_id: int) -> str | None:
 
 def _universe(session: Session, universe_id: int | None) -> tuple[int, str | None]:
     """(markets, sha256) of a frozen universe: the hash stored when it was frozen, else (a
-    universe frozen before the chain) hashed once per database connection: universes never
-    change once written."""
+    universe frozen before the chain) its hash computed; either read once per database
+    connection, as universes never change once written."""
     if universe_id is None:
         return 0, None
+    cache: dict[int, tuple[int, str | None]] = session.connection().info.setdefault(
+        _UNIVERSE_HASHES, {}
+    )
+    if universe_id in cache:
+        return cache[universe_id]
     sealed = session.execute(
         select(DecisionUniverse.content_sha256, func.count(UniverseMarket.market_id))
         .join(UniverseMarket, UniverseMarket.universe_id == DecisionUniverse.id, isouter=True)
@@ -182,11 +187,8 @@ def _universe(session: Session, universe_id: int | None) -> tuple[int, str | Non
         .group_by(DecisionUniverse.content_sha256)
     ).one_or_none()
     if sealed is not None and sealed[0] is not None:
-        return int(sealed[1]), sealed[0]
-    cache: dict[int, tuple[int, str | None]] = session.connection().info.setdefault(
-        _UNIVERSE_HASHES, {}
-    )
-    if universe_id not in cache:
+        cache[universe_id] = (int(sealed[1]), sealed[0])
+    else:
         rows = text_rows(session, UNIVERSE_MARKETS, UniverseMarket.universe_id == universe_id)
         cache[universe_id] = (len(rows), universe_hash(rows) if rows else None)
     return cache[universe_id]
@@ -198,7 +200,7 @@ def record_settlements(
     """Chain settled (or cancelled) positions, each with its trades' Brier rows."""
     records = []
     for position_id in position_ids:
-        (position,) = text_rows(session, POSITIONS, Position.id == position_id)
+        (position,) = text_rows_of(session, POSITIONS, Position.id, position_id)
         trades = select(Trade.id).where(Trade.position_id == position_id)
         brier = text_rows(session, BRIER_SCORES, BrierScore.trade_id.in_(trades))
         body = settlement_body(position, brier)

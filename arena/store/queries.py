@@ -8,13 +8,16 @@ Each returns a statement, so it runs on an ORM session (the jobs) as on a plain 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sqlalchemy import Select, func, select
 
 from arena.domain.states import CohortStatus, PositionStatus
 from arena.store.schema import cohorts, job_runs, positions
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -68,3 +71,17 @@ def latest_runs(at: datetime | None = None) -> Select[Any]:
         .join(latest, (job_runs.c.job == latest.c.job) & (job_runs.c.slot == latest.c.slot))
         .order_by(job_runs.c.job)
     )
+
+
+_BUILT: dict[Hashable, Any] = {}
+
+
+def built_once(key: Hashable, build: Callable[[], T]) -> T:
+    """The statement ``build()`` returns, built the first time ``key`` is asked for and kept
+    for the process. For a statement that depends on nothing but ``key`` (its values passed as
+    parameters): SQLAlchemy finds its compiled form by a cache key it computes by walking the
+    statement, which for a wide one costs more than running it; a statement built once is
+    walked once (the key is memoized on it)."""
+    if key not in _BUILT:
+        _BUILT[key] = build()
+    return cast(T, _BUILT[key])

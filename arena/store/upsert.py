@@ -42,11 +42,13 @@ def insert_ignore(
         rows = [rows]
     if not rows:
         return 0
-    statement: Insert = dialect_insert(session, table).values(list(rows))
+    statement: Insert = dialect_insert(session, table)
     statement = statement.on_conflict_do_nothing(  # type: ignore[attr-defined]
         index_elements=conflict
     ).returning(*table.primary_key.columns)
-    return len(session.execute(statement).all())
+    # the rows as parameters, not in the statement: it compiles once per process (cached), and
+    # SQLAlchemy batches them ("insertmanyvalues") within each database's parameter limit
+    return len(session.execute(statement, list(rows)).all())
 
 
 def upsert(
@@ -59,9 +61,9 @@ def upsert(
     """Insert rows or, on a conflict of ``conflict``, update the ``update`` columns."""
     if not rows:
         return
-    statement = dialect_insert(session, table).values(list(rows))
+    statement = dialect_insert(session, table)
     excluded = statement.excluded
     statement = statement.on_conflict_do_update(
         index_elements=list(conflict), set_={name: excluded[name] for name in update}
     )
-    session.execute(statement)
+    session.execute(statement, list(rows))

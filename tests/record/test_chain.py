@@ -178,3 +178,30 @@ def test_a_schema_1_record_is_checked_without_its_citations() -> None:
     assert RECORD_SCHEMA_VERSION == 2
     assert as_of_schema(RecordKind.DECISION, body, 2) is body
     assert as_of_schema(RecordKind.SETTLEMENT, {"position": {}}, 1) == {"position": {}}
+
+
+def test_the_rows_of_a_record_are_read_through_statements_built_once(
+    db: Database, tmp_path: Path
+) -> None:
+    """Issue 27's overhead per agent: each table a decision's record reads is queried through
+    one statement per (table, key), built once, with the same rows as the export's query."""
+    from arena.export import values
+    from arena.export.tables import ATTEMPTS, DECISIONS, TRADES
+    from arena.store import queries
+    from arena.store.models import DecisionAttempt
+
+    world = make_world(db, tmp_path)
+    world.fake.set_default(MODELS["gpt-5.1"], fake_answer(bet("1001", "YES", 300)))
+    world.run()
+    with db.factory() as session:
+        decision_id = session.scalar(select(Trade.decision_id).limit(1))
+        for spec, key in (
+            (DECISIONS, Decision.id),
+            (ATTEMPTS, DecisionAttempt.decision_id),
+            (TRADES, Trade.decision_id),
+        ):
+            rows = values.text_rows_of(session, spec, key, decision_id)
+            assert rows and rows == values.text_rows(session, spec, key == decision_id)
+            built = queries._BUILT[("export rows", spec.name, str(key))]
+            assert values.text_rows_of(session, spec, key, decision_id) == rows
+            assert queries._BUILT[("export rows", spec.name, str(key))] is built
