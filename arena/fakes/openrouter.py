@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -56,6 +56,7 @@ from arena.fakes.openrouter_script import (
     slow,
     with_fields,
 )
+from arena.fakes.serving import LocalHandler
 
 Reply = tuple[int, dict[str, str], bytes]
 
@@ -400,10 +401,7 @@ class FakeOpenRouter:
         """Run a real HTTP server on 127.0.0.1 (ephemeral port); yields its ``/api/v1`` URL."""
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # no 40 ms stall between header and body writes
-
+        class Handler(LocalHandler):
             def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
@@ -430,9 +428,6 @@ class FakeOpenRouter:
 
             def do_POST(self) -> None:
                 self._answer()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                """Silence the default stderr access log."""
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True

@@ -13,13 +13,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from arena.fakes.serving import Reply
+from arena.fakes.serving import LocalHandler, Reply
 from tests.helpers import free_port
 
 EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "examples" / "outside_agent"
@@ -73,9 +73,7 @@ class FakeAgent:
         """The agent's endpoint URL (``/decide`` on 127.0.0.1) while it is served."""
         agent = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
+        class Handler(LocalHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
@@ -90,9 +88,6 @@ class FakeAgent:
                     self.wfile.write(content)
                 except OSError:  # arena gave up (its deadline) before the answer
                     self.close_connection = True
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
