@@ -12,8 +12,8 @@ families x ``--replicates`` (default 12 x 3 = 36 agents) is opened in mode ``boo
 default) with the default universe of 500 markets, then ``arena decide --at`` runs as a real
 process: it starts, syncs the markets from Gamma, freezes the universe with its books, and
 decides the agents **one after another** (:mod:`arena.jobs.decide`: claim, prompt, call,
-validate, refresh the traded markets, walk their books, execute, record), so each agent waits
-for its one call.
+validate; then, on a worker thread while the next agent is asked, refresh the traded markets,
+walk their books, execute, record), so each agent waits for its one call.
 
 Measured, per database:
 
@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.disable(logging.WARNING)
     print(
         f"decision run: {plan.families} families x {plan.replicates} replicates = {plan.agents} "
-        f"agents, decided one after another;\n{plan.latency:g} s per model call, a "
+        f"agents, asked one after another;\n{plan.latency:g} s per model call, a "
         f"{plan.universe}-market universe in mode book"
     )
     duplicated = False

@@ -5,7 +5,10 @@ claim the decision row, render the prompt from the frozen universe and the agent
 call the family's provider (transient failures retried with backoff, every attempt stored
 the moment it ends, a paid answer before it is parsed), parse and validate the answer
 (malformed answers repaired up to ``malformed_retries`` times, then a system HOLD), and execute
-it in a transaction that re-checks the claim.
+it in a transaction that re-checks the claim. The execution (the traded markets refreshed, their
+books fetched, the trades and the record written) runs on a worker thread while the next agent
+is prompted and its model call is in flight; executions run one at a time, in the agents'
+order, each under its claim's lease, and the run ends when the last one has.
 
 Failure states (``Decision.status``):
 
@@ -32,9 +35,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -93,6 +98,7 @@ if TYPE_CHECKING:
     from arena.sources.clob import BookSource
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ProviderFor = Callable[[Agent], ModelProvider]
 FreezeUniverse = Callable[[Sequence[int]], int]
@@ -173,38 +179,49 @@ class DecisionRun:
         cohort_ids = sorted({c.id for c, _ in pairs})
         universe: FrozenUniverse | None = None
         results: dict[int, AgentResult] = {}
-        for round_no in range(2):  # the second round retakes what live holders released
-            todo = [
-                (c, a)
-                for c, a in pairs
-                if a.id not in results or results[a.id].status == Blocked.HELD
-            ]
-            if round_no and todo:
-                self._wait_for_holders([results[a.id] for _c, a in todo])
-            for cohort, agent in todo:
-                if self.hooks.should_stop():
-                    report.aborted = "stopped by shutdown; the remaining agents stay undecided"
-                    log.warning("decision run stopped by shutdown before agent %s", agent.id)
+        with ThreadPoolExecutor(1, thread_name_prefix="arena-execute") as executions:
+            for round_no in range(2):  # the second round retakes what live holders released
+                todo = [
+                    (c, a)
+                    for c, a in pairs
+                    if a.id not in results or results[a.id].status == Blocked.HELD
+                ]
+                if round_no and todo:
+                    self._wait_for_holders([results[a.id] for _c, a in todo])
+                in_flight: Future[None] | None = None
+                for cohort, agent in todo:
+                    if self.hooks.should_stop():
+                        report.aborted = "stopped by shutdown; the remaining agents stay undecided"
+                        log.warning("decision run stopped by shutdown before agent %s", agent.id)
+                        break
+                    try:
+                        universe = self._fresh_universe(universe, cohort_ids)
+                        report.universe_id = universe.id
+                        result, rest = self.start_agent(cohort, agent, universe)
+                    except UniverseUnavailable as exc:
+                        report.aborted = str(exc)
+                        log.error("decision run refused: %s", exc)
+                        break
+                    except RunAborted as exc:
+                        report.aborted = str(exc)
+                        log.error("decision run aborted: %s", exc)
+                        break
+                    results[agent.id] = result
+                    if in_flight is not None:
+                        in_flight.result()  # one execution at a time, in the agents' order
+                    in_flight = executions.submit(self._end_agent, result, rest)
+                if in_flight is not None:
+                    in_flight.result()
+                if report.aborted or not any(r.status == Blocked.HELD for r in results.values()):
                     break
-                try:
-                    universe = self._fresh_universe(universe, cohort_ids)
-                    report.universe_id = universe.id
-                    result = self.decide_agent(cohort, agent, universe)
-                except UniverseUnavailable as exc:
-                    report.aborted = str(exc)
-                    log.error("decision run refused: %s", exc)
-                    break
-                except RunAborted as exc:
-                    report.aborted = str(exc)
-                    log.error("decision run aborted: %s", exc)
-                    break
-                results[agent.id] = result
-                if self.hooks.on_progress is not None:
-                    self.hooks.on_progress(result)
-            if report.aborted or not any(r.status == Blocked.HELD for r in results.values()):
-                break
         report.results = [results[a.id] for _c, a in pairs if a.id in results]
         return report
+
+    def _end_agent(self, result: AgentResult, rest: Callable[[], None]) -> None:
+        """Run what is left of an agent's decision (its execution), then report the result."""
+        rest()
+        if self.hooks.on_progress is not None:
+            self.hooks.on_progress(result)
 
     def _fresh_universe(
         self, universe: FrozenUniverse | None, cohort_ids: list[int]
@@ -238,7 +255,13 @@ class DecisionRun:
 
     # --- one agent -----------------------------------------------------------------------
 
-    def decide_agent(self, cohort: Cohort, agent: Agent, universe: FrozenUniverse) -> AgentResult:
+    def start_agent(
+        self, cohort: Cohort, agent: Agent, universe: FrozenUniverse
+    ) -> tuple[AgentResult, Callable[[], None]]:
+        """One agent's decision up to its execution: claim, prompt, call, validate. Returns the
+        result and what is left to do (the execution, under the same lease), which the run
+        does in the background while the next agent's model call is in flight; the result is
+        final once that has run."""
         now = self.clock.now()
         week = decision_week(cohort.week_start, now)
         result = AgentResult(cohort.id, agent.id, agent.family_id, None, Blocked.HELD)
@@ -252,32 +275,50 @@ class DecisionRun:
             result.lease_until = claim.lease_until
             if claim.held:
                 result.error = claim.describe()
-                return result
+                return result, _nothing
             with self.factory() as session:
                 existing = session.get(Decision, claim.decision_id)
                 if existing is not None:
                     result.action, result.system_hold = existing.action, existing.system_hold
-            return result
+            return result, _nothing
         result.decision_id = claim.decision_id
         attempts = AttemptLog(self.factory, claim, agent.prompt_version, self.clock)
         turn = Turn(claim, agent, week, universe, cohort.pricing, attempts, result)
-        with LeaseKeeper(self.factory, claim, lease):
-            try:
-                self._decide_claimed(turn)
-            except RunAborted:
-                raise
-            except Exception as exc:  # one agent's failure never blocks the agents after it
-                log.exception("decision %s: failed; left retryable", claim.decision_id)
-                self._finish(
-                    turn,
-                    DecisionStatus.RETRYABLE,
-                    error=f"internal error: {type(exc).__name__}: {exc}",
-                )
-        return result
+        lease_kept = ExitStack()
+        lease_kept.enter_context(LeaseKeeper(self.factory, claim, lease))
+        try:
+            execute = self._guarded(turn, lambda: self._decide_claimed(turn))
+        except BaseException:
+            lease_kept.close()
+            raise
+        if execute is None:
+            lease_kept.close()
+            return result, _nothing
 
-    def _decide_claimed(self, turn: Turn) -> None:
-        """Prompt, call, parse and execute one claimed decision. The budget counts what the
-        decision's earlier claims paid, and settles what this one paid whatever follows."""
+        def rest() -> None:
+            with lease_kept:  # the lease is renewed until the execution has run
+                self._guarded(turn, execute)
+
+        return result, rest
+
+    def _guarded(self, turn: Turn, step: Callable[[], T]) -> T | None:
+        """``step()``; an unexpected failure leaves the decision retryable (None), as one
+        agent's failure never blocks the agents after it. A run-wide abort goes through."""
+        try:
+            return step()
+        except RunAborted:
+            raise
+        except Exception as exc:
+            log.exception("decision %s: failed; left retryable", turn.claim.decision_id)
+            self._finish(
+                turn, DecisionStatus.RETRYABLE, error=f"internal error: {type(exc).__name__}: {exc}"
+            )
+            return None
+
+    def _decide_claimed(self, turn: Turn) -> Callable[[], None] | None:
+        """Prompt, call and parse one claimed decision; its execution, left to run, or None
+        when the decision ended before one (a failure, or the budget). The budget counts what
+        the decision's earlier claims paid, and settles what this one paid whatever follows."""
         agent, attempts = turn.agent, turn.attempts
         ctx, cash_shown = prompt_context(self.factory, self.settings, self.clock.now(), turn)
         validation = ValidationContext.from_prompt(ctx)
@@ -306,7 +347,7 @@ class DecisionRun:
                 message=str(exc),
             )
             self._finish(turn, DecisionStatus.BUDGET_SKIPPED, error=str(exc))
-            return
+            return None
         decision: ValidDecision | None = None
         parsed: dict[str, Any] | None = None
         kind = AttemptKind.INITIAL
@@ -325,7 +366,7 @@ class DecisionRun:
                 )
                 answered = self._call(turn, provider, request, kind)
                 if answered is None:
-                    return  # failure already recorded
+                    return None  # failure already recorded
                 reply, attempt_id = answered
                 try:
                     parsed = extract_json_object(reply.content)
@@ -350,7 +391,8 @@ class DecisionRun:
                 f"{self.settings.benchmark.malformed_retries} repairs: {last_error}",
             )
             turn.result.system_hold = True
-        self._execute(turn, decision, cash_shown)
+        valid = decision
+        return lambda: self._execute(turn, valid, cash_shown)
 
     def _call(
         self, turn: Turn, provider: ModelProvider, request: ModelRequest, kind: str
@@ -465,6 +507,10 @@ class DecisionRun:
         result.attempts, result.cost_usd = turn.attempts.count, turn.attempts.cost
         if decision is not None:
             result.action = decision.action.value
+
+
+def _nothing() -> None:
+    """What is left of a decision that ended before its execution."""
 
 
 def agent_model(agent: Agent) -> str:

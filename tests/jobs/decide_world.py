@@ -4,9 +4,9 @@ the fake OpenRouter, and helpers to inspect and check the ledger afterwards."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -117,9 +117,13 @@ class World:
         budget: Budget | None = None,
         books: BookSource | None = None,
         on_progress: Callable[[AgentResult], None] | None = None,
+        refresh: Callable[[Sequence[str]], object] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> DecideReport:
         """One decision run at ``at``; ``books``: the CLOB that mode-book cohorts freeze and
-        trade against; ``on_progress`` hears of each agent's result as it ends."""
+        trade against; ``on_progress`` hears of each agent's result as it ends; ``refresh``:
+        the refresh of the markets a decision trades, right before its execution;
+        ``should_stop``: asked before each agent is started."""
         registry = self.registry()
         clock = FixedClock(at)
         factory, settings = self.db.factory, self.settings
@@ -127,9 +131,12 @@ class World:
             sources = RunSources(
                 registry.for_agent,
                 lambda ids: freeze_universe(factory, settings, clock.now(), ids, books=books),
+                refresh_markets=refresh,
                 books=books,
             )
             hooks = RunHooks(sleep=self.sleeps.append, on_progress=on_progress)
+            if should_stop is not None:
+                hooks = replace(hooks, should_stop=should_stop)
             run = DecisionRun(factory, settings, clock, sources, budget=budget, hooks=hooks)
             return run.run()
         finally:

@@ -357,3 +357,40 @@ def test_sell_whose_executions_all_fail_is_retryable(db: Database, tmp_path: Pat
     world.run(at=week2)
     with db.factory() as session:
         assert session.get(Decision, decision.id).status == "completed"
+
+
+def test_an_execution_runs_while_the_next_agent_is_asked(db: Database, tmp_path: Path) -> None:
+    """Issue 27's overhead per agent: an agent's execution (the refresh of what it trades, the
+    books, the trades, the record) runs while the next agent's model call is in flight, one
+    execution at a time in the agents' order, and the run reports every agent once its
+    execution has run. The first execution waits here until the second call has arrived;
+    run one after the other, it would wait in vain."""
+    import threading
+    import time
+
+    world = make_world(db, tmp_path)
+    world.fake.set_default(MODELS["gpt-5.1"], fake_answer(bet("1001", "YES", 300)))
+    order: list[str] = []
+    lock = threading.Lock()
+
+    def refresh(ids: object) -> int:
+        with lock:
+            first = not order
+            order.append(threading.current_thread().name)
+        deadline = time.monotonic() + 10
+        while first and len(world.fake.chat_requests()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if first:
+            order.append(f"second call seen: {len(world.fake.chat_requests()) >= 2}")
+        return 0
+
+    reported: list[tuple[str, str]] = []
+    report = world.run(
+        refresh=refresh, on_progress=lambda r: reported.append((r.family_id, r.status))
+    )
+    assert order[1] == "second call seen: True"
+    assert all(name.startswith("arena-execute") for name in order[:1] + order[2:])
+    assert [f for f, _ in reported] == [r.family_id for r in report.results]
+    assert {status for _, status in reported} == {"completed"}
+    assert world.decisions()["gpt-5.1"].status == "completed" and world.trade_count() >= 1
+    world.assert_ledger()

@@ -18,7 +18,6 @@ from sqlalchemy import func, select
 
 from arena.errors import ConfigError
 from arena.export.writer import ExportTarget, export
-from arena.jobs.decide_report import AgentResult
 from arena.store.models import Agent, Decision, DecisionAttempt, Trade
 from arena.web.app import create_app
 from tests.conftest import Database
@@ -288,12 +287,13 @@ def test_a_killed_agent_process_fails_its_decision_and_a_rerun_finishes(
         db, tmp_path, agent_family("first", endpoint), agent_family("second", endpoint)
     )
 
-    def kill_after_first(result: AgentResult) -> None:
-        if result.family_id == "first":
+    def kill_before_second() -> bool:  # asked before each agent starts
+        if world.attempts("first"):  # "first" was answered: the agent dies before "second"
             stop(process)
+        return False
 
     try:
-        world.run(on_progress=kill_after_first)
+        world.run(should_stop=kill_before_second)
     finally:
         stop(process)
     decisions = world.decisions()

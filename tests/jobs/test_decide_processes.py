@@ -122,6 +122,9 @@ def test_killed_run_is_taken_over_at_once_without_duplicates(db: Database, tmp_p
         while not world.fake.chat_requests(claude) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert world.fake.chat_requests(claude), "the run never reached the slow model"
+        # the agent before executes while the slow call is in flight: killed once it has
+        while world.decisions()["gpt-5.1"].status != "completed" and time.monotonic() < deadline:
+            time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         mid = world.decisions()
