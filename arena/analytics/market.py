@@ -90,7 +90,7 @@ def market_cells(prep: Prepared) -> MarketCells:
         )
     betting = scored & (p != m)
     side_price = np.where(p > m, m, 1.0 - m)
-    _refuse_unpriceable(data.forecast_id, m, betting)
+    _refuse_unpriceable(data, m, betting)
     won = np.where(p > m, o, 1.0 - o)
     with np.errstate(invalid="ignore", divide="ignore"):
         returns = won / side_price - 1.0
@@ -108,13 +108,13 @@ def market_cells(prep: Prepared) -> MarketCells:
     )
 
 
-def _refuse_unpriceable(
-    ids: NDArray[np.object_], market: NDArray[np.float64], betting: NDArray[np.bool_]
-) -> None:
-    """A bet at a price of 0 or 1 has no return: refuse it, naming the forecast."""
+def _refuse_unpriceable(data: Any, market: NDArray[np.float64], betting: NDArray[np.bool_]) -> None:
+    """A bet at a price of 0 or 1 has no return: refuse it, naming the forecast (its ids are
+    written out only then: 364,000 strings at scale 1)."""
     bad = np.flatnonzero(betting & ((market <= 0.0) | (market >= 1.0)))
     if len(bad):
         index = int(bad[0])
+        ids = data.forecast_id
         where = f"forecast {ids[index]}" if ids[index] is not None else f"row {index + 1}"
         raise ForecastsError(
             f"{where}: market_probability is {market[index]:g}; a return against the odds "

@@ -45,7 +45,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pyarrow as pa
@@ -81,27 +81,81 @@ _SUNDAY_OFFSET_US = 3 * 24 * 3600 * 1_000_000  # 1970-01-01 was a Thursday; Sund
 
 
 @dataclass(frozen=True, eq=False)
+class Text:
+    """One text column, dictionary-encoded as arrow stores it: row ``i`` is
+    ``labels[codes[i]]``, ``labels`` the distinct texts (None: missing) and ``codes`` the
+    narrowest integer type that indexes them (a family or a cohort takes one byte a row, not
+    an eight-byte pointer). Integer ids all distinct (``forecast_id``) are kept as the integers
+    (``codes`` None), each written as text only when the column is read."""
+
+    codes: NDArray[np.integer] | None
+    labels: NDArray[Any]
+
+    def __len__(self) -> int:
+        return len(self.labels) if self.codes is None else len(self.codes)
+
+    @classmethod
+    def encoded(cls, values: NDArray[np.object_]) -> Text:
+        """The column of ``values`` (texts and None), labels in first-seen order."""
+        index: dict[Any, int] = {}
+        codes = np.fromiter(
+            (index.setdefault(value, len(index)) for value in values.tolist()),
+            dtype=np.int64,
+            count=len(values),
+        )
+        labels = np.empty(len(index), dtype=object)
+        labels[:] = list(index)
+        return cls(_narrow(codes, len(labels)), labels)
+
+    def decoded(self) -> NDArray[np.object_]:
+        """The column as an object array of texts (None: missing), made anew at each call."""
+        if self.codes is None:
+            out = np.empty(len(self.labels), dtype=object)
+            out[:] = [str(value) for value in self.labels.tolist()]
+            return out
+        return self.labels[self.codes]
+
+    def coded(self) -> Text:
+        """The column with codes (integer ids too), so its labels can be worked on."""
+        return self if self.codes is not None else Text.encoded(self.decoded())
+
+    def take(self, rows: NDArray[np.bool_] | NDArray[np.int64]) -> Text:
+        """The rows picked by a boolean mask or an index array."""
+        if self.codes is None:
+            return Text(None, self.labels[rows])
+        return Text(self.codes[rows], self.labels)
+
+
+class _TextColumn:
+    """A text column of :class:`Forecasts` (held as a :class:`Text` in ``texts``), read as an
+    object array of texts (None: missing), decoded at each read: keep it while it is needed."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> _TextColumn: ...
+
+    @overload
+    def __get__(self, instance: Forecasts, owner: type) -> NDArray[np.object_]: ...
+
+    def __get__(self, instance: Forecasts | None, owner: type) -> Any:
+        if instance is None:
+            return self
+        return instance.texts[self.name].decoded()
+
+
+@dataclass(frozen=True, eq=False)
 class Forecasts:
     """Forecast rows as parallel numpy columns (see the module docstring for each column).
 
-    Strings are object arrays (``None`` when missing; ``outcome`` is ``""`` for the YES side of
-    a binary market), floats are float64 with NaN when missing, times are ``datetime64[us]``
+    Text columns read as object arrays (``None`` when missing; ``outcome`` is ``""`` for the
+    YES side of a binary market) and are held dictionary-encoded (:class:`Text`, in ``texts``
+    by column name); floats are float64 with NaN when missing, times are ``datetime64[us]``
     (UTC) with NaT when missing.
     """
 
-    forecast_id: NDArray[np.object_]
-    cohort_id: NDArray[np.object_]
-    agent_id: NDArray[np.object_]
-    family_id: NDArray[np.object_]
-    family_kind: NDArray[np.object_]
-    decision_id: NDArray[np.object_]
-    source: NDArray[np.object_]
-    market_id: NDArray[np.object_]
-    outcome: NDArray[np.object_]
-    event_group: NDArray[np.object_]
-    pricing: NDArray[np.object_]
-    category: NDArray[np.object_]
-    question_type: NDArray[np.object_]
+    texts: dict[str, Text]
     probability: NDArray[np.float64]
     market_probability: NDArray[np.float64]
     resolved_value: NDArray[np.float64]
@@ -111,6 +165,20 @@ class Forecasts:
     week_start: NDArray[np.datetime64]
     scheduled_close_at: NDArray[np.datetime64]
     resolved_at: NDArray[np.datetime64]
+
+    forecast_id = _TextColumn()
+    cohort_id = _TextColumn()
+    agent_id = _TextColumn()
+    family_id = _TextColumn()
+    family_kind = _TextColumn()
+    decision_id = _TextColumn()
+    source = _TextColumn()
+    market_id = _TextColumn()
+    outcome = _TextColumn()
+    event_group = _TextColumn()
+    pricing = _TextColumn()
+    category = _TextColumn()
+    question_type = _TextColumn()
 
     def __len__(self) -> int:
         return int(self.probability.shape[0])
@@ -177,7 +245,8 @@ class Forecasts:
         else:
             values["week_start"] = week_start_of(values["week_start"])
         _normalise_outcomes(values)
-        forecasts = cls(**values)
+        texts = {name: values.pop(name) for name in STRING_COLUMNS}
+        forecasts = cls(texts, **values)
         forecasts.validate()
         return forecasts
 
@@ -208,7 +277,9 @@ class Forecasts:
 
     def select(self, mask: NDArray[np.bool_] | NDArray[np.int64]) -> Forecasts:
         """The rows picked by a boolean mask or an index array."""
-        return Forecasts(**{f.name: getattr(self, f.name)[mask] for f in fields(self)})
+        texts = {name: text.take(mask) for name, text in self.texts.items()}
+        numbers = {f.name: getattr(self, f.name)[mask] for f in fields(self) if f.name != "texts"}
+        return Forecasts(texts, **numbers)
 
     def known_at(self, moment: np.datetime64) -> Forecasts:
         """The data as it stood at ``moment``: forecasts made at or before it, and outcomes
@@ -230,9 +301,10 @@ class Forecasts:
 
     def from_sources(self, sources: tuple[str, ...]) -> Forecasts:
         """The rows whose ``source`` is one of ``sources`` (a missing source is ``panel``)."""
-        lowered = _lowered(self.source)
+        source = self.texts["source"].coded()
+        lowered = _lowered(source.labels)
         lowered[lowered == ""] = "panel"
-        keep = np.isin(lowered, list(sources))
+        keep = np.isin(lowered, list(sources))[source.codes]
         return self if keep.all() else self.select(keep)
 
     def families(self) -> list[str]:
@@ -264,39 +336,51 @@ def to_datetime64(value: datetime) -> np.datetime64:
     return np.datetime64(micros, "us")
 
 
-def _strings(raw: Any, n: int) -> NDArray[np.object_]:
-    out = np.empty(n, dtype=object)
+def _strings(raw: Any, n: int) -> Text:
     if raw is None:
-        return out
+        return Text(np.zeros(n, dtype=np.int8), np.array([None], dtype=object))
     if isinstance(raw, pa.ChunkedArray | pa.Array):
         if pa.types.is_string(raw.type) or pa.types.is_integer(raw.type):
             return _arrow_strings(raw)
         raw = raw.to_pylist()
+    out = np.empty(n, dtype=object)
     for index, value in enumerate(raw):
         if value is None or (isinstance(value, float) and math.isnan(value)):
             continue
         text = str(value).strip()
         out[index] = text if text else None
-    return out
+    return Text.encoded(out)
 
 
-def _arrow_strings(raw: pa.ChunkedArray | pa.Array) -> NDArray[np.object_]:
+def _arrow_strings(raw: pa.ChunkedArray | pa.Array) -> Text:
     """:func:`_strings` of an arrow text or integer column, at arrow's speed: trimmed, and
-    empty text missing. Equal values share one Python string (ids repeat a lot)."""
+    empty text missing."""
     if isinstance(raw, pa.ChunkedArray):
         raw = raw.combine_chunks()
     if pa.types.is_integer(raw.type):  # ids: no blank to trim, often all distinct
         missing = raw.is_null().to_numpy(zero_copy_only=False)
-        distinct, index = np.unique(pc.fill_null(raw, 0).to_numpy(), return_inverse=True)
-        out = np.array([str(value) for value in distinct.tolist()], dtype=object)[index]
-        out[missing] = None
-        return out
+        numbers = pc.fill_null(raw, 0).to_numpy().astype(np.int64)
+        distinct, index = np.unique(numbers, return_inverse=True)
+        if len(distinct) == len(numbers) and not missing.any():
+            return Text(None, numbers)
+        labels = np.array([*(str(value) for value in distinct.tolist()), None], dtype=object)
+        index = index.reshape(-1)
+        index[missing] = len(labels) - 1
+        return Text(_narrow(index, len(labels)), labels)
     text = pc.utf8_trim_whitespace(pc.cast(raw, pa.string()))
     text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
     encoded = pc.dictionary_encode(text)
-    distinct = np.array([*encoded.dictionary.to_pylist(), None], dtype=object)
-    index = pc.fill_null(encoded.indices, len(distinct) - 1).to_numpy(zero_copy_only=False)
-    return distinct[index]
+    labels = np.array([*encoded.dictionary.to_pylist(), None], dtype=object)
+    index = pc.fill_null(encoded.indices, len(labels) - 1).to_numpy(zero_copy_only=False)
+    return Text(_narrow(index, len(labels)), labels)
+
+
+def _narrow(codes: NDArray[np.integer], size: int) -> NDArray[np.integer]:
+    """``codes`` (each below ``size``) in the narrowest signed integer type that holds them."""
+    for kind in (np.int8, np.int16, np.int32):
+        if size <= np.iinfo(kind).max:
+            return codes.astype(kind, copy=False)
+    return codes.astype(np.int64, copy=False)
 
 
 def _floats(raw: Any, n: int, name: str) -> NDArray[np.float64]:
@@ -383,16 +467,17 @@ def _as_datetime(value: Any) -> datetime:
 
 def _normalise_outcomes(values: dict[str, Any]) -> None:
     """Map ``Yes`` to the binary event ``""`` and turn ``No`` rows into the YES event."""
-    outcome = values["outcome"]
-    lowered = _lowered(outcome)
-    is_no = lowered == "no"
-    binary = (lowered == "") | (lowered == "yes") | is_no
-    outcome[binary] = ""
+    outcome = values["outcome"].coded()
+    lowered = _lowered(outcome.labels)
+    binary = (lowered == "") | (lowered == "yes") | (lowered == "no")
+    labels = outcome.labels.copy()
+    labels[binary] = ""
+    is_no = (lowered == "no")[outcome.codes]
     if is_no.any():
         for name in ("probability", "market_probability", "resolved_value"):
             column = values[name]
             column[is_no] = 1.0 - column[is_no]
-    values["outcome"] = outcome
+    values["outcome"] = Text(outcome.codes, labels)
 
 
 def _lowered(column: NDArray[np.object_]) -> NDArray[np.object_]:

@@ -14,7 +14,7 @@ import pytest
 
 from arena.analytics import ordering
 from arena.analytics.options import AnalysisOptions
-from arena.analytics.records import Forecasts
+from arena.analytics.records import COLUMNS, Forecasts
 from arena.analytics.synthetic_tournament import TournamentDesign, simulate_tournament
 from tests.analytics.outside import (
     check_alpha,
@@ -41,7 +41,8 @@ def tournament(seed: int) -> Forecasts:
     clusters hold several questions and the cluster-robust formulas matter)."""
     data = simulate_tournament(seed, DESIGN).to_forecasts()
     group = np.array([f"g{int(m[1:]) // 3}" for m in data.market_id], dtype=object)
-    return replace(data, event_group=group)
+    columns = {name: getattr(data, name) for name in COLUMNS}
+    return Forecasts.from_columns({**columns, "event_group": group})
 
 
 @pytest.mark.parametrize("seed", [1, 2])

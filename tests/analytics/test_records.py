@@ -14,7 +14,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena.analytics.loading import read_export
-from arena.analytics.records import COLUMNS, FLOAT_COLUMNS, Forecasts, to_datetime
+from arena.analytics.records import (
+    COLUMNS,
+    FLOAT_COLUMNS,
+    STRING_COLUMNS,
+    TIME_COLUMNS,
+    Forecasts,
+    to_datetime,
+)
 from arena.errors import ForecastsError
 
 ROWS = [
@@ -307,9 +314,78 @@ def test_known_at_copies_nothing_when_nothing_is_cut() -> None:
     before_result = f.known_at(latest)  # row 2's outcome is learnt on 2025-02-02
     assert before_result is not f
     assert np.isnan(before_result.resolved_value).all()
-    for name in COLUMNS:
+    assert before_result.texts is f.texts
+    for name in FLOAT_COLUMNS + TIME_COLUMNS:
         if name not in ("resolved_value", "resolved_at"):
             assert getattr(before_result, name) is getattr(f, name), name
     earlier = f.known_at(np.datetime64("2025-01-10T00:00:00", "us"))  # row 3 made after it
     assert earlier.forecast_id.tolist() == ["1", "2"]
     np.testing.assert_array_equal(earlier.probability, f.probability[:2])
+
+
+def _old_strings(values: list[object]) -> list[object]:
+    """The text columns as they were held before :class:`Text`: each value trimmed and written
+    as text, empty text and missing values None."""
+    out: list[object] = []
+    for value in values:
+        text = None if value is None else str(value).strip()
+        out.append(text if text else None)
+    return out
+
+
+def test_text_columns_read_as_the_object_arrays_they_replaced() -> None:
+    """Text columns are held dictionary-encoded, in the narrowest integer codes (and integer ids
+    all distinct as the integers); read, each is the object array it was before, from arrow
+    (text, integer ids all distinct, repeated, or with nulls) and from Python values, and stays
+    so through ``select``, ``known_at`` and ``from_sources``."""
+    n = 300
+    ids = list(range(10_000, 10_000 + n))
+    raw: dict[str, list[object]] = {
+        "forecast_id": ids,
+        "decision_id": [i // 3 for i in ids],
+        "agent_id": [None if i % 7 == 0 else i % 5 for i in range(n)],
+        "family_id": [f" fam-{i % 4} " for i in range(n)],
+        "market_id": [f"m{i % 200}" for i in range(n)],
+        "event_group": [None if i % 3 else "" if i % 2 else f"g{i % 9}" for i in range(n)],
+        "source": ["bet" if i % 10 == 0 else None for i in range(n)],
+        "outcome": [("Yes", "No", "Trump", None, "yes")[i % 5] for i in range(n)],
+    }
+    columns: dict[str, object] = {name: pa.array(values) for name, values in raw.items()}
+    columns["probability"] = pa.array([(i % 97) / 100 for i in range(n)])
+    columns["forecast_at"] = pa.array(
+        [
+            datetime(2025, 1, 1, tzinfo=UTC)
+            + (i % 40) * (datetime(2025, 1, 2) - datetime(2025, 1, 1))
+            for i in range(n)
+        ]
+    )
+    for data in (
+        Forecasts.from_arrow(dict(columns)),  # type: ignore[arg-type]
+        Forecasts.from_columns(
+            {name: list(values) for name, values in raw.items()}
+            | {
+                "probability": columns["probability"].to_pylist(),  # type: ignore[attr-defined]
+                "forecast_at": columns["forecast_at"].to_pylist(),  # type: ignore[attr-defined]
+            }
+        ),
+    ):
+        for name, values in raw.items():
+            expected = _old_strings(values)
+            if name == "outcome":
+                expected = ["" if v in (None, "Yes", "No", "yes") else v for v in expected]
+            got = getattr(data, name)
+            assert got.dtype == object, name
+            assert got.tolist() == expected, name
+        assert data.texts["family_id"].codes.dtype == np.int8  # type: ignore[union-attr]
+        assert data.texts["market_id"].codes.dtype == np.int16  # type: ignore[union-attr]
+        rows = np.flatnonzero(np.arange(n) % 3 != 1)
+        picked = data.select(rows)
+        cut = data.known_at(np.datetime64("2025-01-20T00:00:00", "us"))
+        made = data.forecast_at <= np.datetime64("2025-01-20T00:00:00", "us")
+        panel = data.from_sources(("panel",))
+        for name in STRING_COLUMNS:
+            whole = getattr(data, name)
+            assert getattr(picked, name).tolist() == whole[rows].tolist(), name
+            assert getattr(cut, name).tolist() == whole[made].tolist(), name
+            assert getattr(panel, name).tolist() == whole[np.arange(n) % 10 != 0].tolist(), name
+    assert Forecasts.from_arrow(dict(columns)).texts["forecast_id"].codes is None  # type: ignore[arg-type]
