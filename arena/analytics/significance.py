@@ -154,8 +154,18 @@ def cluster_codes(clusters: ArrayLike, n: int) -> tuple[NDArray[np.int64], int]:
     labels = np.asarray(clusters)
     if labels.shape != (n,):
         raise ValueError(f"clusters: {labels.shape[0] if labels.ndim else 0} labels for {n} values")
-    if labels.dtype == object:
-        labels = np.array(["" if label is None else str(label) for label in labels])
+    if labels.dtype == object:  # each label's text once, not a fixed-width text per row
+        index: dict[str, int] = {}
+        seen = np.fromiter(
+            (index.setdefault("" if v is None else str(v), len(index)) for v in labels.tolist()),
+            dtype=np.int64,
+            count=n,
+        )
+        texts = np.empty(len(index), dtype=object)
+        texts[:] = list(index)
+        rank = np.empty(len(index), dtype=np.int64)
+        rank[np.argsort(texts, kind="stable")] = np.arange(len(index))
+        return rank[seen], len(index)
     _, codes = np.unique(labels, return_inverse=True)
     codes = codes.reshape(-1).astype(np.int64)
     return codes, int(codes.max()) + 1 if n else 0
