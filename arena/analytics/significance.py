@@ -45,9 +45,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-MAX_BOOTSTRAP_CELLS = 1_000_000
-"""Resamples x draws the bootstraps here draw at once (8 MiB per array of that shape). Each
-resample is summed along its own row, so the chunk size never changes a figure."""
+MAX_BOOTSTRAP_CELLS = 250_000
+"""Resamples x draws the bootstraps here draw at once (2 MiB per array of that shape; 8 MiB
+arrays left 13 MiB more of the analysis's memory in use at scale 1). Each resample is summed
+along its own row and the generator gives the same numbers however many are drawn at a time,
+so the chunk size never changes a figure."""
 OK = "ok"
 INSUFFICIENT = "insufficient"
 _RELATIVE_SPREAD = 1e-12  # below this (relative to the mean's size) a spread counts as zero
