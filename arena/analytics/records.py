@@ -87,8 +87,8 @@ class Coded:
     ``labels`` the distinct values and ``codes`` the narrowest integer type that indexes them
     (a family, a week or a market's close takes one or two bytes a row, not eight). A column
     with about as many values as rows keeps them as they are (``codes`` None): floats and
-    times as numpy arrays, and integer ids of a text column (``forecast_id``) as the integers,
-    each written as text only when the column is read.
+    times as numpy arrays, and integer ids of a text column (``forecast_id``) as the integers
+    (int32 when they fit), each written as text only when the column is read.
 
     Text labels are Python strings (None: missing); float labels are float64 (NaN: missing)
     and time labels ``datetime64[us]`` (NaT: missing), one label per bit pattern, so a column
@@ -415,7 +415,9 @@ def _arrow_strings(raw: pa.ChunkedArray | pa.Array) -> Coded:
         numbers = pc.fill_null(raw, 0).to_numpy().astype(np.int64)
         distinct, index = np.unique(numbers, return_inverse=True)
         if len(distinct) == len(numbers) and not missing.any():
-            return Coded(None, numbers)
+            small = np.iinfo(np.int32)
+            fits = not len(distinct) or (distinct[0] >= small.min and distinct[-1] <= small.max)
+            return Coded(None, numbers.astype(np.int32) if fits else numbers)
         labels = np.array([*(str(value) for value in distinct.tolist()), None], dtype=object)
         index = index.reshape(-1)
         index[missing] = len(labels) - 1

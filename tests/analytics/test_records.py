@@ -387,7 +387,11 @@ def test_text_columns_read_as_the_object_arrays_they_replaced() -> None:
             assert getattr(picked, name).tolist() == whole[rows].tolist(), name
             assert getattr(cut, name).tolist() == whole[made].tolist(), name
             assert getattr(panel, name).tolist() == whole[np.arange(n) % 10 != 0].tolist(), name
-    assert Forecasts.from_arrow(dict(columns)).coded["forecast_id"].codes is None  # type: ignore[arg-type]
+    held = Forecasts.from_arrow(dict(columns)).coded["forecast_id"]  # type: ignore[arg-type]
+    assert held.codes is None and held.labels.dtype == np.int32
+    wide = {**columns, "forecast_id": pa.array([2**40 + i for i in range(n)])}
+    ids = Forecasts.from_arrow(wide).forecast_id  # type: ignore[arg-type]
+    assert ids.tolist() == [str(2**40 + i) for i in range(n)]
 
 
 def _arrow_factorize(values: np.ndarray) -> tuple[list[int], list[str]]:
