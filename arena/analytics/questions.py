@@ -18,21 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-import pyarrow as pa
 from numpy.typing import NDArray
 
-from arena.analytics.records import Forecasts, to_datetime64
+from arena.analytics.records import Forecasts, factorize, to_datetime64
 
 LOG_EPS = 0.001
-
-
-def factorize(values: NDArray[np.object_]) -> tuple[NDArray[np.int64], list[str]]:
-    """Integer codes and the distinct values (missing becomes ``""``), in first-seen order."""
-    encoded = pa.array(
-        [value if value is not None else "" for value in values], type=pa.string()
-    ).dictionary_encode()
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    return codes, [str(value) for value in encoded.dictionary.to_pylist()]
 
 
 def group_ids(*codes: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -78,8 +68,8 @@ class Questions:
 
 def index_questions(forecasts: Forecasts) -> Questions:
     """Group forecast rows into questions."""
-    market_codes, _ = factorize(forecasts.market_id)
-    outcome_codes, _ = factorize(forecasts.outcome)
+    market_codes, _ = factorize(forecasts.coded["market_id"])
+    outcome_codes, _ = factorize(forecasts.coded["outcome"])
     _, week_codes = np.unique(forecasts.week_start.astype(np.int64), return_inverse=True)
     week_codes = week_codes.reshape(-1).astype(np.int64)
     row_question, first = group_ids(market_codes, outcome_codes, week_codes)
@@ -168,8 +158,9 @@ class Panel:
 
 def build_panel(forecasts: Forecasts, questions: Questions, by: str = "family") -> Panel:
     """Collapse forecast rows into forecaster x question cells (``by``: family or agent)."""
-    ids = forecasts.family_id if by == "family" else forecasts.agent_id
-    forecaster_codes, names = factorize(ids)
+    forecaster_codes, names = factorize(
+        forecasts.coded["family_id" if by == "family" else "agent_id"]
+    )
     order = np.argsort(np.array(names, dtype=object), kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))

@@ -43,9 +43,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 import pyarrow as pa
@@ -75,45 +75,154 @@ FLOAT_COLUMNS = ("probability", "market_probability", "resolved_value", "fee_rat
 TIME_COLUMNS = ("forecast_at", "week_start", "scheduled_close_at", "resolved_at")
 COLUMNS = STRING_COLUMNS + FLOAT_COLUMNS + TIME_COLUMNS
 
+_T = TypeVar("_T")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _WEEK_US = 7 * 24 * 3600 * 1_000_000
 _SUNDAY_OFFSET_US = 3 * 24 * 3600 * 1_000_000  # 1970-01-01 was a Thursday; Sunday is 3 days on
 
 
 @dataclass(frozen=True, eq=False)
+class Coded:
+    """One column, dictionary-encoded as arrow stores it: row ``i`` is ``labels[codes[i]]``,
+    ``labels`` the distinct values and ``codes`` the narrowest integer type that indexes them
+    (a family, a week or a market's close takes one or two bytes a row, not eight). A column
+    with about as many values as rows keeps them as they are (``codes`` None): floats and
+    times as numpy arrays, and integer ids of a text column (``forecast_id``) as the integers
+    (int32 when they fit), each written as text only when the column is read.
+
+    Text labels are Python strings (None: missing); float labels are float64 (NaN: missing)
+    and time labels ``datetime64[us]`` (NaT: missing), one label per bit pattern, so a column
+    reads back bit for bit."""
+
+    codes: NDArray[np.integer] | None
+    labels: NDArray[Any]
+
+    def __len__(self) -> int:
+        return len(self.labels) if self.codes is None else len(self.codes)
+
+    @classmethod
+    def texts(cls, values: NDArray[np.object_]) -> Coded:
+        """The text column of ``values`` (texts and None), labels in first-seen order."""
+        index: dict[Any, int] = {}
+        codes = np.fromiter(
+            (index.setdefault(value, len(index)) for value in values.tolist()),
+            dtype=np.int64,
+            count=len(values),
+        )
+        labels = np.empty(len(index), dtype=object)
+        labels[:] = list(index)
+        return cls(_narrow(codes, len(labels)), labels)
+
+    def decoded(self) -> NDArray[Any]:
+        """The column as a numpy array (text as an object array), made anew at each read
+        unless held as it is."""
+        if self.codes is not None:
+            return self.labels[self.codes]
+        if self.labels.dtype.kind in "iu":  # integer ids of a text column
+            out = np.empty(len(self.labels), dtype=object)
+            out[:] = [str(value) for value in self.labels.tolist()]
+            return out
+        return self.labels
+
+    def coded(self) -> Coded:
+        """The text column with codes (integer ids too), so its labels can be worked on."""
+        return self if self.codes is not None else Coded.texts(self.decoded())
+
+    def take(self, rows: NDArray[np.bool_] | NDArray[np.int64]) -> Coded:
+        """The rows picked by a boolean mask or an index array."""
+        if self.codes is None:
+            return Coded(None, self.labels[rows])
+        return Coded(self.codes[rows], self.labels)
+
+    def relabelled(self, labels: NDArray[Any]) -> Coded:
+        """The column with each label replaced by the one at its place in ``labels`` (the
+        same function of the value however it is held)."""
+        return Coded(self.codes, labels)
+
+    def where(self, rows: NDArray[np.bool_], value: Any) -> Coded:
+        """The column with ``value`` on ``rows`` (a boolean mask), the rest unchanged."""
+        if self.codes is None:
+            labels = self.labels.copy()
+            labels[rows] = value
+            return Coded(None, labels)
+        labels = np.append(self.labels, np.array([value], dtype=self.labels.dtype))
+        codes = self.codes.astype(_code_type(len(labels)))  # a copy
+        codes[rows] = len(labels) - 1
+        return Coded(codes, labels)
+
+    def with_offset_labels(self, rows: NDArray[np.bool_], labels: NDArray[Any]) -> Coded:
+        """The column whose ``rows`` read ``labels`` (one per label, at its place) instead."""
+        if self.codes is None:
+            values = self.labels.copy()
+            values[rows] = labels[rows]
+            return Coded(None, values)
+        codes = self.codes.astype(_code_type(2 * len(self.labels)))  # a copy
+        codes[rows] += len(self.labels)
+        return Coded(codes, np.concatenate([self.labels, labels]))
+
+
+class _Column(Generic[_T]):
+    """A column of :class:`Forecasts` (held as a :class:`Coded` in ``coded``), read as a numpy
+    array: decoded at each read, so keep it while it is needed rather than read it in a loop."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> _Column[_T]: ...
+
+    @overload
+    def __get__(self, instance: Forecasts, owner: type) -> _T: ...
+
+    def __get__(self, instance: Forecasts | None, owner: type) -> Any:
+        if instance is None:
+            return self
+        return instance.coded[self.name].decoded()
+
+
+_Text = _Column[NDArray[np.object_]]
+_Float = _Column[NDArray[np.float64]]
+_Time = _Column[NDArray[np.datetime64]]
+
+
+@dataclass(frozen=True, eq=False)
 class Forecasts:
     """Forecast rows as parallel numpy columns (see the module docstring for each column).
 
-    Strings are object arrays (``None`` when missing; ``outcome`` is ``""`` for the YES side of
-    a binary market), floats are float64 with NaN when missing, times are ``datetime64[us]``
-    (UTC) with NaT when missing.
+    Texts read as object arrays (``None`` when missing; ``outcome`` is ``""`` for the YES side
+    of a binary market), floats as float64 with NaN when missing, times as ``datetime64[us]``
+    (UTC) with NaT when missing. Each is held dictionary-encoded (:class:`Coded`, in ``coded``
+    by column name) and decoded when read: at scale 1 (``benchmarks/bench_analysis.py``) the
+    364,000 forecasts take 14 MiB, not the 105 MiB of one numpy array per column.
     """
 
-    forecast_id: NDArray[np.object_]
-    cohort_id: NDArray[np.object_]
-    agent_id: NDArray[np.object_]
-    family_id: NDArray[np.object_]
-    family_kind: NDArray[np.object_]
-    decision_id: NDArray[np.object_]
-    source: NDArray[np.object_]
-    market_id: NDArray[np.object_]
-    outcome: NDArray[np.object_]
-    event_group: NDArray[np.object_]
-    pricing: NDArray[np.object_]
-    category: NDArray[np.object_]
-    question_type: NDArray[np.object_]
-    probability: NDArray[np.float64]
-    market_probability: NDArray[np.float64]
-    resolved_value: NDArray[np.float64]
-    fee_rate: NDArray[np.float64]
-    fee_exponent: NDArray[np.float64]
-    forecast_at: NDArray[np.datetime64]
-    week_start: NDArray[np.datetime64]
-    scheduled_close_at: NDArray[np.datetime64]
-    resolved_at: NDArray[np.datetime64]
+    coded: dict[str, Coded]
+
+    forecast_id = _Text()
+    cohort_id = _Text()
+    agent_id = _Text()
+    family_id = _Text()
+    family_kind = _Text()
+    decision_id = _Text()
+    source = _Text()
+    market_id = _Text()
+    outcome = _Text()
+    event_group = _Text()
+    pricing = _Text()
+    category = _Text()
+    question_type = _Text()
+    probability = _Float()
+    market_probability = _Float()
+    resolved_value = _Float()
+    fee_rate = _Float()
+    fee_exponent = _Float()
+    forecast_at = _Time()
+    week_start = _Time()
+    scheduled_close_at = _Time()
+    resolved_at = _Time()
 
     def __len__(self) -> int:
-        return int(self.probability.shape[0])
+        return len(self.coded["probability"])
 
     @classmethod
     def from_rows(cls, rows: Iterable[Mapping[str, Any]]) -> Forecasts:
@@ -158,7 +267,7 @@ class Forecasts:
         if missing:
             raise ForecastsError(f"forecasts input lacks required column(s): {', '.join(missing)}")
         n = len(columns["probability"])
-        values: dict[str, Any] = {}
+        values: dict[str, Coded] = {}
         for name in COLUMNS:
             raw = take(name)
             if raw is not None and len(raw) != n:
@@ -169,33 +278,23 @@ class Forecasts:
                 values[name] = _floats(raw, n, name)
             else:
                 values[name] = _times(raw, n, name)
-        if np.isnat(values["week_start"]).any():
-            derived = week_start_of(values["forecast_at"])
-            values["week_start"] = np.where(
-                np.isnat(values["week_start"]), derived, values["week_start"]
-            )
-        else:
-            values["week_start"] = week_start_of(values["week_start"])
+        values["week_start"] = _week_starts(values["week_start"], values["forecast_at"])
         _normalise_outcomes(values)
-        forecasts = cls(**values)
+        forecasts = cls(values)
         forecasts.validate()
         return forecasts
 
     def validate(self) -> None:
         """Raise :class:`ForecastsError` naming the first offending row, if any."""
+        market, resolved = self.market_probability, self.resolved_value  # decoded once
         checks: list[tuple[str, NDArray[np.bool_]]] = [
             ("family_id is missing", _is_blank(self.family_id)),
             ("market_id is missing", _is_blank(self.market_id)),
             ("probability is missing or outside [0, 1]", ~_in_unit(self.probability)),
-            (
-                "market_probability is outside [0, 1]",
-                ~np.isnan(self.market_probability) & ~_in_unit(self.market_probability),
-            ),
+            ("market_probability is outside [0, 1]", ~np.isnan(market) & ~_in_unit(market)),
             (
                 "resolved_value is not 0, 1 or null",
-                ~np.isnan(self.resolved_value)
-                & (self.resolved_value != 0.0)
-                & (self.resolved_value != 1.0),
+                ~np.isnan(resolved) & (resolved != 0.0) & (resolved != 1.0),
             ),
             ("forecast_at is missing", np.isnat(self.forecast_at)),
         ]
@@ -208,36 +307,62 @@ class Forecasts:
 
     def select(self, mask: NDArray[np.bool_] | NDArray[np.int64]) -> Forecasts:
         """The rows picked by a boolean mask or an index array."""
-        return Forecasts(**{f.name: getattr(self, f.name)[mask] for f in fields(self)})
+        return Forecasts({name: column.take(mask) for name, column in self.coded.items()})
 
     def known_at(self, moment: np.datetime64) -> Forecasts:
         """The data as it stood at ``moment``: forecasts made at or before it, and outcomes
         (``resolved_value``, ``resolved_at``) only where known at or before it. Every analysis
         at ``--at`` sees exactly this, so none can look ahead. Nothing is copied when nothing
         is cut (the analysis job's case: every forecast made before now), rather than every
-        column (55 MiB at scale 1) beside the caller's."""
+        column (12 MiB at scale 1) beside the caller's; a blanked outcome copies only its
+        column's codes."""
         instant = np.asarray(moment).astype("datetime64[us]")
         made = self.forecast_at <= instant
         cut = self if made.all() else self.select(made)
-        later = ~np.isnat(cut.resolved_at) & (cut.resolved_at > instant)
+        resolved_at = cut.resolved_at
+        later = ~np.isnat(resolved_at) & (resolved_at > instant)
         if not later.any():
             return cut
-        resolved_value = cut.resolved_value.copy()
-        resolved_at = cut.resolved_at.copy()
-        resolved_value[later] = np.nan
-        resolved_at[later] = np.datetime64("NaT")
-        return replace(cut, resolved_value=resolved_value, resolved_at=resolved_at)
+        columns = dict(cut.coded)
+        columns["resolved_value"] = columns["resolved_value"].where(later, np.nan)
+        columns["resolved_at"] = columns["resolved_at"].where(later, np.datetime64("NaT"))
+        return Forecasts(columns)
 
     def from_sources(self, sources: tuple[str, ...]) -> Forecasts:
         """The rows whose ``source`` is one of ``sources`` (a missing source is ``panel``)."""
-        lowered = _lowered(self.source)
+        source = self.coded["source"].coded()
+        lowered = _lowered(source.labels)
         lowered[lowered == ""] = "panel"
-        keep = np.isin(lowered, list(sources))
+        keep = np.isin(lowered, list(sources))[source.codes]
         return self if keep.all() else self.select(keep)
 
     def families(self) -> list[str]:
         """Distinct family ids, sorted."""
         return sorted({str(value) for value in self.family_id})
+
+
+def factorize(values: NDArray[np.object_] | Coded) -> tuple[NDArray[np.int64], list[str]]:
+    """Integer codes and the distinct texts (missing becomes ``""``), in first-seen order, of
+    an object array of texts or a text column as held (:class:`Coded`, worked on through its
+    codes: its labels may repeat a text, and some may be no row's)."""
+    index: dict[Any, int] = {}
+    if not isinstance(values, Coded):
+        codes = np.fromiter(
+            (index.setdefault("" if v is None else v, len(index)) for v in values.tolist()),
+            dtype=np.int64,
+            count=len(values),
+        )
+        return codes, [str(value) for value in index]
+    column = values.coded()
+    assert column.codes is not None
+    label_codes = [index.setdefault("" if v is None else v, len(index)) for v in column.labels]
+    rows = np.array(label_codes, dtype=np.int64)[column.codes]
+    names = list(index)
+    present, first = np.unique(rows, return_index=True)
+    order = present[np.argsort(first)]  # the texts in the order their first rows come
+    renumbered = np.empty(len(names), dtype=np.int64)
+    renumbered[order] = np.arange(len(order))
+    return renumbered[rows], [str(names[code]) for code in order.tolist()]
 
 
 def week_start_of(times: NDArray[np.datetime64]) -> NDArray[np.datetime64]:
@@ -264,45 +389,66 @@ def to_datetime64(value: datetime) -> np.datetime64:
     return np.datetime64(micros, "us")
 
 
-def _strings(raw: Any, n: int) -> NDArray[np.object_]:
-    out = np.empty(n, dtype=object)
+def _strings(raw: Any, n: int) -> Coded:
     if raw is None:
-        return out
+        return Coded(np.zeros(n, dtype=np.int8), np.array([None], dtype=object))
     if isinstance(raw, pa.ChunkedArray | pa.Array):
         if pa.types.is_string(raw.type) or pa.types.is_integer(raw.type):
             return _arrow_strings(raw)
         raw = raw.to_pylist()
+    out = np.empty(n, dtype=object)
     for index, value in enumerate(raw):
         if value is None or (isinstance(value, float) and math.isnan(value)):
             continue
         text = str(value).strip()
         out[index] = text if text else None
-    return out
+    return Coded.texts(out)
 
 
-def _arrow_strings(raw: pa.ChunkedArray | pa.Array) -> NDArray[np.object_]:
+def _arrow_strings(raw: pa.ChunkedArray | pa.Array) -> Coded:
     """:func:`_strings` of an arrow text or integer column, at arrow's speed: trimmed, and
-    empty text missing. Equal values share one Python string (ids repeat a lot)."""
+    empty text missing."""
     if isinstance(raw, pa.ChunkedArray):
         raw = raw.combine_chunks()
     if pa.types.is_integer(raw.type):  # ids: no blank to trim, often all distinct
         missing = raw.is_null().to_numpy(zero_copy_only=False)
-        distinct, index = np.unique(pc.fill_null(raw, 0).to_numpy(), return_inverse=True)
-        out = np.array([str(value) for value in distinct.tolist()], dtype=object)[index]
-        out[missing] = None
-        return out
+        numbers = pc.fill_null(raw, 0).to_numpy().astype(np.int64)
+        distinct, index = np.unique(numbers, return_inverse=True)
+        if len(distinct) == len(numbers) and not missing.any():
+            small = np.iinfo(np.int32)
+            fits = not len(distinct) or (distinct[0] >= small.min and distinct[-1] <= small.max)
+            return Coded(None, numbers.astype(np.int32) if fits else numbers)
+        labels = np.array([*(str(value) for value in distinct.tolist()), None], dtype=object)
+        index = index.reshape(-1)
+        index[missing] = len(labels) - 1
+        return Coded(_narrow(index, len(labels)), labels)
     text = pc.utf8_trim_whitespace(pc.cast(raw, pa.string()))
     text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
     encoded = pc.dictionary_encode(text)
-    distinct = np.array([*encoded.dictionary.to_pylist(), None], dtype=object)
-    index = pc.fill_null(encoded.indices, len(distinct) - 1).to_numpy(zero_copy_only=False)
-    return distinct[index]
+    labels = np.array([*encoded.dictionary.to_pylist(), None], dtype=object)
+    index = pc.fill_null(encoded.indices, len(labels) - 1).to_numpy(zero_copy_only=False)
+    return Coded(_narrow(index, len(labels)), labels)
 
 
-def _floats(raw: Any, n: int, name: str) -> NDArray[np.float64]:
+def _narrow(codes: NDArray[np.integer], size: int) -> NDArray[np.integer]:
+    """``codes`` (each below ``size``) in the narrowest signed integer type that holds them."""
+    return codes.astype(_code_type(size), copy=False)
+
+
+def _code_type(size: int) -> type[np.signedinteger[Any]]:
+    """The narrowest signed integer type that holds every code below ``size``."""
+    for kind in (np.int8, np.int16, np.int32):
+        if size <= np.iinfo(kind).max:
+            return kind
+    return np.int64
+
+
+def _floats(raw: Any, n: int, name: str) -> Coded:
     if raw is None:
-        return np.full(n, np.nan)
+        return Coded(np.zeros(n, dtype=np.int8), np.array([np.nan]))
     if isinstance(raw, pa.ChunkedArray | pa.Array):
+        if isinstance(raw, pa.ChunkedArray):
+            raw = raw.combine_chunks()
         if pa.types.is_decimal(raw.type):
             # arrow scales the integer in floating point (0.959 -> 0.9590000000000001); through
             # the decimal text it rounds correctly, as the CSV and JSONL readers do
@@ -312,9 +458,9 @@ def _floats(raw: Any, n: int, name: str) -> NDArray[np.float64]:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             raw = raw.to_pylist()
         else:
-            return np.array(raw.to_numpy(zero_copy_only=False), dtype=np.float64)  # writable
+            return _coded_bits(raw.view(pa.int64()), np.array([np.nan]))
     if isinstance(raw, np.ndarray) and raw.dtype.kind in "fiub":
-        return raw.astype(np.float64)
+        return Coded(None, raw.astype(np.float64))
     out = np.full(n, np.nan)
     for index, value in enumerate(raw):
         if value is None or value == "":
@@ -323,19 +469,19 @@ def _floats(raw: Any, n: int, name: str) -> NDArray[np.float64]:
             out[index] = float(value)
         except (TypeError, ValueError) as exc:
             raise ForecastsError(f"row {index + 1}: {name} is not a number: {value!r}") from exc
-    return out
+    return Coded(None, out)
 
 
-def _times(raw: Any, n: int, name: str) -> NDArray[np.datetime64]:
+def _times(raw: Any, n: int, name: str) -> Coded:
     if raw is None:
-        return np.full(n, np.datetime64("NaT"), dtype="datetime64[us]")
+        return Coded(np.zeros(n, dtype=np.int8), np.array(["NaT"], dtype="datetime64[us]"))
     if isinstance(raw, pa.ChunkedArray | pa.Array):
         converted = _arrow_times(raw)
         if converted is not None:
             return converted
         raw = raw.to_pylist()
     if isinstance(raw, np.ndarray) and raw.dtype.kind == "M":
-        return raw.astype("datetime64[us]")
+        return Coded(None, raw.astype("datetime64[us]"))
     out = np.full(n, np.datetime64("NaT"), dtype="datetime64[us]")
     for index, value in enumerate(raw):
         if value is None or value == "" or value != value:  # NaT and NaN are missing too
@@ -344,12 +490,14 @@ def _times(raw: Any, n: int, name: str) -> NDArray[np.datetime64]:
             out[index] = to_datetime64(_as_datetime(value))
         except (TypeError, ValueError) as exc:
             raise ForecastsError(f"row {index + 1}: {name} is not a timestamp: {value!r}") from exc
-    return out
+    return Coded(None, out)
 
 
-def _arrow_times(raw: pa.ChunkedArray | pa.Array) -> NDArray[np.datetime64] | None:
+def _arrow_times(raw: pa.ChunkedArray | pa.Array) -> Coded | None:
     """Vectorised conversion of an arrow column; None when it needs the per-value path."""
     target = pa.timestamp("us", tz="UTC")
+    if isinstance(raw, pa.ChunkedArray):
+        raw = raw.combine_chunks()
     try:
         if pa.types.is_timestamp(raw.type) and raw.type.tz is None:
             cast = pc.cast(raw, pa.timestamp("us"))
@@ -357,13 +505,21 @@ def _arrow_times(raw: pa.ChunkedArray | pa.Array) -> NDArray[np.datetime64] | No
             cast = pc.cast(raw, target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    micros = pc.cast(cast, pa.int64()).to_numpy(zero_copy_only=False)
-    if micros.dtype.kind == "f":  # nulls came back as NaN
-        out = np.full(len(micros), np.datetime64("NaT"), dtype="datetime64[us]")
-        valid = ~np.isnan(micros)
-        out[valid] = micros[valid].astype(np.int64).astype("datetime64[us]")
-        return out
-    return micros.astype(np.int64).astype("datetime64[us]")
+    return _coded_bits(pc.cast(cast, pa.int64()), np.array(["NaT"], dtype="datetime64[us]"))
+
+
+def _coded_bits(bits: pa.Array, missing: NDArray[Any]) -> Coded:
+    """An arrow column of 64-bit values, each a float's or time's bit pattern (null: the one
+    value of ``missing``, whose dtype the column takes), dictionary-encoded by arrow: one label
+    per bit pattern, so the column reads back bit for bit. Held as it is when most values
+    differ."""
+    encoded = pc.dictionary_encode(bits)
+    distinct = encoded.dictionary.to_numpy(zero_copy_only=False).astype(np.int64)
+    labels = np.append(distinct, missing.view(np.int64)).view(missing.dtype)
+    codes = pc.fill_null(encoded.indices, len(labels) - 1).to_numpy(zero_copy_only=False)
+    if len(labels) > max(1, len(codes) // 2):
+        return Coded(None, labels[codes])
+    return Coded(_narrow(codes, len(labels)), labels)
 
 
 def _as_datetime(value: Any) -> datetime:
@@ -381,18 +537,30 @@ def _as_datetime(value: Any) -> datetime:
     raise TypeError(type(value).__name__)
 
 
-def _normalise_outcomes(values: dict[str, Any]) -> None:
+def _week_starts(given: Coded, made: Coded) -> Coded:
+    """Each row's ``week_start``: the Sunday of the one given, or of ``forecast_at`` (``made``)
+    where none is given (the given one as it is when only some are)."""
+    missing = np.isnat(given.decoded())
+    if not missing.any():
+        return given.relabelled(week_start_of(given.labels))
+    if missing.all():
+        return made.relabelled(week_start_of(made.labels))
+    return Coded(None, np.where(missing, week_start_of(made.decoded()), given.decoded()))
+
+
+def _normalise_outcomes(values: dict[str, Coded]) -> None:
     """Map ``Yes`` to the binary event ``""`` and turn ``No`` rows into the YES event."""
-    outcome = values["outcome"]
-    lowered = _lowered(outcome)
-    is_no = lowered == "no"
-    binary = (lowered == "") | (lowered == "yes") | is_no
-    outcome[binary] = ""
+    outcome = values["outcome"].coded()
+    lowered = _lowered(outcome.labels)
+    binary = (lowered == "") | (lowered == "yes") | (lowered == "no")
+    labels = outcome.labels.copy()
+    labels[binary] = ""
+    is_no = (lowered == "no")[outcome.codes]
     if is_no.any():
         for name in ("probability", "market_probability", "resolved_value"):
             column = values[name]
-            column[is_no] = 1.0 - column[is_no]
-    values["outcome"] = outcome
+            values[name] = column.with_offset_labels(is_no, 1.0 - column.labels)
+    values["outcome"] = outcome.relabelled(labels)
 
 
 def _lowered(column: NDArray[np.object_]) -> NDArray[np.object_]:

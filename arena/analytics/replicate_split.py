@@ -45,14 +45,20 @@ def replicate_split(prep: Prepared, options: AnalysisOptions | None = None) -> d
     q = questions.row_question
     keep = prep.scorable[q] & ~np.isnan(questions.resolved_value[q])
     brier = (forecasts.probability[keep] - questions.resolved_value[q[keep]]) ** 2
-    agents: dict[tuple[str, str], list[float]] = {}
-    for family, agent, score in zip(
-        forecasts.family_id[keep], forecasts.agent_id[keep], brier, strict=True
-    ):
-        agents.setdefault((str(family), str(agent)), []).append(float(score))
+    agents: dict[tuple[str, str], int] = {}  # first-seen order
+    pairs = zip(forecasts.family_id[keep].tolist(), forecasts.agent_id[keep].tolist(), strict=True)
+    agent = np.fromiter(
+        (agents.setdefault((str(f), str(a)), len(agents)) for f, a in pairs),
+        dtype=np.int64,
+        count=len(brier),
+    )
+    order = np.argsort(agent, kind="stable")  # each agent's scores together, in row order
+    ends = np.cumsum(np.bincount(agent, minlength=len(agents)))
+    scores = brier[order]
     groups: dict[str, list[float]] = {}
-    for (family, _agent), scores in agents.items():
-        groups.setdefault(family, []).append(float(np.mean(scores)))
+    for (family, _agent), index in agents.items():
+        start = ends[index - 1] if index else 0
+        groups.setdefault(family, []).append(float(np.mean(scores[start : ends[index]])))
     rows = [
         {
             "forecaster": family,

@@ -487,11 +487,10 @@ def calibration_results(
     results = []
     selected = np.flatnonzero(row_ok)
     groups = slices(row_forecaster[selected], len(panel.forecasters))
+    probability = prep.forecasts.probability  # decoded once, not per forecaster
     for name, positions in zip(panel.forecasters, groups, strict=True):
         mine = selected[positions]
-        results.append(
-            calibrate(prep.forecasts.probability[mine], outcome[mine], options.n_bins, name)
-        )
+        results.append(calibrate(probability[mine], outcome[mine], options.n_bins, name))
     return results
 
 

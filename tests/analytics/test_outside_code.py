@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from arena.analytics import ordering
-from arena.analytics.options import AnalysisOptions
-from arena.analytics.records import Forecasts
+from arena.analytics.difficulty import Cells
+from arena.analytics.options import AnalysisOptions, prepare
+from arena.analytics.records import COLUMNS, Forecasts
 from arena.analytics.synthetic_tournament import TournamentDesign, simulate_tournament
 from tests.analytics.outside import (
     check_alpha,
@@ -41,7 +42,8 @@ def tournament(seed: int) -> Forecasts:
     clusters hold several questions and the cluster-robust formulas matter)."""
     data = simulate_tournament(seed, DESIGN).to_forecasts()
     group = np.array([f"g{int(m[1:]) // 3}" for m in data.market_id], dtype=object)
-    return replace(data, event_group=group)
+    columns = {name: getattr(data, name) for name in COLUMNS}
+    return Forecasts.from_columns({**columns, "event_group": group})
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -87,3 +89,30 @@ def test_rank_probabilities_hold_when_the_draws_come_in_chunks(
     a few resamples, the brute force (one draw of all rows) still agrees."""
     monkeypatch.setattr(ordering, "JOINT_CHUNK_CELLS", 7 * 40)
     assert check_rank_probabilities(tournament(9), OPTIONS) >= 5
+
+
+def test_the_joint_bootstrap_counts_its_draws_in_blocks_without_changing_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The joint bootstrap counts each chunk's draws a block of rows at a time
+    (``ordering.DRAW_CELLS``): blocks of a few rows give the same resampled means, bit for
+    bit, as one block for the whole chunk."""
+    data = tournament(4)
+    prep = prepare(data, OPTIONS)
+    panel = prep.panel
+    cells = Cells(
+        panel.forecaster,
+        panel.question,
+        panel.brier,
+        len(panel.forecasters),
+        len(prep.questions),
+    )
+    weights, clusters = prep.weights[panel.question], prep.clusters[panel.question]
+
+    def means() -> list[int]:
+        joint = ordering.joint_cluster_bootstrap(cells, weights, clusters, resamples=150, seed=3)
+        return joint.means.view(np.int64).ravel().tolist()  # bit patterns: NaN equals NaN
+
+    whole = means()
+    monkeypatch.setattr(ordering, "DRAW_CELLS", 3 * len(set(clusters.tolist())) + 1)
+    assert means() == whole

@@ -14,7 +14,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena.analytics.loading import read_export
-from arena.analytics.records import COLUMNS, FLOAT_COLUMNS, Forecasts, to_datetime
+from arena.analytics.records import (
+    COLUMNS,
+    FLOAT_COLUMNS,
+    STRING_COLUMNS,
+    Forecasts,
+    factorize,
+    to_datetime,
+)
 from arena.errors import ForecastsError
 
 ROWS = [
@@ -309,7 +316,144 @@ def test_known_at_copies_nothing_when_nothing_is_cut() -> None:
     assert np.isnan(before_result.resolved_value).all()
     for name in COLUMNS:
         if name not in ("resolved_value", "resolved_at"):
-            assert getattr(before_result, name) is getattr(f, name), name
+            assert before_result.coded[name] is f.coded[name], name
     earlier = f.known_at(np.datetime64("2025-01-10T00:00:00", "us"))  # row 3 made after it
     assert earlier.forecast_id.tolist() == ["1", "2"]
     np.testing.assert_array_equal(earlier.probability, f.probability[:2])
+
+
+def _old_strings(values: list[object]) -> list[object]:
+    """The text columns as they were held before :class:`Text`: each value trimmed and written
+    as text, empty text and missing values None."""
+    out: list[object] = []
+    for value in values:
+        text = None if value is None else str(value).strip()
+        out.append(text if text else None)
+    return out
+
+
+def test_text_columns_read_as_the_object_arrays_they_replaced() -> None:
+    """Text columns are held dictionary-encoded, in the narrowest integer codes (and integer ids
+    all distinct as the integers); read, each is the object array it was before, from arrow
+    (text, integer ids all distinct, repeated, or with nulls) and from Python values, and stays
+    so through ``select``, ``known_at`` and ``from_sources``."""
+    n = 300
+    ids = list(range(10_000, 10_000 + n))
+    raw: dict[str, list[object]] = {
+        "forecast_id": ids,
+        "decision_id": [i // 3 for i in ids],
+        "agent_id": [None if i % 7 == 0 else i % 5 for i in range(n)],
+        "family_id": [f" fam-{i % 4} " for i in range(n)],
+        "market_id": [f"m{i % 200}" for i in range(n)],
+        "event_group": [None if i % 3 else "" if i % 2 else f"g{i % 9}" for i in range(n)],
+        "source": ["bet" if i % 10 == 0 else None for i in range(n)],
+        "outcome": [("Yes", "No", "Trump", None, "yes")[i % 5] for i in range(n)],
+    }
+    columns: dict[str, object] = {name: pa.array(values) for name, values in raw.items()}
+    columns["probability"] = pa.array([(i % 97) / 100 for i in range(n)])
+    columns["forecast_at"] = pa.array(
+        [
+            datetime(2025, 1, 1, tzinfo=UTC)
+            + (i % 40) * (datetime(2025, 1, 2) - datetime(2025, 1, 1))
+            for i in range(n)
+        ]
+    )
+    for data in (
+        Forecasts.from_arrow(dict(columns)),  # type: ignore[arg-type]
+        Forecasts.from_columns(
+            {name: list(values) for name, values in raw.items()}
+            | {
+                "probability": columns["probability"].to_pylist(),  # type: ignore[attr-defined]
+                "forecast_at": columns["forecast_at"].to_pylist(),  # type: ignore[attr-defined]
+            }
+        ),
+    ):
+        for name, values in raw.items():
+            expected = _old_strings(values)
+            if name == "outcome":
+                expected = ["" if v in (None, "Yes", "No", "yes") else v for v in expected]
+            got = getattr(data, name)
+            assert got.dtype == object, name
+            assert got.tolist() == expected, name
+        assert data.coded["family_id"].codes.dtype == np.int8  # type: ignore[union-attr]
+        assert data.coded["market_id"].codes.dtype == np.int16  # type: ignore[union-attr]
+        rows = np.flatnonzero(np.arange(n) % 3 != 1)
+        picked = data.select(rows)
+        cut = data.known_at(np.datetime64("2025-01-20T00:00:00", "us"))
+        made = data.forecast_at <= np.datetime64("2025-01-20T00:00:00", "us")
+        panel = data.from_sources(("panel",))
+        for name in STRING_COLUMNS:
+            whole = getattr(data, name)
+            assert getattr(picked, name).tolist() == whole[rows].tolist(), name
+            assert getattr(cut, name).tolist() == whole[made].tolist(), name
+            assert getattr(panel, name).tolist() == whole[np.arange(n) % 10 != 0].tolist(), name
+    held = Forecasts.from_arrow(dict(columns)).coded["forecast_id"]  # type: ignore[arg-type]
+    assert held.codes is None and held.labels.dtype == np.int32
+    wide = {**columns, "forecast_id": pa.array([2**40 + i for i in range(n)])}
+    ids = Forecasts.from_arrow(wide).forecast_id  # type: ignore[arg-type]
+    assert ids.tolist() == [str(2**40 + i) for i in range(n)]
+
+
+def _arrow_factorize(values: np.ndarray) -> tuple[list[int], list[str]]:
+    """Codes and texts as ``factorize`` gave them before it worked on held columns (arrow's
+    dictionary encoding)."""
+    texts = [value if value is not None else "" for value in values]
+    encoded = pa.array(texts, type=pa.string()).dictionary_encode()
+    return encoded.indices.to_pylist(), [str(v) for v in encoded.dictionary.to_pylist()]
+
+
+def test_factorize_of_held_columns_equals_the_arrow_encoding_it_replaced() -> None:
+    """``factorize`` of a held text column (labels that repeat a text, labels no row has after
+    a cut, missing values, integer ids) and of its object array both give the codes and texts,
+    in first-seen order, that arrow's dictionary encoding gave."""
+    n = 200
+    columns = {
+        "forecast_id": pa.array(list(range(n, 0, -1))),
+        "agent_id": pa.array([(i * 7) % 13 for i in range(n)]),
+        "family_id": pa.array([f"f{(i * 3) % 5}" for i in range(n)]),
+        "event_group": pa.array([None if i % 11 == 0 else f"g{i % 4}" for i in range(n)]),
+        "market_id": pa.array([f"m{(n - i) % 17}" for i in range(n)]),
+        "outcome": pa.array([("No", "Yes", None, "A", "yes", "")[i % 6] for i in range(n)]),
+        "probability": pa.array([0.5] * n),
+        "forecast_at": pa.array([datetime(2025, 1, 1 + i % 20, tzinfo=UTC) for i in range(n)]),
+    }
+    data = Forecasts.from_arrow(columns)  # type: ignore[arg-type]
+    for f in (data, data.select(np.arange(n) % 4 == 3), data.select(np.arange(n)[::-1])):
+        for name in ("forecast_id", "agent_id", "family_id", "event_group", "market_id", "outcome"):
+            expected = _arrow_factorize(getattr(f, name))
+            for values in (f.coded[name], getattr(f, name)):
+                codes, texts = factorize(values)
+                assert codes.dtype == np.int64
+                assert (codes.tolist(), texts) == expected, name
+
+
+def test_float_and_time_columns_read_back_bit_for_bit() -> None:
+    """Floats and times held dictionary-encoded read back bit for bit (``-0.0``, NaN, NaT),
+    through the ``No`` side's ``1 - p`` and ``known_at``'s blanking of later results; a column
+    of mostly distinct values is held as it is."""
+    n = 400
+    probability = [(-0.0, 0.25, 1.0, 0.1 + 0.2, None)[i % 5] for i in range(n)]
+    resolved_at = [None if i % 3 else datetime(2025, 2, 1 + i % 9, tzinfo=UTC) for i in range(n)]
+    columns = {
+        "family_id": pa.array(["f"] * n),
+        "market_id": pa.array([f"m{i % 40}" for i in range(n)]),
+        "outcome": pa.array(["No" if i % 7 == 0 else "Yes" for i in range(n)]),
+        "probability": pa.array([0.5 if p is None else p for p in probability]),
+        "market_probability": pa.array(probability),
+        "resolved_value": pa.array([None if i % 3 else i % 2 for i in range(n)]),
+        "fee_rate": pa.array([i / 1000 for i in range(n)]),  # all distinct: held as it is
+        "forecast_at": pa.array([datetime(2025, 1, 1 + i % 28, tzinfo=UTC) for i in range(n)]),
+        "resolved_at": pa.array(resolved_at),
+    }
+    plain = {name: values.to_pylist() for name, values in columns.items()}
+    data = Forecasts.from_arrow(dict(columns))  # type: ignore[arg-type]
+    reference = Forecasts.from_rows([{k: v[i] for k, v in plain.items()} for i in range(n)])
+    assert data.coded["market_probability"].codes is not None
+    assert data.coded["fee_rate"].codes is None
+    assert reference.coded["market_probability"].codes is None  # from Python values: as is
+    moment = np.datetime64("2025-02-04", "us")
+    for f, g in ((data, reference), (data.known_at(moment), reference.known_at(moment))):
+        for name in (*FLOAT_COLUMNS, "forecast_at", "week_start", "resolved_at"):
+            a, b = getattr(f, name), getattr(g, name)
+            assert a.dtype == b.dtype, name
+            assert a.view(np.int64).tolist() == b.view(np.int64).tolist(), name

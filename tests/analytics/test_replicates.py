@@ -160,3 +160,29 @@ def test_the_cli_reports_replicates_in_json_csv_and_a_table_of_80_columns(
     assert "replicates" in sections
     assert "Replicates: skill or the luck of a run" in _run([*full, "-f", "table"], monkeypatch)
     assert _json([*full, "-f", "json"])["replicates"]["icc"] == pytest.approx(report["icc"])
+
+
+def test_replicate_means_equal_the_per_agent_lists_they_replaced() -> None:
+    """Each family's replicate means, in their order, are bit for bit those of the per-agent
+    lists of Python floats the split used to build (rows interleaved, an agent missing)."""
+    rows = _rows()
+    for index, item in enumerate(rows):
+        if index % 17 == 0:
+            item["agent_id"] = None
+    data = forecasts(*rows)
+    prep = prepare(data, with_at(None, WEEK0 + timedelta(days=30)))
+    q = prep.questions.row_question
+    keep = prep.scorable[q] & ~np.isnan(prep.questions.resolved_value[q])
+    brier = (prep.forecasts.probability[keep] - prep.questions.resolved_value[q[keep]]) ** 2
+    agents: dict[tuple[str, str], list[float]] = {}
+    families, ids = prep.forecasts.family_id[keep], prep.forecasts.agent_id[keep]
+    for family, agent, score in zip(families, ids, brier, strict=True):
+        agents.setdefault((str(family), str(agent)), []).append(float(score))
+    groups: dict[str, list[float]] = {}
+    for (family, _agent), scores in agents.items():
+        groups.setdefault(family, []).append(float(np.mean(scores)))
+    split = {r["family_id"]: r for r in replicate_split(prep)["rows"]}
+    for family, means in groups.items():
+        assert split[family]["replicates"] == len(means)
+        assert split[family]["mean_brier"] == float(np.mean(means))
+        assert split[family]["sd_brier"] == float(np.std(means, ddof=1))

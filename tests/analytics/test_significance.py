@@ -163,3 +163,17 @@ def test_peer_scores_sum_to_zero_and_match_the_two_forecaster_case() -> None:
     # with two forecasters, the peer score is the head-to-head score
     assert peer[3] == pytest.approx(head_to_head_scores(logs[3:4], logs[4:5])[0])
     assert math.isnan(peer[5])  # alone on its question
+
+
+def test_cluster_codes_of_object_labels_equal_the_sorted_text_codes_they_replaced() -> None:
+    """Object labels (texts, None, numbers, non-ASCII) get the dense codes, in sorted text
+    order, that ``np.unique`` of their fixed-width texts gave."""
+    labels = np.array(
+        ["m10", None, "m2", 7, "é", "m10", "Z", "", 7.0, "m2", None, "z", "7"], dtype=object
+    )
+    texts = np.array(["" if label is None else str(label) for label in labels])
+    _, expected = np.unique(texts, return_inverse=True)
+    codes, n = significance.cluster_codes(labels, len(labels))
+    assert codes.tolist() == expected.reshape(-1).tolist()
+    assert n == int(expected.max()) + 1
+    assert significance.cluster_codes(np.array([], dtype=object), 0)[1] == 0
