@@ -45,6 +45,7 @@ from arena.slots import MISSED_AFTER, job_slot
 from arena.sources.anchors import Anchor, build_anchors
 from arena.sources.clob import BookSource, ClobClient
 from arena.sources.gamma import GammaClient
+from arena.sources.openrouter import load_sdk_in_background
 from arena.sources.registry import ProviderRegistry
 from arena.store.models import Cohort, JobRun
 from arena.store.system_log import LogMessage, log_event
@@ -176,6 +177,7 @@ class Runtime:
         and fails, so the slot is not done and the catch-up decides that cohort once it exists.
         By hand (no slot), nothing to decide is no failure: the rule is the slot's, and this
         is its one home."""
+        load_sdk_in_background()  # ready by the first call, after the sync and the freeze
         week = week_start(slot) if slot is not None else None
         if week is not None:
             with self.factory() as session:

@@ -15,16 +15,17 @@ limits, pricing, failures) is in METHODOLOGY.md, "Web search".
 
 from __future__ import annotations
 
+import functools
+import importlib
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import httpx
-import openai
-from openai import OpenAI
 from pydantic import SecretStr
 
 from arena.config import OpenRouterFamily, Settings, WebSearch
@@ -46,7 +47,20 @@ from arena.sources.openrouter_replies import (
 )
 from arena.sources.providers import ModelReply, ModelRequest, OnAttempt, call_with_retries
 
+if TYPE_CHECKING:
+    from openai import OpenAI
+
 logger = logging.getLogger(__name__)
+
+
+def load_sdk_in_background() -> None:
+    """Start importing the OpenAI SDK (0.3 s) on a thread, for a run that will call OpenRouter
+    after other work (its market sync and universe freeze): the first request then finds it
+    loaded. Importing is safe from two threads at once; a failure here shows at that request."""
+    if "openai" not in sys.modules:
+        threading.Thread(
+            target=importlib.import_module, args=("openai",), name="load-openai", daemon=True
+        ).start()
 
 
 class ModelPrice(NamedTuple):
@@ -83,10 +97,23 @@ class OpenRouterProvider(HttpClientOwner):
             http_client,
             lambda: httpx.Client(timeout=settings.openrouter.timeout_seconds, verify=tls_context()),
         )
-        cfg = settings.openrouter
-        self._client = OpenAI(
+        self._api_key = api_key
+        self._pricing_ttl = pricing_ttl_seconds
+        self._pricing: dict[str, ModelPrice] | None = None
+        self._pricing_at = 0.0
+        self._pricing_lock = threading.Lock()
+
+    @functools.cached_property
+    def _client(self) -> OpenAI:
+        """The SDK's client, made at the first request: the SDK takes 0.3 s to import, which
+        :func:`load_sdk_in_background` spends while a run syncs markets and freezes its
+        universe."""
+        from openai import OpenAI
+
+        cfg = self.settings.openrouter
+        return OpenAI(
             base_url=str(cfg.base_url).rstrip("/"),
-            api_key=api_key.get_secret_value(),
+            api_key=self._api_key.get_secret_value(),
             max_retries=0,
             timeout=cfg.timeout_seconds,
             http_client=cast(Any, self._http),  # the SDK accepts httpx clients too
@@ -96,10 +123,6 @@ class OpenRouterProvider(HttpClientOwner):
                 "X-OpenRouter-Title": cfg.app_title,
             },
         )
-        self._pricing_ttl = pricing_ttl_seconds
-        self._pricing: dict[str, ModelPrice] | None = None
-        self._pricing_at = 0.0
-        self._pricing_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"OpenRouterProvider(base_url={str(self.settings.openrouter.base_url)!r})"
@@ -124,6 +147,8 @@ class OpenRouterProvider(HttpClientOwner):
 
     def complete(self, request: ModelRequest) -> ModelReply:
         """One chat completion; returns the reply or raises a classified ProviderCallError."""
+        import openai
+
         payload = self.request_payload(request)
         extra_body = {k: v for k, v in payload.items() if k not in _NATIVE_FIELDS}
         started = self._monotonic()
@@ -227,6 +252,8 @@ class OpenRouterProvider(HttpClientOwner):
         return None
 
     def _get_json(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        import openai
+
         started = self._monotonic()
         try:
             response = self._client.get(

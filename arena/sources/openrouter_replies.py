@@ -41,9 +41,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from arena.domain.storable import (
     MODEL_TEXT,
@@ -63,6 +61,9 @@ from arena.errors import (
 )
 from arena.sources.http import retry_after_seconds
 from arena.sources.providers import Citation, ModelReply
+
+if TYPE_CHECKING:
+    import openai
 
 _JSON_SCAN_LIMIT = 200  # candidate "{" positions tried when looking for a JSON object
 # What decision_attempts keeps of an answer (pinned against the schema by a test).
@@ -234,6 +235,8 @@ def classify_status(code: int | None) -> type[ProviderCallError]:
 
 
 def error_from_sdk(exc: openai.APIError, latency_ms: int) -> ProviderCallError:
+    import openai  # loaded by the call that failed
+
     if isinstance(exc, openai.APITimeoutError):
         return TransientProviderError("request timed out", reason="timeout", latency_ms=latency_ms)
     if isinstance(exc, openai.APIConnectionError):

@@ -714,3 +714,24 @@ def test_fake_handler_shapes() -> None:
     assert [r.path for r in fake.requests][:3] == [chat, chat, chat]
     assert fake.requests[2].json == request
     assert fake.chat_requests(MODEL)[0].headers["authorization"] == "Bearer k"
+
+
+def test_the_sdk_loads_in_the_background_not_at_start_up() -> None:
+    """Issue 27's start-up: the OpenAI SDK (0.3 s of imports) is not loaded with the command;
+    a decision run starts loading it on a thread while it syncs markets and freezes its
+    universe, and the first request finds it loaded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, threading, arena.cli, arena.runtime, arena.cli.decide\n"
+        "print('openai' in sys.modules)\n"
+        "from arena.sources.openrouter import load_sdk_in_background\n"
+        "load_sdk_in_background()\n"
+        "[t.join() for t in threading.enumerate() if t.name == 'load-openai']\n"
+        "print('openai' in sys.modules)\n"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert shown == ["False", "True"]
