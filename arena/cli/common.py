@@ -145,11 +145,12 @@ class AppState:
 def runtime(ctx: typer.Context) -> Runtime:
     """The daemon's jobs on the configured database (migrated first), for one command; use it
     as a context manager so its clients are closed."""
-    from arena.runtime import production_runtime
-
-    # What the imports made lives as long as the process: the collector need not walk it
-    # again at every full collection of a run (CPython's gc.freeze).
-    gc.freeze()
+    gc.disable()  # as arena.__main__ loads the CLI: what the jobs load lives as long
+    try:
+        from arena.runtime import production_runtime
+    finally:
+        gc.freeze()
+        gc.enable()
     app_state = state(ctx)
     return production_runtime(app_state.settings, app_state.factory())
 
