@@ -94,6 +94,13 @@ def start_arena(
     )
 
 
+def python_prints(code: str) -> list[str]:
+    """The lines a fresh Python process running ``code`` prints (for what a process imports
+    or how it starts, which this one has long settled)."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.splitlines()
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on (bound, then closed again): to serve on,
     or to point a client at for a refused connection."""

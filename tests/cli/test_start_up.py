@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from tests.helpers import python_prints
+
 
 def test_the_command_loads_with_the_collector_paused_then_running() -> None:
     code = (
@@ -15,9 +17,7 @@ def test_the_command_loads_with_the_collector_paused_then_running() -> None:
         "from arena.__main__ import run\n"
         "run()\n"
     )
-    shown = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False
-    ).stdout.split("\n")
+    shown = python_prints(code)
     assert shown[0].startswith("arena ")
     assert shown[1] == "True True"  # collecting again, the CLI's own objects frozen
 

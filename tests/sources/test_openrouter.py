@@ -43,7 +43,7 @@ from arena.fakes.openrouter import (
 from arena.sources.openrouter import ModelPrice, OpenRouterProvider
 from arena.sources.openrouter_replies import classify_completion, has_json_object
 from arena.sources.providers import ModelReply, ModelRequest, call_with_retries
-from tests.helpers import free_port
+from tests.helpers import free_port, python_prints
 
 KEY = "sk-or-v1-test-secret-0123456789abcdef"
 MODEL = "openai/gpt-4o-mini"
@@ -720,9 +720,6 @@ def test_the_sdk_loads_in_the_background_not_at_start_up() -> None:
     """Issue 27's start-up: the OpenAI SDK (0.3 s of imports) is not loaded with the command;
     a decision run starts loading it on a thread while it syncs markets and freezes its
     universe, and the first request finds it loaded."""
-    import subprocess
-    import sys
-
     code = (
         "import sys, threading, arena.cli, arena.runtime, arena.cli.decide\n"
         "print('openai' in sys.modules)\n"
@@ -731,7 +728,4 @@ def test_the_sdk_loads_in_the_background_not_at_start_up() -> None:
         "[t.join() for t in threading.enumerate() if t.name == 'load-openai']\n"
         "print('openai' in sys.modules)\n"
     )
-    shown = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split()
-    assert shown == ["False", "True"]
+    assert python_prints(code) == ["False", "True"]

@@ -3,8 +3,6 @@ timestamps stay UTC, and the unique constraints that carry the methodology hold.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 
@@ -30,6 +28,7 @@ from arena.store.models import (
     Trade,
 )
 from tests.conftest import Database
+from tests.helpers import python_prints
 
 NOW = datetime(2026, 11, 22, 0, 5, tzinfo=UTC)
 
@@ -76,10 +75,7 @@ def test_upgrade_of_a_database_at_head_does_not_load_alembic(db: Database) -> No
         f"upgrade(make_engine({db.url!r})); "
         "print(sorted(name for name in sys.modules if name.split('.')[0] == 'alembic'))"
     )
-    shown = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert shown.strip() == "[]"
+    assert python_prints(code) == ["[]"]
 
 
 def test_sqlite_pragmas(sqlite_db: Database) -> None:
