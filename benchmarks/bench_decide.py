@@ -11,9 +11,10 @@ universe. Gamma and the CLOB answer without added latency. A cohort of ``--famil
 families x ``--replicates`` (default 12 x 3 = 36 agents) is opened in mode ``book`` (the
 default) with the default universe of 500 markets, then ``arena decide --at`` runs as a real
 process: it starts, syncs the markets from Gamma, freezes the universe with its books, and
-decides the agents **one after another** (:mod:`arena.jobs.decide`: claim, prompt, call,
-validate; then, on a worker thread while the next agent is asked, refresh the traded markets,
-walk their books, execute, record), so each agent waits for its one call.
+decides the agents **one after another** (:mod:`arena.jobs.decide`: claim and prompt, on a
+thread while the agent before is asked; call, validate; then, on another thread while the next
+agent is asked, refresh the traded markets, walk their books, execute, record), so each agent
+waits for its one call.
 
 Measured, per database:
 

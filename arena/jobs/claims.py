@@ -243,3 +243,19 @@ def release_failed(
     row.refusals = storable_json(refusals) if refusals else None
     row.updated_at = now
     row.lease_until = None
+
+
+def withdraw_claim(factory: sessionmaker[Session], claim: Claim, now: datetime) -> None:
+    """Give back a claim whose agent was never asked (the run stopped first): a row this claim
+    created is removed, as if the agent had not been reached; a row it took over goes back to
+    ``retryable``, saying why."""
+    with transaction(factory) as session:
+        row = lock_claim(session, claim)
+        if row is None:
+            return
+        if row.claim_count == 1 and claim.attempts_before == 0:
+            session.delete(row)
+        else:
+            release_failed(
+                row, DecisionStatus.RETRYABLE, "not asked: the run stopped first", None, None, now
+            )

@@ -5,10 +5,12 @@ claim the decision row, render the prompt from the frozen universe and the agent
 call the family's provider (transient failures retried with backoff, every attempt stored
 the moment it ends, a paid answer before it is parsed), parse and validate the answer
 (malformed answers repaired up to ``malformed_retries`` times, then a system HOLD), and execute
-it in a transaction that re-checks the claim. The execution (the traded markets refreshed, their
-books fetched, the trades and the record written) runs on a worker thread while the next agent
-is prompted and its model call is in flight; executions run one at a time, in the agents'
-order, each under its claim's lease, and the run ends when the last one has.
+it in a transaction that re-checks the claim. The work around each model call overlaps it:
+while an agent is asked, the next one is claimed and prompted on a thread
+(:meth:`DecisionRun.prepare_agent`) and the one before is executed on another (the traded
+markets refreshed, their books fetched, the trades and the record written), executions one at
+a time in the agents' order, each under its claim's lease. The run ends when the last
+execution has; an agent prepared but never asked (the run stopped) has its claim given back.
 
 Failure states (``Decision.status``):
 
@@ -55,7 +57,12 @@ from arena.domain.decisions import (
     extract_json_object,
     validate_decision,
 )
-from arena.domain.prompting import render_messages, render_repair
+from arena.domain.prompting import (
+    PromptContext,
+    PromptTemplates,
+    render_messages,
+    render_repair,
+)
 from arena.domain.states import (
     AttemptKind,
     AttemptOutcome,
@@ -81,6 +88,7 @@ from arena.jobs.claims import (
     lock_claim,
     release_completed,
     release_failed,
+    withdraw_claim,
 )
 from arena.jobs.decide_report import AgentResult, AttemptLog, DecideReport
 from arena.jobs.decide_view import book_prices, prompt_context, traded_sides
@@ -114,6 +122,28 @@ class RunSources:
     freeze_universe: FreezeUniverse
     refresh_markets: Callable[[Sequence[str]], object] | None = None
     books: BookSource | None = None
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What one agent is shown: the context, the cash in it, the templates and the rendered
+    messages."""
+
+    ctx: PromptContext
+    cash_shown: Decimal
+    templates: PromptTemplates
+    messages: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An agent claimed and prompted, not yet asked (``turn`` None: nothing to ask), with its
+    claim's lease renewed until it is asked and executed, or withdrawn."""
+
+    result: AgentResult
+    turn: Turn | None = None
+    prompt: Prompt | None = None
+    lease_kept: ExitStack | None = None
 
 
 def _never() -> bool:
@@ -179,7 +209,10 @@ class DecisionRun:
         cohort_ids = sorted({c.id for c, _ in pairs})
         universe: FrozenUniverse | None = None
         results: dict[int, AgentResult] = {}
-        with ThreadPoolExecutor(1, thread_name_prefix="arena-execute") as executions:
+        with (
+            ThreadPoolExecutor(1, thread_name_prefix="arena-execute") as executions,
+            ThreadPoolExecutor(1, thread_name_prefix="arena-prepare") as lookahead,
+        ):
             for round_no in range(2):  # the second round retakes what live holders released
                 todo = [
                     (c, a)
@@ -189,15 +222,24 @@ class DecisionRun:
                 if round_no and todo:
                     self._wait_for_holders([results[a.id] for _c, a in todo])
                 in_flight: Future[None] | None = None
-                for cohort, agent in todo:
+                ahead: Future[Prepared] | None = None
+                for index, (cohort, agent) in enumerate(todo):
                     if self.hooks.should_stop():
                         report.aborted = "stopped by shutdown; the remaining agents stay undecided"
                         log.warning("decision run stopped by shutdown before agent %s", agent.id)
                         break
                     try:
-                        universe = self._fresh_universe(universe, cohort_ids)
-                        report.universe_id = universe.id
-                        result, rest = self.start_agent(cohort, agent, universe)
+                        if ahead is not None:
+                            prepared, ahead = ahead.result(), None
+                        else:
+                            universe = self._fresh_universe(universe, cohort_ids)
+                            report.universe_id = universe.id
+                            prepared = self.prepare_agent(cohort, agent, universe)
+                        # the next agent is claimed and prompted while this one is asked
+                        last = index + 1 == len(todo)
+                        if not last and universe is not None and not self._stale(universe):
+                            ahead = lookahead.submit(self.prepare_agent, *todo[index + 1], universe)
+                        result, rest = self.ask_agent(prepared)
                     except UniverseUnavailable as exc:
                         report.aborted = str(exc)
                         log.error("decision run refused: %s", exc)
@@ -210,6 +252,8 @@ class DecisionRun:
                     if in_flight is not None:
                         in_flight.result()  # one execution at a time, in the agents' order
                     in_flight = executions.submit(self._end_agent, result, rest)
+                if ahead is not None:  # prepared for an agent the run stopped before
+                    self._withdraw(ahead.result())
                 if in_flight is not None:
                     in_flight.result()
                 if report.aborted or not any(r.status == Blocked.HELD for r in results.values()):
@@ -223,12 +267,15 @@ class DecisionRun:
         if self.hooks.on_progress is not None:
             self.hooks.on_progress(result)
 
+    def _stale(self, universe: FrozenUniverse) -> bool:
+        """Whether the universe is older than the price age (the next agent gets a fresh one)."""
+        return universe.stale(self.clock.now(), self.settings.benchmark.max_price_age_minutes)
+
     def _fresh_universe(
         self, universe: FrozenUniverse | None, cohort_ids: list[int]
     ) -> FrozenUniverse:
         """The run's universe, replaced by a fresh one once it is older than the price age."""
-        max_age = self.settings.benchmark.max_price_age_minutes
-        if universe is not None and not universe.stale(self.clock.now(), max_age):
+        if universe is not None and not self._stale(universe):
             return universe
         universe_id = self.sources.freeze_universe(cohort_ids)
         with self.factory() as session:
@@ -255,13 +302,10 @@ class DecisionRun:
 
     # --- one agent -----------------------------------------------------------------------
 
-    def start_agent(
-        self, cohort: Cohort, agent: Agent, universe: FrozenUniverse
-    ) -> tuple[AgentResult, Callable[[], None]]:
-        """One agent's decision up to its execution: claim, prompt, call, validate. Returns the
-        result and what is left to do (the execution, under the same lease), which the run
-        does in the background while the next agent's model call is in flight; the result is
-        final once that has run."""
+    def prepare_agent(self, cohort: Cohort, agent: Agent, universe: FrozenUniverse) -> Prepared:
+        """One agent claimed and prompted, not yet asked: the run prepares the next agent this
+        way (on a thread) while the one before is asked. A claim refused, or a failure before
+        the prompt, leaves nothing to ask."""
         now = self.clock.now()
         week = decision_week(cohort.week_start, now)
         result = AgentResult(cohort.id, agent.id, agent.family_id, None, Blocked.HELD)
@@ -275,31 +319,51 @@ class DecisionRun:
             result.lease_until = claim.lease_until
             if claim.held:
                 result.error = claim.describe()
-                return result, _nothing
+                return Prepared(result)
             with self.factory() as session:
                 existing = session.get(Decision, claim.decision_id)
                 if existing is not None:
                     result.action, result.system_hold = existing.action, existing.system_hold
-            return result, _nothing
+            return Prepared(result)
         result.decision_id = claim.decision_id
         attempts = AttemptLog(self.factory, claim, agent.prompt_version, self.clock)
         turn = Turn(claim, agent, week, universe, cohort.pricing, attempts, result)
         lease_kept = ExitStack()
         lease_kept.enter_context(LeaseKeeper(self.factory, claim, lease))
+        prompt = self._guarded(turn, lambda: self._prompt(turn))
+        if prompt is None:
+            lease_kept.close()
+            return Prepared(result)
+        return Prepared(result, turn, prompt, lease_kept)
+
+    def ask_agent(self, prepared: Prepared) -> tuple[AgentResult, Callable[[], None]]:
+        """Ask a prepared agent and validate its answer. Returns the result and what is left to
+        do (the execution, under the same lease), which the run does in the background while
+        the next agent is asked; the result is final once that has run."""
+        turn, prompt, lease_kept = prepared.turn, prepared.prompt, prepared.lease_kept
+        if turn is None or prompt is None or lease_kept is None:
+            return prepared.result, _nothing
         try:
-            execute = self._guarded(turn, lambda: self._decide_claimed(turn))
+            execute = self._guarded(turn, lambda: self._decide_claimed(turn, prompt))
         except BaseException:
             lease_kept.close()
             raise
         if execute is None:
             lease_kept.close()
-            return result, _nothing
+            return prepared.result, _nothing
 
         def rest() -> None:
             with lease_kept:  # the lease is renewed until the execution has run
                 self._guarded(turn, execute)
 
-        return result, rest
+        return prepared.result, rest
+
+    def _withdraw(self, prepared: Prepared) -> None:
+        """Give back the claim of a prepared agent the run stopped before asking."""
+        if prepared.turn is None or prepared.lease_kept is None:
+            return
+        with prepared.lease_kept:
+            withdraw_claim(self.factory, prepared.turn.claim, self.clock.now())
 
     def _guarded(self, turn: Turn, step: Callable[[], T]) -> T | None:
         """``step()``; an unexpected failure leaves the decision retryable (None), as one
@@ -315,15 +379,25 @@ class DecisionRun:
             )
             return None
 
-    def _decide_claimed(self, turn: Turn) -> Callable[[], None] | None:
-        """Prompt, call and parse one claimed decision; its execution, left to run, or None
-        when the decision ended before one (a failure, or the budget). The budget counts what
-        the decision's earlier claims paid, and settles what this one paid whatever follows."""
-        agent, attempts = turn.agent, turn.attempts
+    def _prompt(self, turn: Turn) -> Prompt:
+        """What the turn's agent is shown, rendered."""
         ctx, cash_shown = prompt_context(self.factory, self.settings, self.clock.now(), turn)
+        templates = load_templates(turn.agent.prompt_version)
+        return Prompt(ctx, cash_shown, templates, render_messages(ctx, templates))
+
+    def _decide_claimed(self, turn: Turn, prompt: Prompt) -> Callable[[], None] | None:
+        """Call and parse one claimed and prompted decision; its execution, left to run, or
+        None when the decision ended before one (a failure, or the budget). The budget counts
+        what the decision's earlier claims paid, and settles what this one paid whatever
+        follows."""
+        agent, attempts = turn.agent, turn.attempts
+        ctx, cash_shown, templates, messages = (
+            prompt.ctx,
+            prompt.cash_shown,
+            prompt.templates,
+            prompt.messages,
+        )
         validation = ValidationContext.from_prompt(ctx)
-        templates = load_templates(agent.prompt_version)
-        messages = render_messages(ctx, templates)
         provider = self.sources.provider_for(agent)
         model = agent_model(agent)
         max_tokens = self.settings.max_tokens(agent.family_id)

@@ -394,3 +394,59 @@ def test_an_execution_runs_while_the_next_agent_is_asked(db: Database, tmp_path:
     assert {status for _, status in reported} == {"completed"}
     assert world.decisions()["gpt-5.1"].status == "completed" and world.trade_count() >= 1
     world.assert_ledger()
+
+
+def test_the_next_agent_is_claimed_and_prompted_while_one_is_asked(
+    db: Database, tmp_path: Path
+) -> None:
+    """Issue 27's overhead per agent: while an agent's model call is in flight, the next agent
+    is claimed and its prompt rendered, so the time between two calls is the answer's own
+    work. The first answer waits here until the second agent's claim exists; prepared one
+    after the other, it would wait in vain."""
+    import time
+
+    from sqlalchemy import func
+
+    from arena.fakes.openrouter import answer
+
+    world = make_world(db, tmp_path)
+    seen: list[int] = []
+
+    def first_answer(_messages: object) -> str:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with db.factory() as session:
+                claimed = session.scalar(select(func.count()).select_from(Decision)) or 0
+            if claimed >= 2:
+                break
+            time.sleep(0.01)
+        seen.append(claimed)
+        return json.dumps(HOLD)
+
+    first = world.settings.families[0]
+    world.fake.script(MODELS[first.id], answer(first_answer))
+    report = world.run()
+    assert seen == [2]
+    assert {r.status for r in report.results} == {"completed"}
+    world.assert_ledger()
+
+
+def test_an_agent_prepared_but_not_asked_when_the_run_stops_is_given_back(
+    db: Database, tmp_path: Path
+) -> None:
+    """A shutdown between two agents: the next agent, already claimed and prompted, is never
+    asked, and its claim is given back (a row it created is removed), so the run leaves what
+    it left before: the agents it did not reach unclaimed."""
+    world = make_world(db, tmp_path)
+    asked = iter(range(100))
+
+    def stop_before_the_second() -> bool:
+        return next(asked) == 1
+
+    report = world.run(should_stop=stop_before_the_second)
+    assert report.aborted and "stopped by shutdown" in report.aborted
+    decisions = world.decisions()
+    assert list(decisions) == [world.settings.families[0].id]
+    assert decisions[world.settings.families[0].id].status == "completed"
+    assert len(world.fake.chat_requests()) == 1
+    world.assert_ledger()

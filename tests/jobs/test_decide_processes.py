@@ -130,7 +130,8 @@ def test_killed_run_is_taken_over_at_once_without_duplicates(db: Database, tmp_p
         mid = world.decisions()
         assert mid["gpt-5.1"].status == "completed"
         assert mid["claude-opus-4.5"].status == "claimed"
-        assert "grok-4" not in mid
+        # the agent after the slow one was claimed and prompted while it was asked, never asked
+        assert "grok-4" not in mid or not world.attempts("grok-4")
         assert mid["claude-opus-4.5"].holder.split(":")[1] == str(proc.pid)
         rerun = run_arena("--config", str(config), "decide", "--at", AT, env=env, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr + rerun.stdout

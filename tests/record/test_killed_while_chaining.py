@@ -65,8 +65,8 @@ def test_a_run_killed_while_chaining_leaves_nothing_half_written(
             )
             trades = session.scalar(select(func.count()).select_from(Trade))
             claimed = session.scalar(select(func.count()).select_from(Decision))
-        # the next agent may have been claimed and asked while this one executed: in flight
-        assert claimed in (1, 2) and completed == 0 and trades == 0
+        # while one executes, the next is asked and the one after is claimed: in flight
+        assert claimed in (1, 2, 3) and completed == 0 and trades == 0
         assert [r.kind for r in assert_linear(db)] == ["cohort"]
         rerun = run_arena("--config", config, "decide", "--at", AT, env=env, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr + rerun.stdout
