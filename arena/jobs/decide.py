@@ -223,37 +223,45 @@ class DecisionRun:
                     self._wait_for_holders([results[a.id] for _c, a in todo])
                 in_flight: Future[None] | None = None
                 ahead: Future[Prepared] | None = None
-                for index, (cohort, agent) in enumerate(todo):
-                    if self.hooks.should_stop():
-                        report.aborted = "stopped by shutdown; the remaining agents stay undecided"
-                        log.warning("decision run stopped by shutdown before agent %s", agent.id)
-                        break
-                    try:
-                        if ahead is not None:
-                            prepared, ahead = ahead.result(), None
-                        else:
-                            universe = self._fresh_universe(universe, cohort_ids)
-                            report.universe_id = universe.id
-                            prepared = self.prepare_agent(cohort, agent, universe)
-                        # the next agent is claimed and prompted while this one is asked
-                        last = index + 1 == len(todo)
-                        if not last and universe is not None and not self._stale(universe):
-                            ahead = lookahead.submit(self.prepare_agent, *todo[index + 1], universe)
-                        result, rest = self.ask_agent(prepared)
-                    except UniverseUnavailable as exc:
-                        report.aborted = str(exc)
-                        log.error("decision run refused: %s", exc)
-                        break
-                    except RunAborted as exc:
-                        report.aborted = str(exc)
-                        log.error("decision run aborted: %s", exc)
-                        break
-                    results[agent.id] = result
-                    if in_flight is not None:
-                        in_flight.result()  # one execution at a time, in the agents' order
-                    in_flight = executions.submit(self._end_agent, result, rest)
-                if ahead is not None:  # prepared for an agent the run stopped before
-                    self._withdraw(ahead.result())
+                try:
+                    for index, (cohort, agent) in enumerate(todo):
+                        if self.hooks.should_stop():
+                            report.aborted = (
+                                "stopped by shutdown; the remaining agents stay undecided"
+                            )
+                            log.warning(
+                                "decision run stopped by shutdown before agent %s", agent.id
+                            )
+                            break
+                        try:
+                            if ahead is not None:
+                                prepared, ahead = ahead.result(), None
+                            else:
+                                universe = self._fresh_universe(universe, cohort_ids)
+                                report.universe_id = universe.id
+                                prepared = self.prepare_agent(cohort, agent, universe)
+                            # the next agent is claimed and prompted while this one is asked
+                            last = index + 1 == len(todo)
+                            if not last and universe is not None and not self._stale(universe):
+                                ahead = lookahead.submit(
+                                    self.prepare_agent, *todo[index + 1], universe
+                                )
+                            result, rest = self.ask_agent(prepared)
+                        except UniverseUnavailable as exc:
+                            report.aborted = str(exc)
+                            log.error("decision run refused: %s", exc)
+                            break
+                        except RunAborted as exc:
+                            report.aborted = str(exc)
+                            log.error("decision run aborted: %s", exc)
+                            break
+                        results[agent.id] = result
+                        if in_flight is not None:
+                            in_flight.result()  # one execution at a time, in the agents' order
+                        in_flight = executions.submit(self._end_agent, result, rest)
+                finally:
+                    if ahead is not None:  # prepared for an agent the run stopped before
+                        self._withdraw(ahead)
                 if in_flight is not None:
                     in_flight.result()
                 if report.aborted or not any(r.status == Blocked.HELD for r in results.values()):
@@ -358,12 +366,22 @@ class DecisionRun:
 
         return prepared.result, rest
 
-    def _withdraw(self, prepared: Prepared) -> None:
-        """Give back the claim of a prepared agent the run stopped before asking."""
+    def _withdraw(self, ahead: Future[Prepared]) -> None:
+        """Give back the claim of an agent prepared ahead that the run stopped before asking
+        (or failed before: then what failed goes on up). Its lease ends either way; a claim
+        that cannot be given back now is taken over once the lease has run out."""
+        try:
+            prepared = ahead.result()
+        except Exception:
+            log.exception("the agent prepared ahead failed before it was asked")
+            return
         if prepared.turn is None or prepared.lease_kept is None:
             return
         with prepared.lease_kept:
-            withdraw_claim(self.factory, prepared.turn.claim, self.clock.now())
+            try:
+                withdraw_claim(self.factory, prepared.turn.claim, self.clock.now())
+            except Exception:
+                log.exception("decision %s: claim not given back", prepared.turn.claim.decision_id)
 
     def _guarded(self, turn: Turn, step: Callable[[], T]) -> T | None:
         """``step()``; an unexpected failure leaves the decision retryable (None), as one
