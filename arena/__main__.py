@@ -1,24 +1,16 @@
 """The ``arena`` command (``python -m arena``, and the console script): the CLI, loaded with
-the garbage collector paused.
-
-Loading the CLI and its libraries makes objects that live as long as the process and no
-garbage: a collection while they load only walks them (0.1 s of every command's start), and
-once frozen (``gc.freeze``) later collections skip them. Commands that load more on the way
-(:func:`arena.cli.common.runtime`) freeze that too.
+the garbage collector paused (:func:`arena.startup.loading_for_good`). Commands that load more
+on the way (:func:`arena.cli.common.runtime`) load it the same way.
 """
 
 from __future__ import annotations
 
-import gc
+from arena.startup import loading_for_good
 
 
 def run() -> None:
-    gc.disable()
-    try:
+    with loading_for_good():
         from arena.cli import main
-    finally:
-        gc.freeze()
-        gc.enable()
     main()
 
 

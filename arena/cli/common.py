@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,6 +12,7 @@ from rich.console import Console
 
 from arena.clock import Clock, FixedClock, SystemClock, parse_timestamp
 from arena.errors import OptionError, UserError
+from arena.startup import loading_for_good
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -145,12 +145,8 @@ class AppState:
 def runtime(ctx: typer.Context) -> Runtime:
     """The daemon's jobs on the configured database (migrated first), for one command; use it
     as a context manager so its clients are closed."""
-    gc.disable()  # as arena.__main__ loads the CLI: what the jobs load lives as long
-    try:
+    with loading_for_good():  # as arena.__main__ loads the CLI: what the jobs load lives as long
         from arena.runtime import production_runtime
-    finally:
-        gc.freeze()
-        gc.enable()
     app_state = state(ctx)
     return production_runtime(app_state.settings, app_state.factory())
 

@@ -253,7 +253,7 @@ def withdraw_claim(factory: sessionmaker[Session], claim: Claim, now: datetime) 
         row = lock_claim(session, claim)
         if row is None:
             return
-        if row.claim_count == 1 and claim.attempts_before == 0:
+        if row.claim_count == 1:  # this claim created the row: nothing was ever asked on it
             session.delete(row)
         else:
             release_failed(

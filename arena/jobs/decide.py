@@ -150,6 +150,17 @@ def _never() -> bool:
     return False
 
 
+@dataclass
+class _RunState:
+    """What a decision run carries from one agent to the next, and from one round to the
+    next: its report, each agent's result, the cohorts decided and the universe in use."""
+
+    report: DecideReport
+    cohort_ids: list[int]
+    results: dict[int, AgentResult] = field(default_factory=dict)
+    universe: FrozenUniverse | None = None
+
+
 @dataclass(frozen=True)
 class RunHooks:
     """How a decision run keeps time with its host: the real clock its leases run on, the
@@ -206,9 +217,7 @@ class DecisionRun:
             return report
         for _cohort, agent in pairs:  # a missing key fails here, before anything is claimed
             self.sources.provider_for(agent)
-        cohort_ids = sorted({c.id for c, _ in pairs})
-        universe: FrozenUniverse | None = None
-        results: dict[int, AgentResult] = {}
+        run = _RunState(report, sorted({c.id for c, _ in pairs}))
         with (
             ThreadPoolExecutor(1, thread_name_prefix="arena-execute") as executions,
             ThreadPoolExecutor(1, thread_name_prefix="arena-prepare") as lookahead,
@@ -217,57 +226,61 @@ class DecisionRun:
                 todo = [
                     (c, a)
                     for c, a in pairs
-                    if a.id not in results or results[a.id].status == Blocked.HELD
+                    if a.id not in run.results or run.results[a.id].status == Blocked.HELD
                 ]
                 if round_no and todo:
-                    self._wait_for_holders([results[a.id] for _c, a in todo])
-                in_flight: Future[None] | None = None
-                ahead: Future[Prepared] | None = None
-                try:
-                    for index, (cohort, agent) in enumerate(todo):
-                        if self.hooks.should_stop():
-                            report.aborted = (
-                                "stopped by shutdown; the remaining agents stay undecided"
-                            )
-                            log.warning(
-                                "decision run stopped by shutdown before agent %s", agent.id
-                            )
-                            break
-                        try:
-                            if ahead is not None:
-                                prepared, ahead = ahead.result(), None
-                            else:
-                                universe = self._fresh_universe(universe, cohort_ids)
-                                report.universe_id = universe.id
-                                prepared = self.prepare_agent(cohort, agent, universe)
-                            # the next agent is claimed and prompted while this one is asked
-                            last = index + 1 == len(todo)
-                            if not last and universe is not None and not self._stale(universe):
-                                ahead = lookahead.submit(
-                                    self.prepare_agent, *todo[index + 1], universe
-                                )
-                            result, rest = self.ask_agent(prepared)
-                        except UniverseUnavailable as exc:
-                            report.aborted = str(exc)
-                            log.error("decision run refused: %s", exc)
-                            break
-                        except RunAborted as exc:
-                            report.aborted = str(exc)
-                            log.error("decision run aborted: %s", exc)
-                            break
-                        results[agent.id] = result
-                        if in_flight is not None:
-                            in_flight.result()  # one execution at a time, in the agents' order
-                        in_flight = executions.submit(self._end_agent, result, rest)
-                finally:
-                    if ahead is not None:  # prepared for an agent the run stopped before
-                        self._withdraw(ahead)
-                if in_flight is not None:
-                    in_flight.result()
-                if report.aborted or not any(r.status == Blocked.HELD for r in results.values()):
+                    self._wait_for_holders([run.results[a.id] for _c, a in todo])
+                self._round(run, todo, executions, lookahead)
+                if report.aborted or not any(
+                    r.status == Blocked.HELD for r in run.results.values()
+                ):
                     break
-        report.results = [results[a.id] for _c, a in pairs if a.id in results]
+        report.results = [run.results[a.id] for _c, a in pairs if a.id in run.results]
         return report
+
+    def _round(
+        self,
+        run: _RunState,
+        todo: list[tuple[Cohort, Agent]],
+        executions: ThreadPoolExecutor,
+        lookahead: ThreadPoolExecutor,
+    ) -> None:
+        """Decide ``todo`` in order: each agent asked while the next is prepared and the one
+        before is executed; returns once the last execution has run."""
+        in_flight: Future[None] | None = None
+        ahead: Future[Prepared] | None = None
+        try:
+            for index, (cohort, agent) in enumerate(todo):
+                if self.hooks.should_stop():
+                    run.report.aborted = "stopped by shutdown; the remaining agents stay undecided"
+                    log.warning("decision run stopped by shutdown before agent %s", agent.id)
+                    break
+                try:
+                    if ahead is not None:
+                        prepared, ahead = ahead.result(), None
+                    else:
+                        run.universe = self._fresh_universe(run.universe, run.cohort_ids)
+                        run.report.universe_id = run.universe.id
+                        prepared = self.prepare_agent(cohort, agent, run.universe)
+                    # the next agent is claimed and prompted while this one is asked
+                    universe = run.universe
+                    if index + 1 < len(todo) and universe and not self._stale(universe):
+                        ahead = lookahead.submit(self.prepare_agent, *todo[index + 1], universe)
+                    result, rest = self.ask_agent(prepared)
+                except (UniverseUnavailable, RunAborted) as exc:
+                    run.report.aborted = str(exc)
+                    refused = isinstance(exc, UniverseUnavailable)
+                    log.error("decision run %s: %s", "refused" if refused else "aborted", exc)
+                    break
+                run.results[agent.id] = result
+                if in_flight is not None:
+                    in_flight.result()  # one execution at a time, in the agents' order
+                in_flight = executions.submit(self._end_agent, result, rest)
+        finally:
+            if ahead is not None:  # prepared for an agent the run stopped before
+                self._withdraw(ahead)
+        if in_flight is not None:
+            in_flight.result()
 
     def _end_agent(self, result: AgentResult, rest: Callable[[], None]) -> None:
         """Run what is left of an agent's decision (its execution), then report the result."""

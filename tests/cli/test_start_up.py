@@ -27,3 +27,20 @@ def test_python_m_arena_is_the_same_command() -> None:
         [sys.executable, "-m", "arena", "--version"], capture_output=True, text=True, check=True
     )
     assert shown.stdout.startswith("arena ")
+
+
+def test_loading_for_good_pauses_the_collector_and_freezes_what_was_made() -> None:
+    code = (
+        "import gc\n"
+        "from arena.startup import loading_for_good\n"
+        "gc.unfreeze()\n"
+        "try:\n"
+        "    with loading_for_good():\n"
+        "        paused = not gc.isenabled()\n"
+        "        made = [[n] for n in range(1000)]\n"
+        "        raise KeyError\n"
+        "except KeyError:\n"
+        "    pass\n"
+        "print(paused, gc.isenabled(), gc.get_freeze_count() >= 1000)\n"
+    )
+    assert python_prints(code) == ["True True True"]  # resumed even when the block failed
