@@ -40,7 +40,7 @@ from arena.jobs.prices import refresh_markets
 from arena.jobs.report import JobReport, raise_failure
 from arena.jobs.settle import SettleReport, settle_markets
 from arena.jobs.snapshots import SnapshotReport, take_snapshots
-from arena.jobs.universe import freeze_universe
+from arena.jobs.universe import BooksAhead, freeze_universe
 from arena.slots import MISSED_AFTER, job_slot
 from arena.sources.anchors import Anchor, build_anchors
 from arena.sources.clob import BookSource, ClobClient
@@ -185,18 +185,28 @@ class Runtime:
                     week = None  # the slot's cohort existed: nothing missing
 
         def freeze(cohort_ids: Sequence[int]) -> int:
+            books = self._books_for(cohort_ids)
+            # mode book: the listing's books are fetched while the sync stores the listing
+            ahead = BooksAhead(books, self.settings.benchmark.universe_size) if books else None
             try:
-                sync = sync_markets(self.factory, self.gamma, self.settings, clock)
-            except Exception as exc:
-                raise UniverseUnavailable(f"market sync failed, no decision stored: {exc}") from exc
-            return freeze_universe(
-                self.factory,
-                self.settings,
-                clock.now(),
-                cohort_ids,
-                sync.top_ids,
-                books=self._books_for(cohort_ids),
-            )
+                try:
+                    sync = sync_markets(
+                        self.factory,
+                        self.gamma,
+                        self.settings,
+                        clock,
+                        on_listed=ahead.fetch if ahead else None,
+                    )
+                except Exception as exc:
+                    raise UniverseUnavailable(
+                        f"market sync failed, no decision stored: {exc}"
+                    ) from exc
+                return freeze_universe(
+                    self.factory, self.settings, clock.now(), cohort_ids, sync.top_ids, ahead
+                )
+            finally:
+                if ahead is not None:
+                    ahead.close()
 
         budget = Budget(
             self.settings.budget,

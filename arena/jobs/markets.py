@@ -17,6 +17,7 @@ One run (``arena markets sync``):
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.clock import Clock
 from arena.config import Settings
+from arena.domain.markets import MarketView
 from arena.domain.states import MarketStatus
 from arena.jobs.prices import store_markets
 from arena.jsonable import jsonable
@@ -102,13 +104,23 @@ class SyncReport:
 
 
 def sync_markets(
-    session_factory: sessionmaker[Session], client: MarketSource, settings: Settings, clock: Clock
+    session_factory: sessionmaker[Session],
+    client: MarketSource,
+    settings: Settings,
+    clock: Clock,
+    *,
+    on_listed: Callable[[Sequence[MarketView]], object] | None = None,
 ) -> SyncReport:
-    """Upsert the top-N universe and refresh held and formerly listed markets (see module)."""
+    """Upsert the top-N universe and refresh held and formerly listed markets (see module).
+    ``on_listed`` hears of the listing as soon as Gamma has given it, before anything is
+    stored (the decision run starts fetching its books then:
+    :class:`arena.jobs.universe.BooksAhead`)."""
     now = clock.now()
     report = SyncReport(at=now, universe_size=settings.benchmark.universe_size)
     listing = FetchStats()
     top = client.top_markets(report.universe_size, listing)
+    if on_listed is not None:
+        on_listed(top)
     report.top_ids = [market.id for market in top]
     report.listed = len(top)
     listed_ids = set(report.top_ids)

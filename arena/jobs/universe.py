@@ -13,7 +13,9 @@ offered for new bets).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -37,7 +39,10 @@ from arena.store.queries import held_market_ids
 from arena.store.upsert import insert_ignore
 
 if TYPE_CHECKING:
-    from arena.sources.clob import BookSource
+    from arena.domain.book import FeeSchedule
+    from arena.sources.clob import BookBatch, BookSource, FeeBatch
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -272,8 +277,8 @@ def _booked(
     return kept, touches
 
 
-def _tokens(row: Market) -> list[str]:
-    """The CLOB token ids of a stored market, aligned with its outcomes (none if unknown)."""
+def _tokens(row: Market | MarketView) -> list[str]:
+    """The CLOB token ids of a market, aligned with its outcomes (none if unknown)."""
     tokens = [str(token) for token in row.clob_token_ids or []]
     return tokens if tokens and len(tokens) == len(row.outcomes) else []
 
@@ -353,3 +358,78 @@ def panel_markets(ranked: Sequence[MarketView], v2: V2) -> list[MarketView]:
             if len(panel) >= v2.panel_size:
                 break
     return panel
+
+
+class BooksAhead:
+    """The CLOB for one universe freeze, with the books of the listing Gamma just returned
+    fetched ahead: :meth:`fetch` asks for them on a thread while the market sync stores the
+    listing, and :meth:`books` answers the freeze from them, asking the CLOB only for tokens
+    it did not ask ahead (the held markets'). The freeze then waits for the CLOB and the
+    store at once instead of one after the other.
+
+    The tokens asked ahead are those of the listing's first ``size`` tradable markets by
+    volume, the ones the freeze ranks first. A token asked ahead that had no book is missing,
+    as it would have been asked directly a moment later. A CLOB failure ahead is the freeze's
+    failure (:class:`ClobError`, as a direct request would raise after the same retries); any
+    other failure ahead is logged and the freeze asks the CLOB itself."""
+
+    def __init__(self, source: BookSource, size: int) -> None:
+        self._source = source
+        self._size = size
+        self._asked: frozenset[str] = frozenset()
+        self._ahead: Future[BookBatch] | None = None
+
+    def fetch(self, listing: Sequence[MarketView]) -> None:
+        """Start fetching the books of the listing's first ``size`` tradable markets."""
+        tradable = sorted(
+            (market for market in listing if market.is_tradable and _tokens(market)),
+            key=lambda market: (-(market.volume or Decimal(0)), market.id),
+        )[: self._size]
+        tokens = [token for market in tradable for token in _tokens(market)]
+        if not tokens:
+            return
+        self._asked = frozenset(tokens)
+        pool = ThreadPoolExecutor(1, thread_name_prefix="arena-books")
+        self._ahead = pool.submit(self._source.books, tokens)
+        pool.shutdown(wait=False)  # the thread ends with the fetch
+
+    def books(self, token_ids: Sequence[str]) -> BookBatch:
+        from arena.sources.clob import BookBatch
+
+        ahead = self._answer_ahead()
+        if ahead is None:
+            return self._source.books(token_ids)
+        wanted = list(dict.fromkeys(token_ids))
+        found = {token: ahead.books[token] for token in wanted if token in ahead.books}
+        rest = [token for token in wanted if token not in self._asked]
+        if rest:
+            found.update(self._source.books(rest).books)
+        return BookBatch(found, tuple(token for token in wanted if token not in found))
+
+    def _answer_ahead(self) -> BookBatch | None:
+        """The answer to the fetch ahead, once it has come (None: nothing was asked ahead, or
+        asking failed for a reason other than the CLOB's)."""
+        if self._ahead is None:
+            return None
+        try:
+            return self._ahead.result()
+        except ClobError:
+            raise
+        except Exception:
+            log.exception("books fetched ahead of the freeze failed; asking the CLOB directly")
+            self._ahead = None
+            return None
+
+    def book(self, token_id: str) -> OrderBook:
+        return self._source.book(token_id)
+
+    def fee_schedule(self, condition_id: str) -> FeeSchedule:
+        return self._source.fee_schedule(condition_id)
+
+    def fee_schedules(self, condition_ids: Sequence[str]) -> FeeBatch:
+        return self._source.fee_schedules(condition_ids)
+
+    def close(self) -> None:
+        """Wait for a fetch still running (the CLOB client itself is its owner's to close)."""
+        if self._ahead is not None:
+            self._ahead.exception()
