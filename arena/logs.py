@@ -22,6 +22,8 @@ import sys
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+from arena.startup import import_in_background
+
 # C0 controls (newline and tab included), DEL, C1 controls, and the two Unicode line breaks
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _CONTROL_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
@@ -107,6 +109,12 @@ class StructlogFormatter(logging.Formatter):
         if self._formatter is None:
             self._formatter = _structlog_formatter(self.json_logs)
         return self._formatter.format(record)
+
+
+def load_renderer_in_background() -> None:
+    """Start importing structlog on a thread, for a run that writes its first record after
+    other work: that record then finds it loaded."""
+    import_in_background("load-structlog", "structlog")
 
 
 def _structlog_formatter(json_logs: bool) -> logging.Formatter:

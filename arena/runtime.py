@@ -41,6 +41,7 @@ from arena.jobs.report import JobReport, raise_failure
 from arena.jobs.settle import SettleReport, settle_markets
 from arena.jobs.snapshots import SnapshotReport, take_snapshots
 from arena.jobs.universe import BooksAhead, freeze_universe
+from arena.logs import load_renderer_in_background
 from arena.slots import MISSED_AFTER, job_slot
 from arena.sources.anchors import Anchor, build_anchors
 from arena.sources.clob import BookSource, ClobClient
@@ -178,6 +179,7 @@ class Runtime:
         By hand (no slot), nothing to decide is no failure: the rule is the slot's, and this
         is its one home."""
         load_sdk_in_background()  # ready by the first call, after the sync and the freeze
+        load_renderer_in_background()  # ready by the sync's first log record
         week = week_start(slot) if slot is not None else None
         if week is not None:
             with self.factory() as session:

@@ -31,6 +31,9 @@ Measured, per database:
   model call per agent, and one trade set per decision (two trades each). A failed check
   exits 1; a time never does.
 
+arena is byte-compiled first, as an installed package is (:mod:`installed`), so a machine
+with ``PYTHONDONTWRITEBYTECODE`` set does not count compiling its source in every process.
+
 SQLite runs unless ``--no-sqlite``; PostgreSQL runs when ``--postgres-url`` or
 ``ARENA_TEST_POSTGRES_URL`` is given, in scratch databases created and dropped here. The
 fakes run in this process and share its two cores with the decide processes: quote figures
@@ -68,6 +71,7 @@ from sqlalchemy import func, select
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_snapshot import postgres_database
+from installed import byte_compile_arena
 
 from arena.clock import FixedClock
 from arena.config import load_settings
@@ -346,6 +350,7 @@ def main(argv: list[str] | None = None) -> None:
         args.no_sqlite = args.no_sqlite or bool(args.postgres_url)
     plan = Plan(args.families, args.replicates, args.latency, args.universe)
     logging.disable(logging.WARNING)
+    byte_compile_arena()  # as an installed arena is (benchmarks/installed.py)
     print(
         f"decision run: {plan.families} families x {plan.replicates} replicates = {plan.agents} "
         f"agents, asked one after another;\n{plan.latency:g} s per model call, a "

@@ -44,3 +44,17 @@ def test_loading_for_good_pauses_the_collector_and_freezes_what_was_made() -> No
         "print(paused, gc.isenabled(), gc.get_freeze_count() >= 1000)\n"
     )
     assert python_prints(code) == ["True True True"]  # resumed even when the block failed
+
+
+def test_a_decision_run_loads_the_log_renderer_ahead_on_a_thread() -> None:
+    code = (
+        "import sys, threading\n"
+        "from arena.logs import load_renderer_in_background\n"
+        "print('structlog' in sys.modules)\n"
+        "load_renderer_in_background()\n"
+        "[t.join() for t in threading.enumerate() if t.name == 'load-structlog']\n"
+        "print('structlog' in sys.modules)\n"
+        "load_renderer_in_background()\n"  # loaded: no thread
+        "print(any(t.name == 'load-structlog' for t in threading.enumerate()))\n"
+    )
+    assert python_prints(code) == ["False", "True", "False"]

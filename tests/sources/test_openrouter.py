@@ -726,6 +726,7 @@ def test_the_sdk_loads_in_the_background_not_at_start_up() -> None:
         "from arena.sources.openrouter import load_sdk_in_background\n"
         "load_sdk_in_background()\n"
         "[t.join() for t in threading.enumerate() if t.name == 'load-openai']\n"
-        "print('openai' in sys.modules)\n"
+        "print('openai' in sys.modules, 'openai.resources.chat.completions' in sys.modules)\n"
     )
-    assert python_prints(code) == ["False", "True"]
+    # the chat completions too, which the SDK would load at the first request
+    assert python_prints(code) == ["False", "True True"]
