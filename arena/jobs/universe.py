@@ -13,8 +13,9 @@ offered for new bets).
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -124,7 +125,9 @@ def freeze_universe(
     ``books`` (mode book) is the CLOB: the universe then keeps only markets with a book for
     every outcome token (``POST /books``, 500 tokens a request) and freezes each token's touch
     and hash; an unreachable CLOB raises :class:`UniverseUnavailable` (never a fallback to
-    Gamma's prices).
+    Gamma's prices). The fee schedules of the panel's markets are then fetched too
+    (:func:`store_panel_fees`), before this returns; or, when ``books`` is the decision run's
+    :class:`BooksAhead`, as it says.
     """
     slot = week_start(now)
     size = settings.benchmark.universe_size
@@ -184,7 +187,13 @@ def freeze_universe(
             session.execute(insert(UniverseMarket), rows)
         seal_universe(session, universe_id)  # its hash, for the records of its decisions
     if books is not None:
-        store_panel_fees(factory, books, [row for row in ranked if row.id in panel], now)
+        fees = functools.partial(
+            store_panel_fees, factory, books, [row for row in ranked if row.id in panel], now
+        )
+        if isinstance(books, BooksAhead):
+            books.after_freeze(fees)
+        else:
+            fees()
     return universe_id
 
 
@@ -371,11 +380,22 @@ class BooksAhead:
     volume, the ones the freeze ranks first. A token asked ahead that had no book is missing,
     as it would have been asked directly a moment later. A CLOB failure ahead is the freeze's
     failure (:class:`ClobError`, as a direct request would raise after the same retries); any
-    other failure ahead is logged and the freeze asks the CLOB itself."""
+    other failure ahead is logged and the freeze asks the CLOB itself.
 
-    def __init__(self, source: BookSource, size: int) -> None:
+    ``later`` takes the fetch of the panel's fee schedules that follows the freeze
+    (:meth:`after_freeze`): the decision run gives it to a thread, so its first agents are
+    asked meanwhile (nothing a decision does needs them). Without it, they are fetched at once.
+    """
+
+    def __init__(
+        self,
+        source: BookSource,
+        size: int,
+        later: Callable[[Callable[[], None]], object] | None = None,
+    ) -> None:
         self._source = source
         self._size = size
+        self._later = later
         self._asked: frozenset[str] = frozenset()
         self._ahead: Future[BookBatch] | None = None
 
@@ -419,6 +439,13 @@ class BooksAhead:
             log.exception("books fetched ahead of the freeze failed; asking the CLOB directly")
             self._ahead = None
             return None
+
+    def after_freeze(self, fees: Callable[[], None]) -> None:
+        """Fetch the panel's fee schedules: handed to ``later``, or now."""
+        if self._later is None:
+            fees()
+        else:
+            self._later(fees)
 
     def book(self, token_id: str) -> OrderBook:
         return self._source.book(token_id)

@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
 
 import arena.jobs.markets
 from arena.domain.markets import MarketView
 from arena.errors import ClobError
+from arena.jobs.decide import DecisionRun
 from arena.jobs.universe import BooksAhead
 from arena.sources.clob import BookBatch
+from arena.store.models import MarketFee
 from tests.conftest import Database
 from tests.helpers import week_simulation
 
@@ -94,12 +97,64 @@ def test_another_failure_ahead_is_logged_and_the_clob_asked_directly(
     assert "books fetched ahead of the freeze failed" in caplog.text
 
 
+def test_the_fees_after_the_freeze_go_to_later_or_run_at_once() -> None:
+    ran: list[str] = []
+    handed: list[object] = []
+    BooksAhead(Clob({}), 5).after_freeze(lambda: ran.append("now"))  # type: ignore[arg-type]
+    BooksAhead(Clob({}), 5, handed.append).after_freeze(lambda: ran.append("later"))  # type: ignore[arg-type]
+    assert ran == ["now"] and len(handed) == 1
+
+
 def test_nothing_listed_asks_nothing_ahead() -> None:
     clob = Clob({"11": "book 11"})
     ahead = BooksAhead(clob, 5)  # type: ignore[arg-type]
     ahead.fetch([])
     assert clob.asked == []
     assert ahead.books(["11"]).books == {"11": "book 11"}
+
+
+def _open_cohort(sim: Any) -> None:
+    sim.clock.set(SUNDAY)
+    sim.world.evolve(SUNDAY)
+    sim.runtime.cohort_start(sim.clock)
+    at = SUNDAY + timedelta(minutes=5)
+    sim.clock.set(at)
+    sim.world.evolve(at)
+
+
+def test_a_decision_run_asks_its_first_agent_before_the_panel_fees_are_fetched(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The panel's fee schedules are fetched on a thread while the first agents are asked
+    (fetched in the freeze, they would wait for an agent that is never asked), and they are
+    stored by the time the run returns."""
+    monkeypatch.setenv("ARENA_BENCHMARK__PRICING", "book")
+    with week_simulation(db.url, db.factory, tmp_path / "config.yaml", SUNDAY) as sim:
+        _open_cohort(sim)
+        asking = threading.Event()
+        ask = DecisionRun.ask_agent
+
+        def noting(run: DecisionRun, prepared: Any) -> Any:
+            asking.set()
+            return ask(run, prepared)
+
+        monkeypatch.setattr(DecisionRun, "ask_agent", noting)
+        clob = sim.runtime.clob
+        assert clob is not None
+        fee_schedules = clob.fee_schedules
+        waited: list[bool] = []
+
+        def waiting(condition_ids: Sequence[str]) -> Any:
+            waited.append(asking.wait(10))
+            return fee_schedules(condition_ids)
+
+        monkeypatch.setattr(clob, "fee_schedules", waiting)
+        report = sim.runtime.decision_run(sim.clock)
+        with db.factory() as session:
+            fees = session.scalar(select(func.count()).select_from(MarketFee))
+    assert waited and all(waited)  # the panel's first, then those of the traded markets
+    assert report.results and all(r.status == "completed" for r in report.results)
+    assert fees  # stored before the run returned
 
 
 def test_a_decision_run_fetches_the_books_while_the_sync_stores_the_listing(
@@ -109,12 +164,7 @@ def test_a_decision_run_fetches_the_books_while_the_sync_stores_the_listing(
     asked only after the store (one after the other), it would wait in vain."""
     monkeypatch.setenv("ARENA_BENCHMARK__PRICING", "book")
     with week_simulation(db.url, db.factory, tmp_path / "config.yaml", SUNDAY) as sim:
-        sim.clock.set(SUNDAY)
-        sim.world.evolve(SUNDAY)
-        sim.runtime.cohort_start(sim.clock)
-        at = SUNDAY + timedelta(minutes=5)
-        sim.clock.set(at)
-        sim.world.evolve(at)
+        _open_cohort(sim)
         asked = threading.Event()
         clob = sim.runtime.clob
         assert clob is not None
