@@ -5,7 +5,7 @@ claim the decision row, render the prompt from the frozen universe and the agent
 call the family's provider (transient failures retried with backoff, every attempt stored
 the moment it ends, a paid answer before it is parsed), parse and validate the answer
 (malformed answers repaired up to ``malformed_retries`` times, then a system HOLD), and execute
-it in a transaction that re-checks the claim. The work around each model call overlaps it:
+it in a transaction that re-checks the claim (a valid answer's verdict written just before). The work around each model call overlaps it:
 while an agent is asked, the next one is claimed and prompted on a thread
 (:meth:`DecisionRun.prepare_agent`) and the one before is executed on another (the traded
 markets refreshed, their books fetched, the trades and the record written), executions one at
@@ -34,6 +34,7 @@ hand goes back to ``retryable`` and the agents not reached are simply not claime
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -454,6 +455,7 @@ class DecisionRun:
             self._finish(turn, DecisionStatus.BUDGET_SKIPPED, error=str(exc))
             return None
         decision: ValidDecision | None = None
+        verdict: Callable[[], None] = _nothing  # a valid answer's, written with its execution
         parsed: dict[str, Any] | None = None
         kind = AttemptKind.INITIAL
         last_error = ""
@@ -485,7 +487,10 @@ class DecisionRun:
                     ]
                     kind, parsed = AttemptKind.REPAIR, None
                     continue
-                attempts.verdict(attempt_id, AttemptOutcome.VALID, decision.to_json_dict())
+                # written off the path to the next agent's call, right before the execution
+                verdict = functools.partial(
+                    attempts.verdict, attempt_id, AttemptOutcome.VALID, decision.to_json_dict()
+                )
                 break
         finally:
             self.budget.settle(agent.family_id, attempts.cost, uncosted=attempts.uncosted)
@@ -497,7 +502,12 @@ class DecisionRun:
             )
             turn.result.system_hold = True
         valid = decision
-        return lambda: self._execute(turn, valid, cash_shown)
+
+        def execute() -> None:
+            verdict()
+            self._execute(turn, valid, cash_shown)
+
+        return execute
 
     def _call(
         self, turn: Turn, provider: ModelProvider, request: ModelRequest, kind: str

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from arena.domain.states import AttemptKind
@@ -23,7 +25,7 @@ from arena.fakes.openrouter import (
     reasoning_only,
 )
 from arena.jobs.budget import Budget
-from arena.store.models import Agent, Decision, Position, Trade
+from arena.store.models import Agent, Decision, DecisionAttempt, Position, Trade
 from tests.conftest import Database
 from tests.jobs.decide_world import HOLD, MODELS, bet, fake_answer, make_world
 
@@ -393,6 +395,38 @@ def test_an_execution_runs_while_the_next_agent_is_asked(db: Database, tmp_path:
     assert [f for f, _ in reported] == [r.family_id for r in report.results]
     assert {status for _, status in reported} == {"completed"}
     assert world.decisions()["gpt-5.1"].status == "completed" and world.trade_count() >= 1
+    world.assert_ledger()
+
+
+def test_a_valid_answers_verdict_is_written_with_its_execution_not_before_the_next_call(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27's overhead per agent: the answer is committed ``received`` on arrival and
+    parsed, then the next agent is asked at once; a valid answer's verdict is written on the
+    execution's thread, right before its execution, still once and never over another."""
+    import threading
+
+    from arena.jobs.decide_report import AttemptLog
+
+    written: list[tuple[str, str]] = []
+    verdict = AttemptLog.verdict
+
+    def noting(log: AttemptLog, attempt_id: int, outcome: str, *args: Any) -> None:
+        written.append((outcome, threading.current_thread().name))
+        verdict(log, attempt_id, outcome, *args)
+
+    monkeypatch.setattr(AttemptLog, "verdict", noting)
+    world = make_world(db, tmp_path)
+    first = world.settings.families[0]
+    world.fake.script(MODELS[first.id], fake_answer({"action": "BET"}), fake_answer(HOLD))
+    report = world.run()
+    assert {r.status for r in report.results} == {"completed"}
+    assert ("malformed", "MainThread") in written  # a repair follows at once: written first
+    valid = [thread for outcome, thread in written if outcome == "valid"]
+    assert valid and all(thread.startswith("arena-execute") for thread in valid)
+    with db.factory() as session:
+        outcomes = session.scalars(select(DecisionAttempt.outcome)).all()
+    assert "received" not in outcomes  # every answer has its verdict once the run returns
     world.assert_ledger()
 
 
