@@ -16,7 +16,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -187,16 +186,12 @@ class Runtime:
                 if session.scalar(select(Cohort.id).where(Cohort.week_start == week)) is not None:
                     week = None  # the slot's cohort existed: nothing missing
 
-        after = ThreadPoolExecutor(1, thread_name_prefix="arena-after-freeze")
-
         def freeze(cohort_ids: Sequence[int]) -> int:
             books = self._books_for(cohort_ids)
             # mode book: the listing's books are fetched while the sync stores the listing,
-            # the panel's fees while the first agents are asked
+            # the panel's fees while a model call is in flight (``run``: the run made below)
             size = self.settings.benchmark.universe_size
-            ahead = (
-                BooksAhead(books, size, lambda job: after.submit(_logged, job)) if books else None
-            )
+            ahead = BooksAhead(books, size, lambda job: run.defer(job)) if books else None
             try:
                 try:
                     sync = sync_markets(
@@ -236,8 +231,7 @@ class Runtime:
             on_progress=on_progress,
         )
         run = DecisionRun(self.factory, self.settings, clock, sources, budget=budget, hooks=hooks)
-        with after:  # what the freezes left to do (the panel's fees) ends with the run
-            report = run.run()
+        report = run.run()
         report.missing_cohort = week
         self._commit_after_decisions(clock)
         return report
@@ -457,14 +451,6 @@ class Runtime:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _logged(job: Callable[[], object]) -> None:
-    """Run ``job`` on a thread of its own: a failure is logged, as no caller hears of it."""
-    try:
-        job()
-    except Exception:
-        log.exception("a decision run's work after the freeze failed")
 
 
 def production_runtime(settings: Settings, factory: sessionmaker[Session]) -> Runtime:

@@ -2,15 +2,16 @@
 
 For every agent of the cohorts in the decision window, one after another in a stable order:
 claim the decision row, render the prompt from the frozen universe and the agent's portfolio,
-call the family's provider (transient failures retried with backoff, every attempt stored
-the moment it ends, a paid answer before it is parsed), parse and validate the answer
-(malformed answers repaired up to ``malformed_retries`` times, then a system HOLD), and execute
-it in a transaction that re-checks the claim (a valid answer's verdict written just before). The work around each model call overlaps it:
-while an agent is asked, the next one is claimed and prompted on a thread
-(:meth:`DecisionRun.prepare_agent`) and the one before is executed on another (the traded
-markets refreshed, their books fetched, the trades and the record written), executions one at
-a time in the agents' order, each under its claim's lease. The run ends when the last
-execution has; an agent prepared but never asked (the run stopped) has its claim given back.
+call the family's provider (transient failures retried with backoff, every attempt stored the
+moment it ends, a paid answer before it is parsed), parse and validate the answer (malformed
+answers repaired up to ``malformed_retries`` times, then a system HOLD), and execute it in a
+transaction that re-checks the claim (a valid answer's verdict written just before). The work
+around each model call overlaps it: while an agent is asked, the next one is claimed and
+prompted on a thread (:meth:`DecisionRun.prepare_agent`) and the one before is executed on
+another (the traded markets refreshed, their books fetched, the trades and the record written),
+executions one at a time in the agents' order, each under its claim's lease. The run ends when
+the last execution has; an agent prepared but never asked (the run stopped) has its claim given
+back.
 
 Failure states (``Decision.status``):
 
@@ -195,6 +196,22 @@ class DecisionRun:
         self.sources = sources
         self.budget = budget or Budget(settings.budget, pricing=None)
         self.hooks = hooks or RunHooks()
+        self._deferred: list[Callable[[], object]] = []
+
+    def defer(self, job: Callable[[], object]) -> None:
+        """Do ``job``, work no decision needs (the panel's fee schedules, after a freeze),
+        while a model call is in flight: on the look-ahead thread, after the next agent is
+        prepared. What no call was left to overlap is done as the run ends. A failure is
+        logged."""
+        self._deferred.append(job)
+
+    def _do_deferred(self, pool: ThreadPoolExecutor | None = None) -> None:
+        while self._deferred:
+            job = self._deferred.pop(0)
+            if pool is None:
+                _logged(job)
+            else:
+                pool.submit(_logged, job)
 
     def agents_to_decide(self) -> list[tuple[Cohort, Agent]]:
         now = self.clock.now()
@@ -236,6 +253,7 @@ class DecisionRun:
                     r.status == Blocked.HELD for r in run.results.values()
                 ):
                     break
+        self._do_deferred()
         report.results = [run.results[a.id] for _c, a in pairs if a.id in run.results]
         return report
 
@@ -267,6 +285,7 @@ class DecisionRun:
                     universe = run.universe
                     if index + 1 < len(todo) and universe and not self._stale(universe):
                         ahead = lookahead.submit(self.prepare_agent, *todo[index + 1], universe)
+                    self._do_deferred(lookahead)  # after the next agent's preparation
                     result, rest = self.ask_agent(prepared)
                 except (UniverseUnavailable, RunAborted) as exc:
                     run.report.aborted = str(exc)
@@ -622,6 +641,14 @@ class DecisionRun:
         result.attempts, result.cost_usd = turn.attempts.count, turn.attempts.cost
         if decision is not None:
             result.action = decision.action.value
+
+
+def _logged(job: Callable[[], object]) -> None:
+    """Do ``job``, which no caller waits for: a failure is logged."""
+    try:
+        job()
+    except Exception:
+        log.exception("work deferred by the decision run failed")
 
 
 def _nothing() -> None:

@@ -383,8 +383,9 @@ class BooksAhead:
     other failure ahead is logged and the freeze asks the CLOB itself.
 
     ``later`` takes the fetch of the panel's fee schedules that follows the freeze
-    (:meth:`after_freeze`): the decision run gives it to a thread, so its first agents are
-    asked meanwhile (nothing a decision does needs them). Without it, they are fetched at once.
+    (:meth:`after_freeze`): the decision run does it while a model call is in flight
+    (:meth:`arena.jobs.decide.DecisionRun.defer`), as nothing a decision does needs them.
+    Without it, they are fetched at once.
     """
 
     def __init__(

@@ -125,7 +125,7 @@ def _open_cohort(sim: Any) -> None:
 def test_a_decision_run_asks_its_first_agent_before_the_panel_fees_are_fetched(
     db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The panel's fee schedules are fetched on a thread while the first agents are asked
+    """The panel's fee schedules are fetched while the first model call is in flight
     (fetched in the freeze, they would wait for an agent that is never asked), and they are
     stored by the time the run returns."""
     monkeypatch.setenv("ARENA_BENCHMARK__PRICING", "book")

@@ -430,6 +430,44 @@ def test_a_valid_answers_verdict_is_written_with_its_execution_not_before_the_ne
     world.assert_ledger()
 
 
+def test_work_a_freeze_defers_is_done_on_the_look_ahead_thread_and_a_failure_logged(
+    db: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What no decision needs (the panel's fee schedules) waits for a model call in flight:
+    it runs on the look-ahead thread, after the next agent's preparation; a failing job is
+    logged and changes nothing else."""
+    import threading
+
+    from arena.clock import FixedClock
+    from arena.jobs.decide import DecisionRun, RunHooks, RunSources
+    from arena.jobs.universe import freeze_universe
+    from tests.jobs.decide_world import DECIDE_AT
+
+    world = make_world(db, tmp_path)
+    registry = world.registry()
+    clock = FixedClock(DECIDE_AT)
+    done: list[str] = []
+
+    def freeze(cohort_ids: list[int]) -> int:
+        universe_id = freeze_universe(db.factory, world.settings, clock.now(), cohort_ids)
+        run.defer(lambda: done.append(threading.current_thread().name))
+        run.defer(lambda: 1 / 0)
+        return universe_id
+
+    sources = RunSources(registry.for_agent, freeze)
+    run = DecisionRun(
+        db.factory, world.settings, clock, sources, hooks=RunHooks(sleep=lambda _s: None)
+    )
+    try:
+        report = run.run()
+    finally:
+        registry.close()
+    assert {r.status for r in report.results} == {"completed"}
+    assert len(done) == 1 and done[0].startswith("arena-prepare")
+    assert "work deferred by the decision run failed" in caplog.text
+    world.assert_ledger()
+
+
 def test_the_next_agent_is_claimed_and_prompted_while_one_is_asked(
     db: Database, tmp_path: Path
 ) -> None:
