@@ -41,8 +41,10 @@ from a quiet machine.
 
 Run: ``.venv/bin/python benchmarks/bench_decide.py --postgres-url
 postgresql+psycopg://postgres@127.0.0.1:5432/test`` (about 4 minutes: 36 agents x 2 s, three
-times), ``--families 4 --replicates 3`` for a quick look, ``--smoke`` for the smallest (2 x 2
-agents, 50 ms latency, a 40-market universe, on PostgreSQL alone when it is given).
+times), ``--runs 3`` for the median of three one-process runs per database (the host's speed
+varies from run to run), ``--families 4 --replicates 3`` for a quick look, ``--smoke`` for the
+smallest (2 x 2 agents, 50 ms latency, a 40-market universe, on PostgreSQL alone when it is
+given).
 """
 
 from __future__ import annotations
@@ -310,6 +312,22 @@ def one_process(plan: Plan, served: Served, url: str, backend: str, workdir: Pat
     return wall
 
 
+def median_of(plan: Plan, walls: list[float], backend: str) -> float:
+    """The median one-process wall time, and its overhead per agent when there are runs to
+    take it of."""
+    wall = statistics.median(walls)
+    if len(walls) > 1:
+        overheads = sorted(
+            round((w - plan.agents * plan.latency) / plan.agents * 1000) for w in walls
+        )
+        print(
+            f"{backend}, median of {len(walls)} runs: overhead per agent "
+            f"{(wall - plan.agents * plan.latency) / plan.agents * 1000:.0f} ms "
+            f"(runs: {', '.join(f'{o} ms' for o in overheads)})"
+        )
+    return wall
+
+
 def two_processes(plan: Plan, served: Served, url: str, one_wall: float, workdir: Path) -> bool:
     """Measure and print two ``arena decide`` sharing the run; whether nothing duplicated."""
     fake = fake_openrouter(plan, served)
@@ -340,6 +358,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--no-sqlite", action="store_true", help="skip SQLite")
     parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="one-process runs per database, each on a fresh one; the median is the figure "
+        "(default 1; the host's speed varies from run to run)",
+    )
+    parser.add_argument(
         "--smoke",
         action="store_true",
         help="the smallest size, in seconds: what CI runs to see the benchmark still works",
@@ -360,11 +385,17 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="arena-bench-") as tmp, serve_markets(plan) as served:
         workdir = Path(tmp)
         if not args.no_sqlite:
-            url = f"sqlite:///{workdir / 'one.db'}"
-            one_process(plan, served, url, "sqlite", workdir)
+            walls = [
+                one_process(plan, served, f"sqlite:///{workdir / f'one-{n}.db'}", "sqlite", workdir)
+                for n in range(args.runs)
+            ]
+            median_of(plan, walls, "sqlite")
         if args.postgres_url:
-            with postgres_database(args.postgres_url) as url:
-                one_wall = one_process(plan, served, url, "postgresql", workdir)
+            walls = []
+            for _run in range(args.runs):
+                with postgres_database(args.postgres_url) as url:
+                    walls.append(one_process(plan, served, url, "postgresql", workdir))
+            one_wall = median_of(plan, walls, "postgresql")
             with postgres_database(args.postgres_url) as url:
                 duplicated = not two_processes(plan, served, url, one_wall, workdir)
         else:
