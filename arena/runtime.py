@@ -199,7 +199,7 @@ class Runtime:
                         self.gamma,
                         self.settings,
                         clock,
-                        on_listed=ahead.fetch if ahead else None,
+                        on_listed=ahead.fetch if ahead is not None else None,
                     )
                 except Exception as exc:
                     raise UniverseUnavailable(

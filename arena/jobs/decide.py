@@ -283,7 +283,7 @@ class DecisionRun:
                         prepared = self.prepare_agent(cohort, agent, run.universe)
                     # the next agent is claimed and prompted while this one is asked
                     universe = run.universe
-                    if index + 1 < len(todo) and universe and not self._stale(universe):
+                    if index + 1 < len(todo) and universe is not None and not self._stale(universe):
                         ahead = lookahead.submit(self.prepare_agent, *todo[index + 1], universe)
                     self._do_deferred(lookahead)  # after the next agent's preparation
                     result, rest = self.ask_agent(prepared)
